@@ -1,0 +1,88 @@
+//! Input format detection by content (DESIGN.md, "Command line").
+
+use crate::cli::InputFormat;
+
+/// A detected input format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Jitdump,
+    PerfMap,
+    Xray,
+    XrayYaml,
+    Mlpd,
+    Elf,
+}
+
+impl Format {
+    /// The name used in output (`"format"` in JSON).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Jitdump => "jitdump",
+            Format::PerfMap => "perf-map",
+            Format::Xray => "xray",
+            Format::XrayYaml => "xray-yaml",
+            Format::Mlpd => "mlpd",
+            Format::Elf => "elf",
+        }
+    }
+
+    /// What users call it, for messages.
+    pub fn description(self) -> &'static str {
+        match self {
+            Format::Jitdump => "a perf jitdump",
+            Format::PerfMap => "a perf map",
+            Format::Xray => "an LLVM XRay trace",
+            Format::XrayYaml => "an llvm-xray YAML trace",
+            Format::Mlpd => "a Mono log profiler file",
+            Format::Elf => "an ELF binary",
+        }
+    }
+}
+
+impl From<InputFormat> for Format {
+    fn from(f: InputFormat) -> Format {
+        match f {
+            InputFormat::Jitdump => Format::Jitdump,
+            InputFormat::PerfMap => Format::PerfMap,
+            InputFormat::Xray => Format::Xray,
+            InputFormat::Mlpd => Format::Mlpd,
+            InputFormat::Elf => Format::Elf,
+        }
+    }
+}
+
+/// Detects the format of (already decompressed) `data`.
+pub fn detect(data: &[u8]) -> Option<Format> {
+    let head4 = data.get(..4)?;
+    if head4 == b"DTiJ" || head4 == b"JiTD" {
+        return Some(Format::Jitdump);
+    }
+    if head4 == [0x01, 0x5a, 0x50, 0x4d] {
+        return Some(Format::Mlpd);
+    }
+    if head4 == b"\x7fELF" {
+        return Some(Format::Elf);
+    }
+    if is_xray_header(data) {
+        return Some(Format::Xray);
+    }
+    if profkit_jitdump::perfmap::looks_like_perf_map(data) {
+        return Some(Format::PerfMap);
+    }
+    let head = std::str::from_utf8(data.get(..data.len().min(512))?).ok()?;
+    if head.starts_with("---") && head.contains("header:") {
+        return Some(Format::XrayYaml);
+    }
+    None
+}
+
+/// XRay's 32-byte file header: u16 version and u16 type (0 basic v1-3, 1 FDR v1-5),
+/// little-endian, then a full record or at least the header's 32 bytes.
+fn is_xray_header(data: &[u8]) -> bool {
+    if data.len() < 32 {
+        return false;
+    }
+    let version = u16::from_le_bytes([data[0], data[1]]);
+    let kind = u16::from_le_bytes([data[2], data[3]]);
+    matches!((kind, version), (0, 1..=3) | (1, 1..=5))
+}

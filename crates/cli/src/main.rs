@@ -1,0 +1,32 @@
+//! `profkit`: the command-line front end. Thin: it parses arguments, opens inputs, picks the
+//! library pieces and prints. Exit codes: 0 ok, 1 findings (`validate`), 2 usage, I/O or
+//! parse failure. A closed output pipe (`profkit dump x | head`) ends quietly with 0.
+
+mod cli;
+mod cmd;
+mod detect;
+mod input;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    let result = match args.command {
+        cli::Command::Info(a) => cmd::info::run(&a),
+        cli::Command::Dump(a) => cmd::dump::run(&a),
+        cli::Command::Validate(a) => cmd::validate::run(&a),
+        cli::Command::Convert(a) => cmd::convert::run(&a),
+        cli::Command::Completions(a) => cmd::completions::run(&a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            output::print_error(&format!("{e:#}"));
+            ExitCode::from(2)
+        }
+    }
+}

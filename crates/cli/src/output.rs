@@ -1,0 +1,64 @@
+//! Writing to stdout / files and printing diagnostics (colour only on a terminal, never with
+//! NO_COLOR: anstream decides).
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use anstyle::{AnsiColor, Style};
+use anyhow::{Context, Result};
+
+const ERROR: Style = AnsiColor::Red.on_default().bold();
+const WARNING: Style = AnsiColor::Yellow.on_default().bold();
+const NOTE: Style = AnsiColor::Cyan.on_default();
+
+/// Buffered stdout; write errors (including a closed pipe) surface as `io::Error`.
+pub fn stdout() -> BufWriter<io::StdoutLock<'static>> {
+    BufWriter::with_capacity(1 << 16, io::stdout().lock())
+}
+
+/// Buffered stdout that strips colour unless stdout is a terminal (and NO_COLOR is unset).
+pub fn color_stdout() -> BufWriter<anstream::Stdout> {
+    BufWriter::with_capacity(1 << 16, anstream::stdout())
+}
+
+/// A buffered output: a file, or stdout for `-`.
+pub fn create(path: &Path) -> Result<Box<dyn Write>> {
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(stdout()));
+    }
+    let f = File::create(path).with_context(|| format!("{}: cannot create", path.display()))?;
+    Ok(Box::new(BufWriter::with_capacity(1 << 18, f)))
+}
+
+/// Whether an error is (caused by) writing to a closed pipe.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// `error: message` on stderr.
+pub fn print_error(msg: &str) {
+    let _ = writeln!(anstream::stderr(), "{ERROR}error{ERROR:#}: {msg}");
+}
+
+/// `warning: message` on stderr.
+pub fn print_warning(msg: &str) {
+    let _ = writeln!(anstream::stderr(), "{WARNING}warning{WARNING:#}: {msg}");
+}
+
+/// `note: message` on stderr.
+pub fn print_note(msg: &str) {
+    let _ = writeln!(anstream::stderr(), "{NOTE}note{NOTE:#}: {msg}");
+}
+
+/// Styles for severity labels in reports written to stdout.
+pub fn severity_style(error: bool) -> Style {
+    if error {
+        ERROR
+    } else {
+        WARNING
+    }
+}

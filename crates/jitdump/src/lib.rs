@@ -1,0 +1,62 @@
+//! Read, write and validate **perf jitdump** files and **perf map** files.
+//!
+//! A jitdump is a 40-byte file header (magic `JiTD`, in the writer's byte order) followed by
+//! records, each a 16-byte header (id, total size, timestamp) and a body: JIT_CODE_LOAD (a
+//! function's name and code), JIT_CODE_MOVE, JIT_CODE_DEBUG_INFO (a line table),
+//! JIT_CODE_CLOSE, JIT_CODE_UNWINDING_INFO (`.eh_frame`), and samply's extension records
+//! SAMPLY_JIT_CODE_DEBUG_INFO2 (line table + inline tree), SAMPLY_JIT_TIER and
+//! SAMPLY_EMBEDDED_SOURCE_FILE. A perf map is text: `START SIZE name` per line.
+//!
+//! The crate is laid out like gimli and object:
+//!
+//! * [`raw`]: on-disk constants, [`Endian`], the open newtype [`RecordType`].
+//! * [`read`]: zero-copy [`JitDump`] → [`Records`] → [`RawRecord`] → [`Record`], and a
+//!   [`FollowReader`] for files still being written. Nothing is allocated per record and no
+//!   size field is trusted before it is checked against the bytes that remain; a cut-off file
+//!   yields every complete record plus a [`Truncation`].
+//! * [`write`]: [`JitDumpWriter`] for every record kind, either byte order; [`JitDumpFile`]
+//!   creates `jit-<pid>.dump` the way `perf record` expects.
+//! * [`validate`]: spec violations and named producer quirks, each with a stable code.
+//! * [`perfmap`]: perf map reader and writer.
+//!
+//! ```
+//! use profkit_jitdump::{JitDump, Record};
+//! # let bytes = profkit_jitdump::write::example_dump();
+//! let dump = JitDump::parse(&bytes)?;
+//! let loads = dump
+//!     .records()
+//!     .filter_map(|r| r.ok()?.parse().ok())
+//!     .filter(|r| matches!(r, Record::CodeLoad(_)))
+//!     .count();
+//! assert_eq!(loads, 1);
+//! # Ok::<(), profkit_jitdump::Error>(())
+//! ```
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+#![warn(missing_docs)]
+
+pub mod convert;
+pub mod error;
+pub mod perfmap;
+pub mod raw;
+pub mod read;
+pub mod summary;
+pub mod validate;
+pub mod write;
+
+pub use error::{Error, Result, Truncation};
+pub use raw::{Endian, RecordType};
+pub use read::{
+    CodeLoad, CodeMove, DebugEntry, DebugInfo, DebugInfo2, EmbeddedSourceFile, FollowReader,
+    Header, JitDump, JitTier, RawRecord, Record, Records, UnwindingInfo,
+};
+pub use summary::Summary;
+pub use validate::{validate, Finding, Report, Severity};
+pub use write::{CodeLoadData, DebugInfo2Data, HeaderOptions, JitDumpFile, JitDumpWriter};

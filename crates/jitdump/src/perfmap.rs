@@ -1,0 +1,228 @@
+//! perf map files (`/tmp/perf-<pid>.map`): one `START SIZE name` line per symbol.
+//!
+//! START and SIZE are hexadecimal with or without `0x` (V8 and CPython write bare hex, the
+//! JDK and .NET `0x`-prefixed, wasmtime `0x` on the address only); exactly one separator
+//! follows each number; the name is the rest of the line and may contain spaces.
+//! Malformed lines are reported with their line numbers and skipped.
+
+use std::io::{self, Write};
+
+/// One symbol of a perf map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerfMapEntry<'a> {
+    /// Start address.
+    pub start: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// The symbol name (the rest of the line; not guaranteed UTF-8).
+    pub name: &'a [u8],
+    /// 1-based line number.
+    pub line: usize,
+}
+
+/// A line that is not `START SIZE name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PerfMapLineError {
+    /// 1-based line number.
+    pub line: usize,
+    /// Byte offset of the line's start.
+    pub offset: u64,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl core::fmt::Display for PerfMapLineError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "line {} (offset {:#x}): {}",
+            self.line, self.offset, self.message
+        )
+    }
+}
+
+impl std::error::Error for PerfMapLineError {}
+
+/// Iterates the lines of a perf map; empty lines are skipped.
+pub fn entries(text: &[u8]) -> PerfMapEntries<'_> {
+    PerfMapEntries {
+        rest: text,
+        offset: 0,
+        line: 0,
+    }
+}
+
+/// Iterator returned by [`entries`].
+#[derive(Debug, Clone)]
+pub struct PerfMapEntries<'a> {
+    rest: &'a [u8],
+    offset: u64,
+    line: usize,
+}
+
+impl<'a> Iterator for PerfMapEntries<'a> {
+    type Item = Result<PerfMapEntry<'a>, PerfMapLineError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.rest.is_empty() {
+                return None;
+            }
+            let (line, rest) = match memchr::memchr(b'\n', self.rest) {
+                Some(nl) => (
+                    self.rest.get(..nl).unwrap_or(&[]),
+                    self.rest.get(nl + 1..).unwrap_or(&[]),
+                ),
+                None => (self.rest, &[][..]),
+            };
+            let offset = self.offset;
+            self.offset += (self.rest.len() - rest.len()) as u64;
+            self.rest = rest;
+            self.line += 1;
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.is_empty() {
+                continue;
+            }
+            return Some(parse_line(line).map_or_else(
+                |message| {
+                    Err(PerfMapLineError {
+                        line: self.line,
+                        offset,
+                        message,
+                    })
+                },
+                |(start, size, name)| {
+                    Ok(PerfMapEntry {
+                        start,
+                        size,
+                        name,
+                        line: self.line,
+                    })
+                },
+            ));
+        }
+    }
+}
+
+fn hex_field<'a>(s: &'a [u8], what: &str) -> Result<(u64, &'a [u8]), String> {
+    let digits_at = if s.starts_with(b"0x") || s.starts_with(b"0X") {
+        2
+    } else {
+        0
+    };
+    let body = s.get(digits_at..).unwrap_or(&[]);
+    let n = body.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    if n == 0 {
+        return Err(format!("expected a hexadecimal {what}"));
+    }
+    if n > 16 {
+        return Err(format!("{what} has more than 16 hex digits"));
+    }
+    let digits = body.get(..n).unwrap_or(&[]);
+    let mut v = 0u64;
+    for &d in digits {
+        let x = (d as char).to_digit(16).unwrap_or(0);
+        v = (v << 4) | u64::from(x);
+    }
+    Ok((v, body.get(n..).unwrap_or(&[])))
+}
+
+/// Parses one line (without its newline) into `(start, size, name)`.
+pub fn parse_line(line: &[u8]) -> Result<(u64, u64, &[u8]), String> {
+    let (start, rest) = hex_field(line, "start address")?;
+    let rest = match rest.split_first() {
+        Some((b' ' | b'\t', r)) => r,
+        Some((c, _)) => {
+            return Err(format!(
+                "unexpected {:?} after the start address",
+                *c as char
+            ))
+        }
+        None => return Err("missing size and name".into()),
+    };
+    let (size, rest) = hex_field(rest, "size")?;
+    let name = match rest.split_first() {
+        Some((b' ' | b'\t', r)) => r,
+        Some((c, _)) => return Err(format!("unexpected {:?} after the size", *c as char)),
+        None => return Err("missing symbol name".into()),
+    };
+    Ok((start, size, name))
+}
+
+/// Writes one perf map line: `START SIZE name` in bare lowercase hex, the layout V8 and perf's
+/// documentation use.
+pub fn write_entry<W: Write>(w: &mut W, start: u64, size: u64, name: &[u8]) -> io::Result<()> {
+    if name.contains(&b'\n') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "perf map names cannot contain a newline",
+        ));
+    }
+    write!(w, "{start:x} {size:x} ")?;
+    w.write_all(name)?;
+    w.write_all(b"\n")
+}
+
+/// Whether `data` looks like a perf map: its first non-empty line parses and the text has no
+/// NUL bytes in its first 4 KiB.
+pub fn looks_like_perf_map(data: &[u8]) -> bool {
+    let head = data.get(..4096).unwrap_or(data);
+    if head.contains(&0) {
+        return false;
+    }
+    matches!(entries(head).next(), Some(Ok(_)))
+}
+
+/// Validates a perf map: malformed lines are errors; zero sizes, non-UTF-8 names and reused
+/// addresses are warnings.
+pub fn validate(text: &[u8]) -> crate::validate::Report {
+    let mut v = crate::validate::Validator::default();
+    let mut seen = std::collections::HashMap::<u64, usize>::new();
+    let mut reused = 0usize;
+    let mut first_reuse = None;
+    let mut lines = 0usize;
+    for e in entries(text) {
+        lines += 1;
+        match e {
+            Err(e) => v.push(
+                "perf-map-malformed-line",
+                e.offset,
+                Some(e.line),
+                format!("line {}: {}", e.line, e.message),
+            ),
+            Ok(e) => {
+                if e.size == 0 {
+                    v.push(
+                        "perf-map-zero-size",
+                        0,
+                        Some(e.line),
+                        format!("line {}: {:#x} has size 0", e.line, e.start),
+                    );
+                }
+                if std::str::from_utf8(e.name).is_err() {
+                    v.push(
+                        "name-not-utf8",
+                        0,
+                        Some(e.line),
+                        format!("line {}: name is not UTF-8", e.line),
+                    );
+                }
+                if let Some(prev) = seen.insert(e.start, e.line) {
+                    reused += 1;
+                    first_reuse.get_or_insert((e.line, prev, e.start));
+                }
+            }
+        }
+    }
+    if let Some((line, prev, addr)) = first_reuse {
+        v.push(
+            "perf-map-address-reused",
+            0,
+            Some(line),
+            format!("{reused} entries reuse an address listed earlier (first: line {line} reuses {addr:#x} from line {prev}); a perf map has no timestamps, so consumers cannot tell which was live"),
+        );
+    }
+    let mut report = v.finish();
+    report.records = lines;
+    report
+}

@@ -1,0 +1,1163 @@
+//! The validator: spec violations (errors) and known producer quirks (warnings).
+//!
+//! Every [`Finding`] has a stable kebab-case `code` (listed in [`codes`]), a severity, the
+//! byte offset and record index it is about, and a message that names the producer when the
+//! problem is a known quirk (V8's +0x40 line-address bias and corrupt DEBUG_INFO file names,
+//! LLVM's `vma = 0`, CPython's `elf_mach = 0` and rounded unwinding `mapped_size`, …).
+//! Address reuse without MOVE is normal (V8 after GC) and is not a finding; `Summary` counts it.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::error::{Error, Truncation};
+use crate::raw::{FILE_HEADER_SIZE, FLAG_ARCH_TIMESTAMP, TIER_COLORS};
+use crate::read::{
+    all_zero, CodeLoad, DebugInfo, DebugInfo2, DebugWalkEnd, Header, JitDump, RawRecord, Record,
+};
+
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// A known producer quirk or something consumers cope with.
+    Warning,
+    /// A violation of the spec (or of profkit's extension-record definitions).
+    Error,
+}
+
+/// One problem found in a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// Stable kebab-case identifier (see [`codes`]).
+    pub code: &'static str,
+    /// Error or warning.
+    pub severity: Severity,
+    /// Absolute byte offset the finding is about.
+    pub offset: u64,
+    /// Record index, or `None` for the file header or the file as a whole.
+    pub record: Option<usize>,
+    /// What is wrong, and which producer is known to do it.
+    pub message: String,
+}
+
+/// The validator's result.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Findings in file order (per-file findings last).
+    pub findings: Vec<Finding>,
+    /// Records checked.
+    pub records: usize,
+    /// Where the file is cut, if it is (also reported as a `truncated` error).
+    pub truncation: Option<Truncation>,
+}
+
+impl Report {
+    /// Findings with severity error.
+    pub fn errors(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+    }
+
+    /// Findings with severity warning.
+    pub fn warnings(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == Severity::Warning)
+    }
+
+    /// Whether any finding is an error.
+    pub fn has_errors(&self) -> bool {
+        self.errors().next().is_some()
+    }
+}
+
+/// Every finding code, with its severity and a one-line description.
+pub mod codes {
+    use super::Severity::{self, Error as E, Warning as W};
+
+    /// `(code, severity, description)` for every code the validator emits.
+    pub const ALL: &[(&str, Severity, &str)] = &[
+        ("header-invalid", E, "the file header cannot be decoded (magic, size)"),
+        ("unsupported-version", E, "header version is not 1 (Mono once wrote 2; perf rejects it)"),
+        ("unknown-flags", E, "header flags other than bit 0 (LLVM ORC left them uninitialized; perf rejects them)"),
+        ("arch-timestamp", W, "ARCH_TIMESTAMP flag: timestamps are TSC ticks, perf needs time conversion data"),
+        ("header-pad-nonzero", W, "pad1 is not zero (V8 writes 0xDEADBEEF, CPython <= 3.13 garbage)"),
+        ("elf-mach-zero", W, "elf_mach is 0 (CPython 3.13.0)"),
+        ("header-size-extended", W, "header total_size > 40 (older perf misparses it)"),
+        ("header-timestamp-clock", W, "header timestamp looks like wall-clock microseconds while records use CLOCK_MONOTONIC (V8, CPython)"),
+        ("record-size-invalid", E, "record total_size below the 16-byte record header"),
+        ("truncated", E, "the file ends inside a record"),
+        ("record-malformed", E, "a record's body does not match its layout"),
+        ("unknown-record-type", W, "record id not defined by the spec or the extension records"),
+        ("timestamp-backwards", W, "a record's timestamp is earlier than the previous record's"),
+        ("record-after-close", W, "records after JIT_CODE_CLOSE"),
+        ("name-not-utf8", E, "a name or path is not valid UTF-8"),
+        ("name-empty", W, "a LOAD has an empty function name"),
+        ("load-without-code", W, "a LOAD carries no code bytes (perf's JVMTI agent, .NET stubs)"),
+        ("load-trailing-bytes", W, "bytes after a LOAD's code"),
+        ("vma-zero", W, "LOAD vma is 0 (LLVM's PerfJITEventListener); consumers use code_addr"),
+        ("code-range-overflow", E, "code_addr + code_size overflows"),
+        ("duplicate-code-index", E, "two LOADs share a code_index"),
+        ("pid-mismatch", W, "a LOAD's pid differs from the header's pid"),
+        ("pending-without-load", E, "DEBUG_INFO / UNWINDING_INFO / DEBUG_INFO2 / JIT_TIER not followed by a matching LOAD"),
+        ("debug-info-addr-mismatch", E, "DEBUG_INFO code_addr differs from the next LOAD's code_addr"),
+        ("debug-info-corrupt", E, "DEBUG_INFO entries do not walk exactly to the record's end or hold garbage file names (V8 in Node 20)"),
+        ("debug-info-address-bias-0x40", W, "DEBUG_INFO addresses are code address + 0x40 (V8, LLVM: ELF header size)"),
+        ("debug-info-address-bias-0x34", W, "DEBUG_INFO addresses are code address + 0x34 (V8, LLVM on 32-bit)"),
+        ("debug-info-out-of-range", E, "DEBUG_INFO entry addresses outside the function's code"),
+        ("debug-info-line-zero", W, "DEBUG_INFO line 0 (lines are 1-based)"),
+        ("debug-info-empty", W, "DEBUG_INFO with no entries"),
+        ("unwinding-mapped-size", W, "UNWINDING_INFO mapped_size is neither 0 nor unwind_data_size (CPython rounds it up to 16)"),
+        ("unwinding-no-eh-frame-hdr", W, "UNWINDING_INFO without .eh_frame_hdr (perf then keeps it pending for the next LOAD)"),
+        ("unwinding-hdr-first", W, ".eh_frame_hdr stored before .eh_frame (the spec text's order; perf and producers put it last)"),
+        ("unwinding-bad-eh-frame-hdr", E, ".eh_frame_hdr does not start with version 1"),
+        ("padding-nonzero", W, "padding bytes that are not zero"),
+        ("move-before-load", E, "MOVE of a code_index no earlier LOAD emitted"),
+        ("move-size-changed", E, "MOVE changes the code size"),
+        ("move-old-addr-mismatch", W, "MOVE old_code_addr is not where that code was"),
+        ("debug-info2-list-size", E, "DEBUG_INFO2 string list size is not a multiple of 4 or has non-zero padding"),
+        ("debug-info2-string-count", E, "DEBUG_INFO2 string count does not match the strings in the list"),
+        ("debug-info2-index", E, "DEBUG_INFO2 index outside its list"),
+        ("debug-info2-no-function", E, "DEBUG_INFO2 without the outer function record"),
+        ("debug-info2-depth", E, "DEBUG_INFO2 inline depth jumps by more than 1 (or the first is not 0)"),
+        ("debug-info2-range-count", E, "DEBUG_INFO2 range counts do not add up (or an inline call has none)"),
+        ("debug-info2-out-of-range", E, "DEBUG_INFO2 range or line offset outside the LOAD's code"),
+        ("debug-info2-overlap", E, "DEBUG_INFO2 ranges of sibling inline calls overlap"),
+        ("debug-info2-size", E, "DEBUG_INFO2 total_size is not the sum of its parts"),
+        ("jit-tier-color", E, "JIT_TIER colour index past the 14-colour list"),
+        ("jit-tier-flags", W, "JIT_TIER flags other than bit 0"),
+        ("extension-padding", W, "JIT_TIER / EMBEDDED_SOURCE_FILE total_size is not a multiple of 8"),
+        ("embedded-source-path-size", E, "EMBEDDED_SOURCE_FILE path_size is not a multiple of 4"),
+        ("embedded-source-flags", W, "EMBEDDED_SOURCE_FILE flags are not 0"),
+        ("embedded-source-unreferenced", W, "EMBEDDED_SOURCE_FILE path is not used by any debug info"),
+        ("perf-map-malformed-line", E, "a perf map line is not `START SIZE name`"),
+        ("perf-map-zero-size", W, "a perf map entry with size 0"),
+        ("perf-map-address-reused", W, "perf map addresses listed more than once: consumers cannot tell which entry was live (V8 reuses addresses after GC)"),
+        ("findings-capped", W, "more findings of one code than are listed"),
+    ];
+
+    /// The severity of `code`, if it exists.
+    pub fn severity(code: &str) -> Option<Severity> {
+        ALL.iter().find(|(c, _, _)| *c == code).map(|(_, s, _)| *s)
+    }
+}
+
+/// Findings of one code beyond this number are counted, not listed.
+pub const MAX_FINDINGS_PER_CODE: usize = 100;
+
+/// Validates a whole jitdump in memory.
+pub fn validate(data: &[u8]) -> Report {
+    let mut v = Validator::default();
+    match JitDump::parse(data) {
+        Ok(dump) => v.run(&dump),
+        Err(e) => v.push_error_finding("header-invalid", &e),
+    }
+    v.finish()
+}
+
+#[derive(Debug)]
+struct Pending<T> {
+    index: usize,
+    offset: u64,
+    value: T,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct DebugPending {
+    code_addr: u64,
+    min_addr: Option<u64>,
+    max_addr: Option<u64>,
+    corrupt: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Di2Pending {
+    max_range_end: u64,
+    max_line_offset: Option<u32>,
+}
+
+#[derive(Debug, Default)]
+struct BiasStats {
+    records: u64,
+    /// Records whose smallest offset is exactly 0x40 / 0x34.
+    start_at_0x40: u64,
+    start_at_0x34: u64,
+    /// Records whose every entry is >= code + 0x40 / 0x34.
+    all_ge_0x40: u64,
+    all_ge_0x34: u64,
+    /// Records with entries at or past the code's end.
+    past_end: u64,
+    /// Records with entries at or past end that fit once 0x40 / 0x34 is subtracted.
+    fit_with_0x40: u64,
+    fit_with_0x34: u64,
+    first: Option<(usize, u64)>,
+    /// Records out of range: (index, offset, message, fits +0x40, fits +0x34).
+    out_of_range: Vec<(usize, u64, String, bool, bool)>,
+}
+
+/// Collects findings, capping each code at [`MAX_FINDINGS_PER_CODE`].
+#[derive(Debug, Default)]
+pub(crate) struct Validator {
+    findings: Vec<Finding>,
+    per_code: HashMap<&'static str, usize>,
+    records: usize,
+    truncation: Option<Truncation>,
+    header_pid: u32,
+    last_timestamp: Option<u64>,
+    closed_at: Option<usize>,
+    pending_debug: Option<Pending<DebugPending>>,
+    pending_unwind: Option<Pending<()>>,
+    pending_di2: Option<Pending<Di2Pending>>,
+    pending_tiers: HashMap<u64, Pending<()>>,
+    code_by_index: HashMap<u64, (u64, u64)>,
+    debug_files: BTreeSet<Vec<u8>>,
+    embedded: Vec<(usize, u64, Vec<u8>)>,
+    bias: BiasStats,
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn valid_name(b: &[u8]) -> bool {
+    std::str::from_utf8(b).is_ok()
+}
+
+impl Validator {
+    pub(crate) fn push(
+        &mut self,
+        code: &'static str,
+        offset: u64,
+        record: Option<usize>,
+        message: String,
+    ) {
+        let severity = codes::severity(code).unwrap_or(Severity::Error);
+        let n = self.per_code.entry(code).or_insert(0);
+        *n += 1;
+        if *n > MAX_FINDINGS_PER_CODE {
+            return;
+        }
+        self.findings.push(Finding {
+            code,
+            severity,
+            offset,
+            record,
+            message,
+        });
+    }
+
+    fn at(&mut self, raw: &RawRecord<'_>, code: &'static str, message: String) {
+        self.push(code, raw.offset, Some(raw.index), message);
+    }
+
+    fn push_error_finding(&mut self, code: &'static str, e: &Error) {
+        self.push(code, e.offset, e.record, e.message.clone());
+    }
+
+    pub(crate) fn finish(mut self) -> Report {
+        let capped: Vec<(&'static str, usize)> = self
+            .per_code
+            .iter()
+            .filter(|(_, &n)| n > MAX_FINDINGS_PER_CODE)
+            .map(|(&c, &n)| (c, n))
+            .collect();
+        for (code, n) in capped {
+            self.findings.push(Finding {
+                code: "findings-capped",
+                severity: Severity::Warning,
+                offset: 0,
+                record: None,
+                message: format!(
+                    "{code}: {n} findings, only the first {MAX_FINDINGS_PER_CODE} are listed"
+                ),
+            });
+        }
+        Report {
+            findings: self.findings,
+            records: self.records,
+            truncation: self.truncation,
+        }
+    }
+
+    fn run(&mut self, dump: &JitDump<'_>) {
+        self.check_header(dump.header());
+        let mut records = dump.records();
+        let mut first_ts = None;
+        for raw in &mut records {
+            let raw = match raw {
+                Ok(r) => r,
+                Err(e) => {
+                    self.push_error_finding("record-size-invalid", &e);
+                    break;
+                }
+            };
+            self.records += 1;
+            first_ts.get_or_insert(raw.timestamp);
+            self.check_record(&raw);
+        }
+        if let Some(t) = records.truncation() {
+            self.push(
+                "truncated",
+                t.offset,
+                Some(t.record),
+                format!("{} (every record before it is complete)", t.reason),
+            );
+            self.truncation = Some(t.clone());
+        }
+        self.check_header_clock(dump.header(), first_ts);
+        self.flush_pending(None);
+        self.report_bias();
+        self.check_embedded_references();
+    }
+
+    fn check_header(&mut self, h: &Header<'_>) {
+        self.header_pid = h.pid;
+        if h.version != crate::raw::VERSION {
+            self.push(
+                "unsupported-version",
+                4,
+                None,
+                format!("header version {} (the spec defines 1; Mono once wrote 2 and perf rejected it)", h.version),
+            );
+        }
+        if h.flags & !FLAG_ARCH_TIMESTAMP != 0 {
+            self.push(
+                "unknown-flags",
+                32,
+                None,
+                format!(
+                    "header flags {:#x} set bits other than ARCH_TIMESTAMP (LLVM ORC's PerfSupportPlugin left flags uninitialized before 2026); perf rejects the file",
+                    h.flags
+                ),
+            );
+        }
+        if h.flags & FLAG_ARCH_TIMESTAMP != 0 {
+            self.push(
+                "arch-timestamp",
+                32,
+                None,
+                "ARCH_TIMESTAMP is set: timestamps are architecture ticks (TSC); perf needs time conversion data recorded in perf.data".into(),
+            );
+        }
+        if h.pad1 != 0 {
+            let who = if h.pad1 == 0xDEAD_BEEF {
+                " (V8 writes 0xdeadbeef)"
+            } else {
+                " (CPython <= 3.13 leaves it uninitialized)"
+            };
+            self.push(
+                "header-pad-nonzero",
+                16,
+                None,
+                format!("pad1 is {:#x}, expected 0{who}", h.pad1),
+            );
+        }
+        if h.elf_mach == 0 {
+            self.push(
+                "elf-mach-zero",
+                12,
+                None,
+                "elf_mach is 0 (EM_NONE); CPython 3.13.0 writes this".into(),
+            );
+        }
+        if h.total_size as usize > FILE_HEADER_SIZE {
+            self.push(
+                "header-size-extended",
+                8,
+                None,
+                format!(
+                    "header total_size {} > 40: the {} extra bytes are skipped (perf before 2023 misparsed such files)",
+                    h.total_size,
+                    h.total_size as usize - FILE_HEADER_SIZE
+                ),
+            );
+        }
+    }
+
+    fn check_header_clock(&mut self, h: &Header<'_>, first_ts: Option<u64>) {
+        // Wall-clock microseconds between 2001 and 2100.
+        const WALL_US: core::ops::Range<u64> = 978_307_200_000_000..4_102_444_800_000_000;
+        let Some(first) = first_ts else { return };
+        if WALL_US.contains(&h.timestamp) && first.abs_diff(h.timestamp) > 86_400_000_000_000 {
+            self.push(
+                "header-timestamp-clock",
+                24,
+                None,
+                format!(
+                    "header timestamp {} looks like wall-clock microseconds while the first record's is {} (V8 and CPython write gettimeofday µs here; records use CLOCK_MONOTONIC ns)",
+                    h.timestamp, first
+                ),
+            );
+        }
+    }
+
+    fn check_record(&mut self, raw: &RawRecord<'_>) {
+        if let Some(prev) = self.last_timestamp {
+            if raw.timestamp < prev {
+                self.at(
+                    raw,
+                    "timestamp-backwards",
+                    format!(
+                        "{} timestamp {} is before the previous record's {}",
+                        raw.record_type, raw.timestamp, prev
+                    ),
+                );
+            }
+        }
+        self.last_timestamp = Some(raw.timestamp);
+        if let Some(close) = self.closed_at {
+            self.at(
+                raw,
+                "record-after-close",
+                format!("{} after JIT_CODE_CLOSE (record #{close})", raw.record_type),
+            );
+        }
+        let record = match raw.parse() {
+            Ok(r) => r,
+            Err(e) => {
+                self.push_error_finding("record-malformed", &e);
+                return;
+            }
+        };
+        match record {
+            Record::CodeLoad(load) => self.check_load(raw, &load),
+            Record::CodeMove(m) => {
+                match self.code_by_index.get(&m.code_index).copied() {
+                    None => self.at(
+                        raw,
+                        "move-before-load",
+                        format!(
+                            "JIT_CODE_MOVE of code_index {} before any LOAD with that index",
+                            m.code_index
+                        ),
+                    ),
+                    Some((addr, size)) => {
+                        if size != m.code_size {
+                            self.at(
+                            raw,
+                            "move-size-changed",
+                            format!("JIT_CODE_MOVE code_size {} but the LOAD of code_index {} had {}", m.code_size, m.code_index, size),
+                        );
+                        }
+                        if addr != m.old_code_addr {
+                            self.at(
+                            raw,
+                            "move-old-addr-mismatch",
+                            format!("JIT_CODE_MOVE old_code_addr {:#x} but code_index {} is at {:#x}", m.old_code_addr, m.code_index, addr),
+                        );
+                        }
+                        self.code_by_index
+                            .insert(m.code_index, (m.new_code_addr, size));
+                    }
+                }
+            }
+            Record::DebugInfo(d) => self.check_debug_info(raw, &d),
+            Record::CodeClose => {
+                self.flush_pending(Some(raw));
+                self.closed_at = Some(raw.index);
+            }
+            Record::UnwindingInfo(u) => {
+                if u.mapped_size != 0 && u.mapped_size != u.unwind_data_size {
+                    self.at(
+                        raw,
+                        "unwinding-mapped-size",
+                        format!(
+                            "mapped_size {} is neither 0 nor unwind_data_size {}{}",
+                            u.mapped_size,
+                            u.unwind_data_size,
+                            if u.mapped_size == u.unwind_data_size.next_multiple_of(16) {
+                                " (CPython rounds it up to 16)"
+                            } else {
+                                ""
+                            }
+                        ),
+                    );
+                }
+                let hdr = u.eh_frame_hdr();
+                if hdr.is_empty() {
+                    self.at(raw, "unwinding-no-eh-frame-hdr", "eh_frame_hdr_size is 0: perf keeps this record pending and may attach it to a later LOAD".into());
+                } else if hdr.first() != Some(&1) {
+                    if u.unwind_data.first() == Some(&1) {
+                        self.at(raw, "unwinding-hdr-first", ".eh_frame_hdr (version 1) is at the start of the data: the spec text's order, but perf and every producer put it after .eh_frame".into());
+                    } else {
+                        self.at(
+                            raw,
+                            "unwinding-bad-eh-frame-hdr",
+                            format!(
+                                ".eh_frame_hdr starts with version {}, expected 1",
+                                hdr.first().copied().unwrap_or(0)
+                            ),
+                        );
+                    }
+                }
+                if !all_zero(u.padding) {
+                    self.at(
+                        raw,
+                        "padding-nonzero",
+                        "UNWINDING_INFO padding after the data is not zero".into(),
+                    );
+                }
+                if let Some(p) = self.pending_unwind.take() {
+                    self.push(
+                        "pending-without-load",
+                        p.offset,
+                        Some(p.index),
+                        format!(
+                            "JIT_CODE_UNWINDING_INFO is replaced by record #{} before any LOAD",
+                            raw.index
+                        ),
+                    );
+                }
+                self.pending_unwind = Some(Pending {
+                    index: raw.index,
+                    offset: raw.offset,
+                    value: (),
+                });
+            }
+            Record::DebugInfo2(d) => self.check_debug_info2(raw, &d),
+            Record::JitTier(t) => {
+                if t.color as usize >= TIER_COLORS.len() {
+                    self.at(
+                        raw,
+                        "jit-tier-color",
+                        format!(
+                            "colour index {} is past the {}-colour list (shown as grey)",
+                            t.color,
+                            TIER_COLORS.len()
+                        ),
+                    );
+                }
+                if t.flags & !1 != 0 {
+                    self.at(
+                        raw,
+                        "jit-tier-flags",
+                        format!("flags {:#x} set bits other than bit 0", t.flags),
+                    );
+                }
+                if !valid_name(t.name) {
+                    self.at(
+                        raw,
+                        "name-not-utf8",
+                        format!("tier name {:?} is not UTF-8", lossy(t.name)),
+                    );
+                }
+                self.check_extension_padding(raw, t.padding);
+                if let Some(p) = self.pending_tiers.insert(
+                    t.code_addr,
+                    Pending {
+                        index: raw.index,
+                        offset: raw.offset,
+                        value: (),
+                    },
+                ) {
+                    self.push("pending-without-load", p.offset, Some(p.index), format!("SAMPLY_JIT_TIER for {:#x} is replaced by record #{} before a LOAD at that address", t.code_addr, raw.index));
+                }
+            }
+            Record::EmbeddedSourceFile(s) => {
+                if s.path_size % 4 != 0 {
+                    self.at(
+                        raw,
+                        "embedded-source-path-size",
+                        format!("path_size {} is not a multiple of 4", s.path_size),
+                    );
+                }
+                if s.flags != 0 {
+                    self.at(
+                        raw,
+                        "embedded-source-flags",
+                        format!("flags {:#x}, expected 0", s.flags),
+                    );
+                }
+                if !valid_name(s.path) {
+                    self.at(
+                        raw,
+                        "name-not-utf8",
+                        format!("embedded source path {:?} is not UTF-8", lossy(s.path)),
+                    );
+                }
+                if !all_zero(s.path_padding) {
+                    self.at(
+                        raw,
+                        "padding-nonzero",
+                        "EMBEDDED_SOURCE_FILE path padding is not zero".into(),
+                    );
+                }
+                self.check_extension_padding(raw, s.padding);
+                self.embedded.push((raw.index, raw.offset, s.path.to_vec()));
+            }
+            _ => {
+                let hint = if (5..0x1000).contains(&raw.record_type.0) {
+                    " (perf ignores ids >= 5 with a warning)"
+                } else {
+                    ""
+                };
+                self.at(
+                    raw,
+                    "unknown-record-type",
+                    format!(
+                        "record id {} is not a known record type; skipped by its total_size{hint}",
+                        raw.record_type.0
+                    ),
+                );
+            }
+        }
+    }
+
+    fn check_extension_padding(&mut self, raw: &RawRecord<'_>, padding: &[u8]) {
+        if raw.total_size() % 8 != 0 {
+            self.at(
+                raw,
+                "extension-padding",
+                format!(
+                    "{} total_size {} is not a multiple of 8",
+                    raw.record_type,
+                    raw.total_size()
+                ),
+            );
+        }
+        if !all_zero(padding) {
+            self.at(
+                raw,
+                "padding-nonzero",
+                format!("{} padding is not zero", raw.record_type),
+            );
+        }
+    }
+
+    fn check_load(&mut self, raw: &RawRecord<'_>, load: &CodeLoad<'_>) {
+        if load.name.is_empty() {
+            self.at(
+                raw,
+                "name-empty",
+                "JIT_CODE_LOAD has an empty function name".into(),
+            );
+        } else if !valid_name(load.name) {
+            self.at(
+                raw,
+                "name-not-utf8",
+                format!("JIT_CODE_LOAD name {:?} is not UTF-8", lossy(load.name)),
+            );
+        }
+        if load.code.is_none() {
+            self.at(raw, "load-without-code", format!("JIT_CODE_LOAD of {} declares code_size {} but stores no code bytes (perf's JVMTI agent and .NET stubs do this)", load.name_lossy(), load.code_size));
+        }
+        if !load.trailing.is_empty() {
+            self.at(
+                raw,
+                "load-trailing-bytes",
+                format!("{} bytes after the code", load.trailing.len()),
+            );
+        }
+        if load.vma == 0 && load.code_addr != 0 {
+            self.at(raw, "vma-zero", "JIT_CODE_LOAD vma is 0 (LLVM's PerfJITEventListener writes this); consumers use code_addr".into());
+        }
+        if load.code_addr.checked_add(load.code_size).is_none() {
+            self.at(
+                raw,
+                "code-range-overflow",
+                format!(
+                    "code_addr {:#x} + code_size {:#x} overflows",
+                    load.code_addr, load.code_size
+                ),
+            );
+        }
+        if load.pid != self.header_pid {
+            self.at(
+                raw,
+                "pid-mismatch",
+                format!(
+                    "JIT_CODE_LOAD pid {} differs from the header's pid {}",
+                    load.pid, self.header_pid
+                ),
+            );
+        }
+        if self
+            .code_by_index
+            .insert(load.code_index, (load.code_addr, load.code_size))
+            .is_some()
+        {
+            self.at(
+                raw,
+                "duplicate-code-index",
+                format!("code_index {} was used by an earlier LOAD", load.code_index),
+            );
+        }
+        let end = load.code_addr.saturating_add(load.code_size);
+        if let Some(p) = self.pending_debug.take() {
+            let d = p.value;
+            if d.code_addr != load.code_addr {
+                self.push(
+                    "debug-info-addr-mismatch",
+                    p.offset,
+                    Some(p.index),
+                    format!(
+                        "DEBUG_INFO code_addr {:#x} but the next LOAD (record #{}) is at {:#x}",
+                        d.code_addr, raw.index, load.code_addr
+                    ),
+                );
+            } else if !d.corrupt {
+                self.account_bias(p.index, p.offset, d, load.code_addr, end);
+            }
+        }
+        self.pending_unwind = None;
+        if let Some(p) = self.pending_di2.take() {
+            if p.value.max_range_end > load.code_size
+                || p.value
+                    .max_line_offset
+                    .is_some_and(|o| u64::from(o) >= load.code_size.max(1))
+            {
+                self.push(
+                    "debug-info2-out-of-range",
+                    p.offset,
+                    Some(p.index),
+                    format!(
+                        "ranges end at offset {} / lines reach offset {}, but the LOAD (record #{}) has code_size {}",
+                        p.value.max_range_end,
+                        p.value.max_line_offset.unwrap_or(0),
+                        raw.index,
+                        load.code_size
+                    ),
+                );
+            }
+        }
+        self.pending_tiers.remove(&load.code_addr);
+    }
+
+    fn account_bias(&mut self, index: usize, offset: u64, d: DebugPending, start: u64, end: u64) {
+        let (Some(min), Some(max)) = (d.min_addr, d.max_addr) else {
+            return;
+        };
+        let b = &mut self.bias;
+        b.records += 1;
+        b.first.get_or_insert((index, offset));
+        let min_off = min.wrapping_sub(start);
+        if min >= start {
+            if min_off == 0x40 {
+                b.start_at_0x40 += 1;
+            }
+            if min_off == 0x34 {
+                b.start_at_0x34 += 1;
+            }
+            if min_off >= 0x40 {
+                b.all_ge_0x40 += 1;
+            }
+            if min_off >= 0x34 {
+                b.all_ge_0x34 += 1;
+            }
+        }
+        let in_range = min >= start && max < end.max(start + 1);
+        if !in_range {
+            let fits = |bias: u64| min >= start + bias && max - bias < end.max(start + 1);
+            if max >= end {
+                b.past_end += 1;
+            }
+            let fit40 = fits(0x40);
+            let fit34 = fits(0x34);
+            if fit40 {
+                b.fit_with_0x40 += 1;
+            }
+            if fit34 {
+                b.fit_with_0x34 += 1;
+            }
+            b.out_of_range.push((
+                index,
+                offset,
+                format!("DEBUG_INFO entries span {min:#x}..={max:#x}, outside the function's code {start:#x}..{end:#x}"),
+                fit40,
+                fit34,
+            ));
+        }
+    }
+
+    fn report_bias(&mut self) {
+        let b = std::mem::take(&mut self.bias);
+        let Some((index, offset)) = b.first else {
+            return;
+        };
+        // A bias is reported when every record fits it, and the evidence is positive: records
+        // start exactly at the bias, or entries past the code's end only fit with it.
+        for (bias, name, starts, all_ge, fit) in [
+            (
+                0x40u64,
+                "debug-info-address-bias-0x40",
+                b.start_at_0x40,
+                b.all_ge_0x40,
+                b.fit_with_0x40,
+            ),
+            (
+                0x34,
+                "debug-info-address-bias-0x34",
+                b.start_at_0x34,
+                b.all_ge_0x34,
+                b.fit_with_0x34,
+            ),
+        ] {
+            let all_fit = b
+                .out_of_range
+                .iter()
+                .all(|r| if bias == 0x40 { r.3 } else { r.4 });
+            if all_ge == b.records && (starts > 0 || fit > 0) && all_fit {
+                self.push(
+                    name,
+                    offset,
+                    Some(index),
+                    format!(
+                        "DEBUG_INFO addresses are code address + {bias:#x}: {starts} of {} records start exactly {bias:#x} bytes into their code and {fit} have entries past the code's end that fit only once {bias:#x} is subtracted (V8 and LLVM add the ELF header size{})",
+                        b.records,
+                        if bias == 0x40 { "; 64-bit" } else { "; 32-bit" }
+                    ),
+                );
+                return;
+            }
+        }
+        for (i, off, msg, _, _) in b.out_of_range {
+            self.push("debug-info-out-of-range", off, Some(i), msg);
+        }
+    }
+
+    fn check_debug_info(&mut self, raw: &RawRecord<'_>, d: &DebugInfo<'_>) {
+        if d.nr_entry == 0 {
+            self.at(
+                raw,
+                "debug-info-empty",
+                "JIT_CODE_DEBUG_INFO has no entries".into(),
+            );
+        }
+        let walk = d.walk_end();
+        let mut corrupt_reason = match walk {
+            DebugWalkEnd::Exact { .. } => None,
+            DebugWalkEnd::Leftover { leftover } => Some(format!(
+                "after {} entries {} bytes remain",
+                d.nr_entry, leftover
+            )),
+            DebugWalkEnd::Overrun { entry, offset } => Some(format!(
+                "entry {entry} at offset {offset:#x} runs past the record's end"
+            )),
+        };
+        let mut min = None::<u64>;
+        let mut max = None::<u64>;
+        let mut line_zero = 0u64;
+        if corrupt_reason.is_none() {
+            for (i, e) in d.entries().enumerate() {
+                if !valid_name(e.file) || e.file.iter().any(|&c| c < 0x20 && c != b'\t') {
+                    corrupt_reason = Some(format!(
+                        "entry {i} has a garbage file name {:?}",
+                        lossy(e.file)
+                    ));
+                    break;
+                }
+                if e.line == 0 {
+                    line_zero += 1;
+                }
+                min = Some(min.map_or(e.addr, |m| m.min(e.addr)));
+                max = Some(max.map_or(e.addr, |m| m.max(e.addr)));
+                self.debug_files.insert(e.file.to_vec());
+            }
+        }
+        if let Some(reason) = &corrupt_reason {
+            let recovery = match d.fixed_stride() {
+                Some(stride) => {
+                    let first = d.entry_at_stride(stride, 0);
+                    let tail = first
+                        .map(|e| recovered_name_tail(e.file))
+                        .unwrap_or_default();
+                    format!(
+                        "; the entries do fit a fixed {stride}-byte stride (one file name of {} bytes whose first bytes were overwritten; it ends in {tail:?}), so profkit recovers their lines",
+                        stride - 17
+                    )
+                }
+                None => String::new(),
+            };
+            self.at(
+                raw,
+                "debug-info-corrupt",
+                format!(
+                    "JIT_CODE_DEBUG_INFO for {:#x} with {} entries is corrupt: {reason} (V8 in Node 20 frees script names before writing them: the file name's first 16 bytes are heap pointers and the NUL-walk desynchronizes){recovery}",
+                    d.code_addr, d.nr_entry
+                ),
+            );
+        } else if line_zero > 0 {
+            self.at(
+                raw,
+                "debug-info-line-zero",
+                format!("{line_zero} entries have line 0 (lines are 1-based)"),
+            );
+        }
+        if let Some(p) = self.pending_debug.take() {
+            self.push(
+                "pending-without-load",
+                p.offset,
+                Some(p.index),
+                format!(
+                    "JIT_CODE_DEBUG_INFO is replaced by record #{} before any LOAD",
+                    raw.index
+                ),
+            );
+        }
+        self.pending_debug = Some(Pending {
+            index: raw.index,
+            offset: raw.offset,
+            value: DebugPending {
+                code_addr: d.code_addr,
+                min_addr: min,
+                max_addr: max,
+                corrupt: corrupt_reason.is_some(),
+            },
+        });
+    }
+
+    fn check_debug_info2(&mut self, raw: &RawRecord<'_>, d: &DebugInfo2<'_>) {
+        let c = d.counts;
+        for (what, list, count, size) in [
+            ("file", d.files(), c.file_count, c.file_list_size),
+            (
+                "function-name",
+                d.function_names(),
+                c.function_names_count,
+                c.function_names_list_size,
+            ),
+        ] {
+            if size % 4 != 0 {
+                self.at(
+                    raw,
+                    "debug-info2-list-size",
+                    format!("{what} list size {size} is not a multiple of 4"),
+                );
+            }
+            let mut it = list;
+            let mut found = 0u32;
+            let mut bad_utf8 = None;
+            for s in &mut it {
+                if bad_utf8.is_none() && !valid_name(s) {
+                    bad_utf8 = Some(lossy(s));
+                }
+                if what == "file" {
+                    self.debug_files.insert(s.to_vec());
+                }
+                found += 1;
+            }
+            if found != count {
+                self.at(
+                    raw,
+                    "debug-info2-string-count",
+                    format!("{what} list declares {count} strings but holds {found}"),
+                );
+            } else if it.rest().len() >= 4 || !all_zero(it.rest()) {
+                let extra = it.rest().iter().filter(|&&b| b == 0).count();
+                self.at(raw, "debug-info2-string-count", format!("{what} list holds more than its {count} strings ({} bytes after the last, {extra} NULs)", it.rest().len()));
+            }
+            if let Some(s) = bad_utf8 {
+                self.at(
+                    raw,
+                    "name-not-utf8",
+                    format!("DEBUG_INFO2 {what} {s:?} is not UTF-8"),
+                );
+            }
+        }
+        if c.function_count == 0 {
+            self.at(
+                raw,
+                "debug-info2-no-function",
+                "function list is empty; its first entry must describe the outer function".into(),
+            );
+        }
+        for (i, f) in d.functions().enumerate() {
+            if f.function_name_index >= c.function_names_count || f.file_index >= c.file_count {
+                self.at(
+                    raw,
+                    "debug-info2-index",
+                    format!(
+                        "function {i}: name index {} (of {}) / file index {} (of {})",
+                        f.function_name_index, c.function_names_count, f.file_index, c.file_count
+                    ),
+                );
+            }
+        }
+        let ranges: Vec<_> = d.ranges().collect();
+        let mut range_pos = 0usize;
+        let mut prev_depth: Option<u32> = None;
+        // Per depth: the ranges of the siblings seen under the current parent.
+        let mut siblings: Vec<Vec<(u64, u64)>> = Vec::new();
+        let mut max_end = 0u64;
+        let mut range_sum = 0u64;
+        for (i, call) in d.inline_calls().enumerate() {
+            let ok_depth = match prev_depth {
+                None => call.depth == 0,
+                Some(p) => call.depth <= p + 1,
+            };
+            if !ok_depth {
+                self.at(
+                    raw,
+                    "debug-info2-depth",
+                    format!(
+                        "inline call {i} has depth {} after depth {}",
+                        call.depth,
+                        prev_depth.map_or("none".to_string(), |p| p.to_string())
+                    ),
+                );
+            }
+            prev_depth = Some(call.depth);
+            if call.function_index >= c.function_count {
+                self.at(
+                    raw,
+                    "debug-info2-index",
+                    format!(
+                        "inline call {i}: function index {} (of {})",
+                        call.function_index, c.function_count
+                    ),
+                );
+            }
+            if call.range_count == 0 {
+                self.at(
+                    raw,
+                    "debug-info2-range-count",
+                    format!("inline call {i} has no ranges"),
+                );
+            }
+            range_sum += u64::from(call.range_count);
+            let depth = call.depth as usize;
+            if depth < siblings.len() {
+                siblings.truncate(depth + 1);
+            } else {
+                siblings.resize_with(depth + 1, Vec::new);
+            }
+            let mut mine = Vec::new();
+            for _ in 0..call.range_count {
+                if let Some(r) = ranges.get(range_pos) {
+                    let (s, e) = (
+                        u64::from(r.start_offset),
+                        u64::from(r.start_offset) + u64::from(r.size),
+                    );
+                    max_end = max_end.max(e);
+                    mine.push((s, e));
+                }
+                range_pos += 1;
+            }
+            if let Some(level) = siblings.get_mut(depth) {
+                let overlap = mine
+                    .iter()
+                    .any(|&(s, e)| level.iter().any(|&(s2, e2)| s < e2 && s2 < e));
+                if overlap {
+                    self.at(
+                        raw,
+                        "debug-info2-overlap",
+                        format!("inline call {i}'s ranges overlap a sibling's at depth {depth}"),
+                    );
+                }
+                level.extend(mine);
+            }
+            // Children of this call start a fresh sibling set.
+            siblings.truncate(depth + 1);
+        }
+        if range_sum != u64::from(c.range_count) {
+            self.at(
+                raw,
+                "debug-info2-range-count",
+                format!(
+                    "inline calls consume {range_sum} ranges but range_count is {}",
+                    c.range_count
+                ),
+            );
+        }
+        let mut max_line = None::<u32>;
+        for (i, l) in d.lines().enumerate() {
+            if l.file_index >= c.file_count {
+                self.at(
+                    raw,
+                    "debug-info2-index",
+                    format!(
+                        "line record {i}: file index {} (of {})",
+                        l.file_index, c.file_count
+                    ),
+                );
+            }
+            max_line = Some(max_line.map_or(l.code_offset, |m| m.max(l.code_offset)));
+        }
+        if !d.trailing.is_empty() && (d.trailing.len() >= 8 || !all_zero(d.trailing)) {
+            self.at(
+                raw,
+                "debug-info2-size",
+                format!(
+                    "total_size {} is {} bytes more than the sum of its parts",
+                    raw.total_size(),
+                    d.trailing.len()
+                ),
+            );
+        }
+        if let Some(p) = self.pending_di2.take() {
+            self.push(
+                "pending-without-load",
+                p.offset,
+                Some(p.index),
+                format!(
+                    "SAMPLY_JIT_CODE_DEBUG_INFO2 is replaced by record #{} before any LOAD",
+                    raw.index
+                ),
+            );
+        }
+        self.pending_di2 = Some(Pending {
+            index: raw.index,
+            offset: raw.offset,
+            value: Di2Pending {
+                max_range_end: max_end,
+                max_line_offset: max_line,
+            },
+        });
+    }
+
+    fn flush_pending(&mut self, close: Option<&RawRecord<'_>>) {
+        let at = match close {
+            Some(r) => format!("JIT_CODE_CLOSE (record #{})", r.index),
+            None => "the end of the file".to_string(),
+        };
+        let mut left: Vec<(u64, usize, &str)> = Vec::new();
+        if let Some(p) = self.pending_debug.take() {
+            left.push((p.offset, p.index, "JIT_CODE_DEBUG_INFO"));
+        }
+        if let Some(p) = self.pending_unwind.take() {
+            left.push((p.offset, p.index, "JIT_CODE_UNWINDING_INFO"));
+        }
+        if let Some(p) = self.pending_di2.take() {
+            left.push((p.offset, p.index, "SAMPLY_JIT_CODE_DEBUG_INFO2"));
+        }
+        for (_, p) in self.pending_tiers.drain() {
+            left.push((p.offset, p.index, "SAMPLY_JIT_TIER"));
+        }
+        left.sort_unstable();
+        for (offset, index, what) in left {
+            self.push(
+                "pending-without-load",
+                offset,
+                Some(index),
+                format!("{what} is not followed by a matching JIT_CODE_LOAD before {at}"),
+            );
+        }
+    }
+
+    fn check_embedded_references(&mut self) {
+        for (index, offset, path) in std::mem::take(&mut self.embedded) {
+            if !self.debug_files.contains(&path) {
+                self.push(
+                    "embedded-source-unreferenced",
+                    offset,
+                    Some(index),
+                    format!(
+                        "embedded source {:?} is not named by any DEBUG_INFO or DEBUG_INFO2 file",
+                        lossy(&path)
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// The readable end of a file name whose start was overwritten: the bytes after the last
+/// NUL or control character.
+pub fn recovered_name_tail(field: &[u8]) -> String {
+    // V8's freed name buffer has its first 16 bytes replaced by allocator pointers.
+    let field = field.get(16..).filter(|t| !t.is_empty()).unwrap_or(field);
+    let start = field
+        .iter()
+        .rposition(|&b| !(0x20..0x7f).contains(&b))
+        .map_or(0, |p| p + 1);
+    lossy(field.get(start..).unwrap_or(&[]))
+}

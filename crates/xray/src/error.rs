@@ -1,0 +1,125 @@
+//! Errors: each carries the absolute byte offset and what was expected.
+
+use core::fmt;
+
+/// Result alias of this crate.
+pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+/// Record index suffix for messages: `" (record #N)"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordIndex(pub Option<u64>);
+
+impl fmt::Display for RecordIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(i) => write!(f, "record #{i} at "),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Everything that can go wrong reading XRay data.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The data ends inside a record (a file still being written or cut off).
+    #[error("{}offset {offset:#x}: truncated {what}: needs {needed} bytes, {available} available", RecordIndex(*record))]
+    Truncated {
+        /// Absolute offset of the incomplete record.
+        offset: u64,
+        /// Index of the record in the file, when known.
+        record: Option<u64>,
+        /// What was being read.
+        what: &'static str,
+        /// Bytes the record needs.
+        needed: u64,
+        /// Bytes left in the file.
+        available: u64,
+    },
+    /// The bytes are there but do not make sense.
+    #[error("{}offset {offset:#x}: expected {expected}, found {found}", RecordIndex(*record))]
+    Invalid {
+        /// Absolute offset.
+        offset: u64,
+        /// Index of the record in the file, when known.
+        record: Option<u64>,
+        /// What the format requires here.
+        expected: &'static str,
+        /// What the data holds.
+        found: String,
+    },
+    /// A header this crate does not read (unknown type or version).
+    #[error("offset 0x0: unsupported XRay header: {0}")]
+    Unsupported(String),
+    /// The ELF file or its instrumentation map cannot be read.
+    #[error("instrumentation map: {0}")]
+    InstrMap(String),
+    /// The YAML text cannot be read.
+    #[error("YAML line {line}: {message}")]
+    Yaml {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Error {
+    /// Absolute byte offset of the problem, when it has one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            Error::Truncated { offset, .. } | Error::Invalid { offset, .. } => Some(*offset),
+            Error::Unsupported(_) => Some(0),
+            _ => None,
+        }
+    }
+
+    /// Whether this is the "file ends inside a record" outcome.
+    pub fn is_truncation(&self) -> bool {
+        matches!(self, Error::Truncated { .. })
+    }
+
+    /// Index of the record, when known.
+    pub fn record(&self) -> Option<u64> {
+        match self {
+            Error::Truncated { record, .. } | Error::Invalid { record, .. } => *record,
+            _ => None,
+        }
+    }
+
+    pub(crate) fn with_record(mut self, index: u64) -> Self {
+        match &mut self {
+            Error::Truncated { record, .. } | Error::Invalid { record, .. } => {
+                *record = Some(index)
+            }
+            _ => {}
+        }
+        self
+    }
+
+    #[cold]
+    pub(crate) fn truncated(
+        offset: usize,
+        what: &'static str,
+        needed: usize,
+        available: usize,
+    ) -> Self {
+        Error::Truncated {
+            offset: offset as u64,
+            record: None,
+            what,
+            needed: needed as u64,
+            available: available as u64,
+        }
+    }
+
+    #[cold]
+    pub(crate) fn invalid(offset: usize, expected: &'static str, found: impl Into<String>) -> Self {
+        Error::Invalid {
+            offset: offset as u64,
+            record: None,
+            expected,
+            found: found.into(),
+        }
+    }
+}

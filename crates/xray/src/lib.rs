@@ -1,0 +1,70 @@
+//! LLVM XRay traces and instrumentation maps: read, write, verify.
+//!
+//! # The formats
+//! Every trace starts with a 32-byte [`FileHeader`]: `u16 version`, `u16 type` (0 basic, 1 FDR),
+//! a bitfield (bit 0 constant TSC, bit 1 non-stop TSC), the cycle frequency, and for FDR the
+//! per-thread buffer size. **Basic mode** (versions 1–3) follows with 32-byte records holding an
+//! absolute TSC, thread, pid (v3) and function id, plus arg-payload records. **Flight Data Recorder
+//! mode** (versions 1–5) follows with buffers: since version 2 each is announced by a
+//! `BufferExtents` record, then a block `NewBuffer, WalltimeMarker, [Pid], NewCPUId, …` of 8-byte
+//! function records (28-bit function id, kind, 32-bit TSC delta) and 16-byte metadata records
+//! (`NewCPUId`, `TSCWrap`, `CallArgument`, `CustomEventMarker` + payload, `TypedEventMarker` +
+//! payload, …). The **instrumentation map** (`xray_instr_map` in the ELF binary) lists the sleds;
+//! function ids count the distinct functions in section order from 1.
+//!
+//! # API layout
+//! * [`raw`]: constants and open tag newtypes ([`MetadataKind`], [`FunctionKind`], [`SledKind`] …);
+//!   unknown values pass through and are reported, never a panic.
+//! * [`read`]: the borrowed, zero-copy layer over `&[u8]`: [`FileHeader::parse`],
+//!   [`BasicRecords`], [`FdrLayout::scan`] (buffers, junk skips) and [`FdrRecords`] (every record with its
+//!   absolute offset), and [`Trace`], whose [`Trace::decode`] gives per-thread [`Event`]s
+//!   (enter / exit / tail exit / enter-arg / custom / typed, with absolute TSC, cpu, pid, args,
+//!   payloads), decoding FDR buffers in parallel.
+//! * [`verify`]: the FDR block grammar and per-version checks, with offsets and record indices.
+//! * [`write`]: writers for FDR v1–v5 and basic v1–v3 (raw records and whole traces).
+//! * [`instr_map`]: the instrumentation map from an ELF file (x86-64, aarch64, …; sled
+//!   versions 0–2; relocations in PIE), symbolization (DWARF, then the symbol table; demangled),
+//!   and llvm-xray `extract` YAML in and out.
+//!
+//! ```
+//! use profkit_xray::{write, FileHeader, Trace, EventKind};
+//! let mut w = write::FdrTraceWriter::new(FileHeader::fdr(5));
+//! let ev = write::OwnedEvent::function(EventKind::Enter, 1, 100);
+//! w.thread(7, 42, &[ev]);
+//! let bytes = w.finish();
+//! let trace = Trace::parse(&bytes).unwrap();
+//! let decoded = trace.decode();
+//! assert_eq!(decoded.threads[0].events[0].func_id, 1);
+//! ```
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod instr_map;
+pub mod raw;
+pub mod read;
+pub mod verify;
+pub mod write;
+pub mod yaml;
+
+pub use error::{Error, Result};
+pub use instr_map::{InstrMap, Sled, SymbolInfo, Symbolizer};
+pub use raw::{BasicRecordType, Endian, FunctionKind, MetadataKind, SledKind, TraceType};
+pub use read::basic::{BasicItem, BasicRecord, BasicRecords};
+pub use read::events::{
+    Args, BufferEvents, Decoded, Event, EventKind, ThreadEvents, ThreadKey, ThreadState, Trace,
+};
+pub use read::fdr::{
+    parse_fdr_record, split_packed_id, Buffer, CustomEventTime, FdrEntry, FdrItem, FdrLayout,
+    FdrRecord, FdrRecords, Segment, Skip, SkipKind,
+};
+pub use read::header::FileHeader;
+pub use verify::{verify, BlockState, Finding, Report, Severity};

@@ -1,0 +1,713 @@
+//! The decoded, per-thread event stream (basic and FDR).
+//!
+//! A thread's FDR blocks are taken in file order (the order the runtime handed out its
+//! buffers), never by wall time: llvm-xray sorts them with an invalid comparator and reorders them.
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::raw::{
+    bytes_at, field, BasicRecordType, Endian, FunctionKind, TraceType, BASIC_RECORD_SIZE,
+    FDR_METADATA_RECORD_SIZE, HEADER_SIZE,
+};
+use crate::read::basic::{parse_basic_record, BasicRecord, BasicRecords};
+use crate::read::fdr::{
+    parse_fdr_record, CustomEventTime, FdrLayout, FdrRecord, FdrRecords, Segment, Skip,
+};
+use crate::read::header::FileHeader;
+
+/// What happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EventKind {
+    /// Function entry.
+    Enter,
+    /// Function exit.
+    Exit,
+    /// Exit by tail call (the id is the function that leaves).
+    TailExit,
+    /// Function entry with logged arguments.
+    EnterArg,
+    /// `__xray_customevent` payload.
+    CustomEvent,
+    /// `__xray_typedevent` payload.
+    TypedEvent,
+}
+
+impl EventKind {
+    /// llvm-xray's YAML name (`function-enter`, …, `typed-event`).
+    pub fn llvm_name(self) -> &'static str {
+        match self {
+            EventKind::Enter => "function-enter",
+            EventKind::Exit => "function-exit",
+            EventKind::TailExit => "function-tail-exit",
+            EventKind::EnterArg => "function-enter-arg",
+            EventKind::CustomEvent => "custom-event",
+            EventKind::TypedEvent => "typed-event",
+        }
+    }
+}
+
+/// Function arguments: a zero-copy view over consecutive CallArgument (FDR) or arg-payload
+/// (basic) records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Args<'a> {
+    bytes: &'a [u8],
+    stride: usize,
+    at: usize,
+    endian: Endian,
+}
+
+impl<'a> Args<'a> {
+    /// Number of arguments.
+    pub fn len(&self) -> usize {
+        self.bytes.len().checked_div(self.stride).unwrap_or(0)
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Argument `i`.
+    pub fn get(&self, i: usize) -> Option<u64> {
+        let off = i.checked_mul(self.stride)?.checked_add(self.at)?;
+        if i >= self.len() {
+            return None;
+        }
+        bytes_at::<8>(self.bytes, off).map(|b| self.endian.u64(b))
+    }
+
+    /// The arguments in order.
+    pub fn iter(&self) -> impl Iterator<Item = u64> + 'a {
+        let me = *self;
+        (0..me.len()).filter_map(move |i| me.get(i))
+    }
+
+    /// The arguments as a vector.
+    pub fn to_vec(&self) -> Vec<u64> {
+        self.iter().collect()
+    }
+}
+
+/// One decoded event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event<'a> {
+    /// Absolute byte offset of the record that produced the event.
+    pub offset: u64,
+    /// Thread id.
+    pub tid: u32,
+    /// Process id (0 = unknown: FDR before version 3, basic before version 3).
+    pub pid: u32,
+    /// CPU.
+    pub cpu: u16,
+    /// Absolute TSC in ticks (convert with [`FileHeader::ticks_to_ns`]).
+    pub tsc: u64,
+    /// What happened.
+    pub kind: EventKind,
+    /// Function id (0 for custom and typed events; llvm-xray repeats the previous function's id).
+    pub func_id: u32,
+    /// Logged arguments (EnterArg).
+    pub args: Args<'a>,
+    /// Typed event type (0 otherwise).
+    pub event_type: u16,
+    /// Custom or typed event payload.
+    pub data: &'a [u8],
+}
+
+/// Identity of a thread's stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ThreadKey {
+    /// Process id (0 if unknown).
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+}
+
+/// All events of one thread, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadEvents<'a> {
+    /// Which thread.
+    pub key: ThreadKey,
+    /// Its events.
+    pub events: Vec<Event<'a>>,
+}
+
+/// The result of decoding a whole trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Decoded<'a> {
+    /// Threads in order of first appearance in the file.
+    pub threads: Vec<ThreadEvents<'a>>,
+    /// Problems that did not stop decoding (unknown kinds, grammar-level surprises, bad arg payloads,
+    /// over-reads …), in file order.
+    pub problems: Vec<Error>,
+    /// Set when the file ends inside a record or inside an announced buffer: everything before
+    /// it is in `threads`.
+    pub truncation: Option<Error>,
+    /// Bytes skipped between FDR buffers.
+    pub skips: Vec<Skip>,
+    /// Number of records read (BufferExtents and arg payloads included).
+    pub records: u64,
+}
+
+impl<'a> Decoded<'a> {
+    /// Total number of events.
+    pub fn event_count(&self) -> usize {
+        self.threads.iter().map(|t| t.events.len()).sum()
+    }
+
+    /// Every event, thread after thread.
+    pub fn events(&self) -> impl Iterator<Item = &Event<'a>> {
+        self.threads.iter().flat_map(|t| t.events.iter())
+    }
+
+    /// Every event, stably sorted by TSC (what `llvm-xray convert` does by default).
+    pub fn sorted_by_tsc(&self) -> Vec<&Event<'a>> {
+        let mut v: Vec<&Event<'a>> = self.events().collect();
+        v.sort_by_key(|e| e.tsc);
+        v
+    }
+
+    /// Whether decoding met neither problems nor a truncation.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty() && self.truncation.is_none()
+    }
+}
+
+/// Running decoder state of one thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadState {
+    /// Thread id from the last NewBuffer.
+    pub tid: u32,
+    /// Process id from the last Pid record.
+    pub pid: u32,
+    /// CPU from the last NewCPUId.
+    pub cpu: u16,
+    /// Running TSC.
+    pub tsc: u64,
+    /// Whether a NewCPUId or TSCWrap has set the TSC.
+    pub tsc_known: bool,
+}
+
+/// A parsed trace: the header plus, for FDR, the buffer layout. Nothing is decoded yet.
+#[derive(Clone, Debug)]
+pub struct Trace<'a> {
+    /// The file header.
+    pub header: FileHeader,
+    data: &'a [u8],
+    layout: FdrLayout,
+}
+
+impl<'a> Trace<'a> {
+    /// Reads the header and (FDR) splits the file into buffers.
+    pub fn parse(data: &'a [u8]) -> Result<Trace<'a>> {
+        let header = FileHeader::parse(data)?;
+        let layout = if header.trace_type == TraceType::FDR {
+            FdrLayout::scan(data, &header)
+        } else {
+            FdrLayout::default()
+        };
+        Ok(Trace {
+            header,
+            data,
+            layout,
+        })
+    }
+
+    /// The whole file.
+    pub fn data(&self) -> &'a [u8] {
+        self.data
+    }
+
+    /// FDR buffer layout (empty for basic traces).
+    pub fn layout(&self) -> &FdrLayout {
+        &self.layout
+    }
+
+    /// Sequential walk over FDR records (nothing for basic traces).
+    pub fn fdr_records(&self) -> FdrRecords<'a, '_> {
+        FdrRecords::new(self.data, self.header, &self.layout)
+    }
+
+    /// Records of a basic trace (nothing for FDR traces).
+    pub fn basic_records(&self) -> BasicRecords<'a> {
+        if self.header.trace_type == TraceType::BASIC {
+            BasicRecords::new(self.data, self.header)
+        } else {
+            BasicRecords::new(&[], self.header)
+        }
+    }
+
+    /// Lazily decodes FDR buffer `index` starting from `state` (use the previous buffer's end state
+    /// of the same thread, or the default).
+    pub fn buffer_events(&self, index: usize, state: ThreadState) -> BufferEvents<'a> {
+        let (start, end, stop) = match self.layout.buffers.get(index) {
+            Some(b) => (b.start as usize, b.end as usize, b.stop.clone()),
+            None => (0, 0, None),
+        };
+        BufferEvents {
+            data: self.data,
+            header: self.header,
+            pos: start,
+            end,
+            state,
+            records: 0,
+            stop,
+            done: false,
+            used_unknown_tsc: false,
+        }
+    }
+
+    /// Decodes the whole trace, FDR buffers in parallel (rayon); output is deterministic and equal
+    /// to [`Trace::decode_sequential`].
+    pub fn decode(&self) -> Decoded<'a> {
+        self.decode_impl(true)
+    }
+
+    /// Decodes the whole trace on the calling thread.
+    pub fn decode_sequential(&self) -> Decoded<'a> {
+        self.decode_impl(false)
+    }
+
+    fn decode_impl(&self, parallel: bool) -> Decoded<'a> {
+        if self.header.trace_type == TraceType::BASIC {
+            return decode_basic(self.data, &self.header);
+        }
+        let n = self.layout.buffers.len();
+        let run = |i: usize| self.run_buffer(i, ThreadState::default());
+        let mut results: Vec<BufferResult<'a>> = if parallel && n > 1 {
+            (0..n).into_par_iter().map(run).collect()
+        } else {
+            (0..n).map(run).collect()
+        };
+        // Buffers whose events came before any TSC reference continue the previous buffer of
+        // the same thread: redo them, in order, with that state.
+        let mut last: Vec<(u32, ThreadState)> = Vec::new();
+        for i in 0..n {
+            let Some(r) = results.get(i) else { break };
+            let tid = r.first_tid.unwrap_or(r.end_state.tid);
+            if r.used_unknown_tsc {
+                if let Some((_, st)) = last.iter().find(|(t, _)| *t == tid) {
+                    let redo = self.run_buffer(i, *st);
+                    if let Some(slot) = results.get_mut(i) {
+                        *slot = redo;
+                    }
+                }
+            }
+            if let Some(r) = results.get(i) {
+                match last.iter_mut().find(|(t, _)| *t == r.end_state.tid) {
+                    Some(slot) => slot.1 = r.end_state,
+                    None => last.push((r.end_state.tid, r.end_state)),
+                }
+            }
+        }
+        let mut out = Decoded::default();
+        let mut base = 0u64;
+        let mut per_buffer = results.into_iter();
+        let mut index_of = std::collections::HashMap::<ThreadKey, usize>::new();
+        for seg in &self.layout.segments {
+            match seg {
+                Segment::Buffer(bi) => {
+                    let Some(r) = per_buffer.next() else { break };
+                    if self
+                        .layout
+                        .buffers
+                        .get(*bi)
+                        .is_some_and(|b| b.extents_offset.is_some())
+                    {
+                        base += 1;
+                    }
+                    for p in r.problems {
+                        let p = match p.record() {
+                            Some(i) => p.with_record(base + i),
+                            None => p,
+                        };
+                        if p.is_truncation() {
+                            out.truncation.get_or_insert(p);
+                        } else {
+                            out.problems.push(p);
+                        }
+                    }
+                    base += r.records;
+                    for ev in r.events {
+                        let key = ThreadKey {
+                            pid: ev.pid,
+                            tid: ev.tid,
+                        };
+                        let slot = *index_of.entry(key).or_insert_with(|| {
+                            out.threads.push(ThreadEvents {
+                                key,
+                                events: Vec::new(),
+                            });
+                            out.threads.len() - 1
+                        });
+                        if let Some(t) = out.threads.get_mut(slot) {
+                            t.events.push(ev);
+                        }
+                    }
+                }
+                Segment::Skip(s) => out.skips.push(*s),
+                Segment::Problem(p) => {
+                    if p.is_truncation() {
+                        out.truncation.get_or_insert(p.clone());
+                    } else {
+                        out.problems.push(p.clone());
+                    }
+                }
+            }
+        }
+        out.records = base;
+        out
+    }
+
+    fn run_buffer(&self, i: usize, state: ThreadState) -> BufferResult<'a> {
+        let mut it = self.buffer_events(i, state);
+        let mut events = Vec::new();
+        let mut problems = Vec::new();
+        let mut first_tid = None;
+        for item in it.by_ref() {
+            match item {
+                Ok(ev) => {
+                    first_tid.get_or_insert(ev.tid);
+                    events.push(ev);
+                }
+                Err(e) => problems.push(e),
+            }
+        }
+        if first_tid.is_none() && it.state.tid != state.tid {
+            first_tid = Some(it.state.tid);
+        }
+        BufferResult {
+            events,
+            problems,
+            records: it.records,
+            end_state: it.state,
+            first_tid,
+            used_unknown_tsc: it.used_unknown_tsc,
+        }
+    }
+}
+
+struct BufferResult<'a> {
+    events: Vec<Event<'a>>,
+    problems: Vec<Error>,
+    records: u64,
+    end_state: ThreadState,
+    first_tid: Option<u32>,
+    used_unknown_tsc: bool,
+}
+
+/// Lazy decoder of one FDR buffer: yields events, and problems as `Err` items (decoding goes on
+/// after an `Err` unless the record could not be sized).
+#[derive(Clone, Debug)]
+pub struct BufferEvents<'a> {
+    data: &'a [u8],
+    header: FileHeader,
+    pos: usize,
+    end: usize,
+    state: ThreadState,
+    records: u64,
+    stop: Option<Error>,
+    done: bool,
+    used_unknown_tsc: bool,
+}
+
+impl BufferEvents<'_> {
+    /// The thread state after the events yielded so far.
+    pub fn state(&self) -> ThreadState {
+        self.state
+    }
+
+    /// Records consumed so far (buffer-local count).
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+}
+
+impl<'a> Iterator for BufferEvents<'a> {
+    type Item = Result<Event<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if self.pos >= self.end {
+                self.done = true;
+                return self.stop.take().map(|e| Err(e.with_record(self.records)));
+            }
+            let offset = self.pos;
+            let (rec, n) = match parse_fdr_record(self.data, offset, self.end, &self.header) {
+                Ok(x) => x,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e.with_record(self.records)));
+                }
+            };
+            let index = self.records;
+            self.records += 1;
+            self.pos = offset + n;
+            match rec {
+                FdrRecord::Function {
+                    kind,
+                    func_id,
+                    tsc_delta,
+                } => {
+                    let kind = match kind {
+                        FunctionKind::ENTER => EventKind::Enter,
+                        FunctionKind::EXIT => EventKind::Exit,
+                        FunctionKind::TAIL_EXIT => EventKind::TailExit,
+                        FunctionKind::ENTER_ARGS => EventKind::EnterArg,
+                        k => {
+                            return Some(Err(Error::invalid(
+                                offset,
+                                "a function record kind 0-3",
+                                format!("kind {}", k.0),
+                            )
+                            .with_record(index)))
+                        }
+                    };
+                    if !self.state.tsc_known {
+                        self.used_unknown_tsc = true;
+                    }
+                    self.state.tsc = self.state.tsc.wrapping_add(u64::from(tsc_delta));
+                    let mut ev = mk(
+                        offset,
+                        &self.state,
+                        kind,
+                        self.state.tsc,
+                        self.state.cpu,
+                        func_id,
+                    );
+                    // Following CallArgument records belong to this event.
+                    let args_start = self.pos;
+                    let mut p = args_start;
+                    while let Ok((FdrRecord::CallArgument { .. }, m)) =
+                        parse_fdr_record(self.data, p, self.end, &self.header)
+                    {
+                        p += m;
+                        self.records += 1;
+                    }
+                    if p > args_start {
+                        ev.kind = EventKind::EnterArg;
+                        ev.args = Args {
+                            bytes: self.data.get(args_start..p).unwrap_or_default(),
+                            stride: FDR_METADATA_RECORD_SIZE,
+                            at: 1,
+                            endian: self.header.endian,
+                        };
+                        self.pos = p;
+                    }
+                    return Some(Ok(ev));
+                }
+                FdrRecord::NewBuffer { tid } => {
+                    self.state.tid = tid as u32;
+                    self.state.pid = 0;
+                }
+                FdrRecord::EndOfBuffer => {
+                    if self.header.version >= 2 {
+                        return Some(Err(Error::invalid(
+                            offset,
+                            "no EndOfBuffer record at version >= 2",
+                            "EndOfBuffer",
+                        )
+                        .with_record(index)));
+                    }
+                    self.done = true;
+                }
+                FdrRecord::NewCpuId { cpu, tsc } => {
+                    self.state.cpu = cpu;
+                    self.state.tsc = tsc;
+                    self.state.tsc_known = true;
+                }
+                FdrRecord::TscWrap { tsc } => {
+                    self.state.tsc = tsc;
+                    self.state.tsc_known = true;
+                }
+                FdrRecord::WalltimeMarker { .. } | FdrRecord::BufferExtents { .. } => {}
+                FdrRecord::Pid { pid } => self.state.pid = pid as u32,
+                FdrRecord::CustomEvent { time, data, .. } => {
+                    let (tsc, cpu) = match time {
+                        CustomEventTime::Absolute { tsc, cpu } => {
+                            (tsc, cpu.unwrap_or(self.state.cpu))
+                        }
+                        CustomEventTime::Delta(d) => {
+                            if !self.state.tsc_known {
+                                self.used_unknown_tsc = true;
+                            }
+                            self.state.tsc = self.state.tsc.wrapping_add(i64::from(d) as u64);
+                            (self.state.tsc, self.state.cpu)
+                        }
+                    };
+                    let mut ev = mk(offset, &self.state, EventKind::CustomEvent, tsc, cpu, 0);
+                    ev.data = data;
+                    return Some(Ok(ev));
+                }
+                FdrRecord::TypedEvent {
+                    tsc_delta,
+                    event_type,
+                    data,
+                    ..
+                } => {
+                    if !self.state.tsc_known {
+                        self.used_unknown_tsc = true;
+                    }
+                    self.state.tsc = self.state.tsc.wrapping_add(i64::from(tsc_delta) as u64);
+                    let mut ev = mk(
+                        offset,
+                        &self.state,
+                        EventKind::TypedEvent,
+                        self.state.tsc,
+                        self.state.cpu,
+                        0,
+                    );
+                    ev.event_type = event_type;
+                    ev.data = data;
+                    return Some(Ok(ev));
+                }
+                FdrRecord::CallArgument { .. } => {
+                    return Some(Err(Error::invalid(
+                        offset,
+                        "CallArgument right after a function record",
+                        "a CallArgument with no function record before it",
+                    )
+                    .with_record(index)));
+                }
+                FdrRecord::UnknownMetadata { kind, .. } => {
+                    return Some(Err(Error::invalid(
+                        offset,
+                        "a metadata record kind 0-9",
+                        format!("kind {}", kind.0),
+                    )
+                    .with_record(index)));
+                }
+            }
+        }
+    }
+}
+
+fn mk<'a>(
+    offset: usize,
+    st: &ThreadState,
+    kind: EventKind,
+    tsc: u64,
+    cpu: u16,
+    func_id: u32,
+) -> Event<'a> {
+    Event {
+        offset: offset as u64,
+        tid: st.tid,
+        pid: st.pid,
+        cpu,
+        tsc,
+        kind,
+        func_id,
+        args: Args::default(),
+        event_type: 0,
+        data: &[],
+    }
+}
+
+/// Decodes a basic-mode trace. Records are grouped per (pid, tid) in file order (the runtime
+/// flushes per-thread buffers, so the file is in flush order, not time order).
+fn decode_basic<'a>(data: &'a [u8], header: &FileHeader) -> Decoded<'a> {
+    let mut out = Decoded::default();
+    let mut index_of = std::collections::HashMap::<ThreadKey, usize>::new();
+    let e = header.endian;
+    let mut pos = HEADER_SIZE;
+    let mut index = 0u64;
+    while pos < data.len() {
+        let Some(rec) = bytes_at::<BASIC_RECORD_SIZE>(data, pos) else {
+            out.truncation = Some(
+                Error::truncated(pos, "basic record", BASIC_RECORD_SIZE, data.len() - pos)
+                    .with_record(index),
+            );
+            break;
+        };
+        let offset = pos;
+        pos += BASIC_RECORD_SIZE;
+        index += 1;
+        match parse_basic_record(&rec, header) {
+            BasicRecord::Function {
+                cpu,
+                kind,
+                func_id,
+                tsc,
+                tid,
+                pid,
+            } => {
+                let kind = match kind {
+                    FunctionKind::ENTER => EventKind::Enter,
+                    FunctionKind::EXIT => EventKind::Exit,
+                    FunctionKind::TAIL_EXIT => EventKind::TailExit,
+                    FunctionKind::ENTER_ARGS => EventKind::EnterArg,
+                    k => {
+                        out.problems.push(
+                            Error::invalid(offset, "a function record kind 0-3", format!("kind {}", k.0))
+                                .with_record(index - 1),
+                        );
+                        continue;
+                    }
+                };
+                // Arg payloads that follow and match this record.
+                let args_start = pos;
+                while let Some(next) = bytes_at::<BASIC_RECORD_SIZE>(data, pos) {
+                    if BasicRecordType(e.u16(field(&next, 0))) != BasicRecordType::ARG_PAYLOAD {
+                        break;
+                    }
+                    match parse_basic_record(&next, header) {
+                        BasicRecord::ArgPayload {
+                            func_id: f,
+                            tid: t,
+                            pid: p,
+                            ..
+                        } if f == func_id && t == tid && p == pid => {
+                            pos += BASIC_RECORD_SIZE;
+                            index += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                let key = ThreadKey { pid, tid };
+                let args = Args {
+                    bytes: data.get(args_start..pos).unwrap_or_default(),
+                    stride: BASIC_RECORD_SIZE,
+                    at: 16,
+                    endian: e,
+                };
+                let ev = Event {
+                    offset: offset as u64,
+                    tid,
+                    pid,
+                    cpu: u16::from(cpu),
+                    tsc,
+                    kind: if args.is_empty() { kind } else { EventKind::EnterArg },
+                    func_id: func_id as u32,
+                    args,
+                    event_type: 0,
+                    data: &[],
+                };
+                let slot = *index_of.entry(key).or_insert_with(|| {
+                    out.threads.push(ThreadEvents { key, events: Vec::new() });
+                    out.threads.len() - 1
+                });
+                if let Some(t) = out.threads.get_mut(slot) {
+                    t.events.push(ev);
+                }
+            }
+            BasicRecord::ArgPayload { .. } => out.problems.push(
+                Error::invalid(
+                    offset,
+                    "an arg payload right after a function record with the same function id, tid (and pid)",
+                    "a non-matching arg payload",
+                )
+                .with_record(index - 1),
+            ),
+            BasicRecord::Unknown { record_type } => out.problems.push(
+                Error::invalid(offset, "basic record type 0 or 1", format!("type {}", record_type.0))
+                    .with_record(index - 1),
+            ),
+        }
+    }
+    out.records = index;
+    out
+}

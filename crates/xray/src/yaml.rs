@@ -1,0 +1,286 @@
+//! The small subset of YAML that llvm-xray writes: flow maps on one line, LLVM's quoting rules.
+
+use crate::error::{Error, Result};
+
+/// How LLVM's YAML writer quotes a scalar.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Quoting {
+    /// Plain.
+    None,
+    /// `'single'` (a `'` is doubled).
+    Single,
+    /// `"double"` with escapes.
+    Double,
+}
+
+fn is_numeric(s: &str) -> bool {
+    let t = s.strip_prefix(['-', '+']).unwrap_or(s);
+    if t.is_empty() {
+        return false;
+    }
+    if let Some(h) = t.strip_prefix("0x") {
+        return !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit());
+    }
+    if let Some(o) = t.strip_prefix("0o") {
+        return !o.is_empty() && o.chars().all(|c| ('0'..='7').contains(&c));
+    }
+    if matches!(t, ".inf" | ".Inf" | ".INF") || matches!(s, ".nan" | ".NaN" | ".NAN") {
+        return true;
+    }
+    let mut digits = 0;
+    let mut chars = t.chars().peekable();
+    while chars.peek().is_some_and(|c| c.is_ascii_digit()) {
+        chars.next();
+        digits += 1;
+    }
+    if chars.peek() == Some(&'.') {
+        chars.next();
+        while chars.peek().is_some_and(|c| c.is_ascii_digit()) {
+            chars.next();
+            digits += 1;
+        }
+    }
+    if digits == 0 {
+        return false;
+    }
+    if matches!(chars.peek(), Some('e' | 'E')) {
+        chars.next();
+        if matches!(chars.peek(), Some('+' | '-')) {
+            chars.next();
+        }
+        let mut exp = 0;
+        while chars.peek().is_some_and(|c| c.is_ascii_digit()) {
+            chars.next();
+            exp += 1;
+        }
+        if exp == 0 {
+            return false;
+        }
+    }
+    chars.next().is_none()
+}
+
+/// LLVM's `needsQuotes` for a scalar.
+pub fn needs_quotes(s: &str) -> Quoting {
+    let Some(first) = s.bytes().next() else {
+        return Quoting::Single;
+    };
+    let mut q = Quoting::None;
+    let last = s.bytes().last().unwrap_or(first);
+    if first.is_ascii_whitespace() || last.is_ascii_whitespace() {
+        q = Quoting::Single;
+    }
+    if matches!(s, "null" | "Null" | "NULL" | "~")
+        || matches!(
+            s,
+            "true"
+                | "True"
+                | "TRUE"
+                | "false"
+                | "False"
+                | "FALSE"
+                | "y"
+                | "Y"
+                | "yes"
+                | "Yes"
+                | "YES"
+                | "n"
+                | "N"
+                | "no"
+                | "No"
+                | "NO"
+                | "on"
+                | "On"
+                | "ON"
+                | "off"
+                | "Off"
+                | "OFF"
+        )
+        || is_numeric(s)
+    {
+        q = Quoting::Single;
+    }
+    if br#"-?:\,[]{}#&*!|>'"%@`"#.contains(&first) {
+        q = Quoting::Single;
+    }
+    for c in s.bytes() {
+        if c.is_ascii_alphanumeric() {
+            continue;
+        }
+        match c {
+            b'_' | b'-' | b'^' | b'.' | b',' | b' ' | b'\t' => {}
+            b'\n' | b'\r' => q = q.max(Quoting::Single),
+            0x7f => return Quoting::Double,
+            c if c <= 0x1f || c & 0x80 != 0 => return Quoting::Double,
+            _ => q = q.max(Quoting::Single),
+        }
+    }
+    q
+}
+
+/// A scalar as LLVM's YAML writer prints it.
+pub fn scalar(s: &str) -> String {
+    match needs_quotes(s) {
+        Quoting::None => s.to_string(),
+        Quoting::Single => format!("'{}'", s.replace('\'', "''")),
+        Quoting::Double => {
+            let mut out = String::from("\"");
+            for c in s.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\t' => out.push_str("\\t"),
+                    c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                        out.push_str(&format!("\\x{:02X}", c as u32))
+                    }
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        }
+    }
+}
+
+/// Parses a one-line flow map `{ key: value, key: 'quoted', key: [ 1, 2 ] }` (with or without a
+/// leading `- `) into (key, value) pairs. Quoted values are unquoted; flow sequences are kept
+/// as their inner text.
+pub fn parse_flow_map(line: &str, line_no: usize) -> Result<Vec<(String, String)>> {
+    let err = |m: &str| Error::Yaml {
+        line: line_no,
+        message: m.to_string(),
+    };
+    let t = line.trim();
+    let t = t.strip_prefix("- ").unwrap_or(t).trim();
+    let inner = t
+        .strip_prefix('{')
+        .and_then(|x| x.strip_suffix('}'))
+        .ok_or_else(|| err("expected a flow map { ... }"))?;
+    let chars: Vec<char> = inner.chars().collect();
+    let mut i = 0;
+    let mut out = Vec::new();
+    let skip_ws = |i: &mut usize| {
+        while chars.get(*i).is_some_and(|c| c.is_whitespace()) {
+            *i += 1;
+        }
+    };
+    loop {
+        skip_ws(&mut i);
+        if i >= chars.len() {
+            break;
+        }
+        let mut key = String::new();
+        while let Some(&c) = chars.get(i) {
+            if c == ':' {
+                break;
+            }
+            key.push(c);
+            i += 1;
+        }
+        if chars.get(i) != Some(&':') {
+            return Err(err("expected ':' after a key"));
+        }
+        i += 1;
+        skip_ws(&mut i);
+        let mut val = String::new();
+        match chars.get(i) {
+            Some('\'') => {
+                i += 1;
+                loop {
+                    match chars.get(i) {
+                        None => return Err(err("unterminated single-quoted scalar")),
+                        Some('\'') if chars.get(i + 1) == Some(&'\'') => {
+                            val.push('\'');
+                            i += 2;
+                        }
+                        Some('\'') => {
+                            i += 1;
+                            break;
+                        }
+                        Some(&c) => {
+                            val.push(c);
+                            i += 1;
+                        }
+                    }
+                }
+            }
+            Some('"') => {
+                i += 1;
+                loop {
+                    match chars.get(i) {
+                        None => return Err(err("unterminated double-quoted scalar")),
+                        Some('"') => {
+                            i += 1;
+                            break;
+                        }
+                        Some('\\') => {
+                            let c = chars.get(i + 1).copied().unwrap_or('\\');
+                            i += 2;
+                            match c {
+                                'n' => val.push('\n'),
+                                'r' => val.push('\r'),
+                                't' => val.push('\t'),
+                                '0' => val.push('\0'),
+                                'x' => {
+                                    let h: String = chars.iter().skip(i).take(2).collect();
+                                    i += 2;
+                                    let v = u32::from_str_radix(&h, 16)
+                                        .map_err(|_| err("bad \\x escape"))?;
+                                    val.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+                                }
+                                c => val.push(c),
+                            }
+                        }
+                        Some(&c) => {
+                            val.push(c);
+                            i += 1;
+                        }
+                    }
+                }
+            }
+            Some('[') => {
+                i += 1;
+                while let Some(&c) = chars.get(i) {
+                    i += 1;
+                    if c == ']' {
+                        break;
+                    }
+                    val.push(c);
+                }
+                val = val.trim().to_string();
+            }
+            _ => {
+                while let Some(&c) = chars.get(i) {
+                    if c == ',' {
+                        break;
+                    }
+                    val.push(c);
+                    i += 1;
+                }
+                val = val.trim_end().to_string();
+            }
+        }
+        out.push((key.trim().to_string(), val));
+        skip_ws(&mut i);
+        match chars.get(i) {
+            Some(',') => i += 1,
+            None => break,
+            Some(_) => return Err(err("expected ',' between entries")),
+        }
+    }
+    Ok(out)
+}
+
+/// Parses an integer the way LLVM's YAML reader does (`0x` hex, decimal, optional sign).
+pub fn parse_int(s: &str) -> Option<u64> {
+    let s = s.trim();
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        return u64::from_str_radix(h, 16).ok();
+    }
+    if let Some(neg) = s.strip_prefix('-') {
+        return neg.parse::<i64>().ok().map(|v| v.wrapping_neg() as u64);
+    }
+    s.parse().ok()
+}

@@ -1,0 +1,389 @@
+//! Malformed input: truncations, unknown kinds, grammar violations, hostile sizes.
+
+use profkit_xray::write::{encode_fdr_record, BasicTraceWriter, FdrTraceWriter, OwnedEvent};
+use profkit_xray::{
+    verify, BasicRecord, Error, EventKind, FdrRecord, FileHeader, FunctionKind, MetadataKind, Severity, SkipKind,
+    Trace,
+};
+
+use crate::common::fixture;
+use crate::synthetic::write_fdr;
+
+fn check_every_cut(data: &[u8]) {
+    let full = Trace::parse(data).unwrap();
+    let full_events = full.decode().event_count();
+    let boundaries: Vec<u64> = full.layout().buffers.iter().map(|b| b.end).collect();
+    for cut in 0..data.len() {
+        let part = &data[..cut];
+        let Ok(t) = Trace::parse(part) else {
+            assert!(cut < 32, "cut {cut}");
+            assert!(matches!(Trace::parse(part), Err(Error::Truncated { .. })));
+            continue;
+        };
+        let d = t.decode();
+        let ds = t.decode_sequential();
+        assert_eq!(d, ds, "cut {cut}");
+        assert!(d.event_count() <= full_events);
+        let _ = verify(&t);
+        let at_boundary = cut == 32 || boundaries.contains(&(cut as u64));
+        if t.header.is_fdr() {
+            if !at_boundary {
+                let tr = d.truncation.as_ref().unwrap_or_else(|| panic!("cut {cut}: no truncation"));
+                assert!(tr.offset().unwrap() <= cut as u64);
+            }
+        } else if (cut - 32) % 32 != 0 {
+            assert!(d.truncation.is_some(), "cut {cut}");
+        }
+    }
+}
+
+#[test]
+fn truncated_at_every_offset_real_fdr() {
+    check_every_cut(&fixture("demo-fdr.xray"));
+}
+
+#[test]
+fn truncated_at_every_offset_real_basic() {
+    let data = fixture("demo-basic.xray");
+    check_every_cut(&data[..32 * 40]);
+}
+
+#[test]
+fn truncated_at_every_offset_synthetic() {
+    for v in 1..=5 {
+        let data = write_fdr(v);
+        if v == 1 {
+            // Cuts inside zero padding are not truncations of a record; check decoding only.
+            for cut in 0..data.len() {
+                if let Ok(t) = Trace::parse(&data[..cut]) {
+                    let _ = t.decode();
+                    let _ = verify(&t);
+                }
+            }
+        } else {
+            check_every_cut(&data);
+        }
+    }
+}
+
+#[test]
+fn truncated_keeps_complete_records() {
+    let data = write_fdr(5);
+    let full = Trace::parse(&data).unwrap().decode();
+    let cut = &data[..data.len() - 5];
+    let d = Trace::parse(cut).unwrap().decode();
+    assert!(d.truncation.is_some());
+    assert!(d.truncation.as_ref().unwrap().is_truncation());
+    // Only the last (typed) event is lost.
+    assert_eq!(d.event_count(), full.event_count() - 1);
+    let msg = d.truncation.unwrap().to_string();
+    assert!(msg.contains("truncated"), "{msg}");
+}
+
+fn fdr_with(version: u16, body: &[FdrRecord<'_>]) -> Vec<u8> {
+    let h = FileHeader::fdr(version);
+    let mut content = Vec::new();
+    for r in body {
+        encode_fdr_record(&mut content, r, &h);
+    }
+    let mut w = FdrTraceWriter::new(h);
+    if version >= 2 {
+        w.record(&FdrRecord::BufferExtents {
+            size: content.len() as u64,
+        });
+    }
+    w.raw(&content);
+    w.finish()
+}
+
+fn preamble() -> Vec<FdrRecord<'static>> {
+    vec![
+        FdrRecord::NewBuffer { tid: 7 },
+        FdrRecord::WalltimeMarker { seconds: 1, micros: 2 },
+        FdrRecord::Pid { pid: 9 },
+        FdrRecord::NewCpuId { cpu: 1, tsc: 100 },
+    ]
+}
+
+fn enter(id: u32) -> FdrRecord<'static> {
+    FdrRecord::Function {
+        kind: FunctionKind::ENTER,
+        func_id: id,
+        tsc_delta: 1,
+    }
+}
+
+#[test]
+fn unknown_metadata_kind_is_reported_not_fatal() {
+    let mut body = preamble();
+    body.push(enter(1));
+    body.push(FdrRecord::UnknownMetadata {
+        kind: MetadataKind(12),
+        payload: [0; 15],
+    });
+    body.push(enter(2));
+    let data = fdr_with(5, &body);
+    let t = Trace::parse(&data).unwrap();
+    let d = t.decode();
+    assert_eq!(d.event_count(), 2);
+    assert_eq!(d.problems.len(), 1);
+    let off = 32 + 16 + 16 * 4 + 8;
+    assert_eq!(d.problems[0].offset(), Some(off));
+    assert_eq!(d.problems[0].record(), Some(6));
+    let r = verify(&t);
+    let f = r.findings.iter().find(|f| f.severity == Severity::Error).unwrap();
+    assert_eq!((f.offset, f.record), (off, Some(6)));
+    assert!(f.message.contains("12"), "{}", f.message);
+}
+
+#[test]
+fn unknown_function_kind_is_reported() {
+    let mut body = preamble();
+    body.push(FdrRecord::Function {
+        kind: FunctionKind(5),
+        func_id: 1,
+        tsc_delta: 0,
+    });
+    body.push(enter(2));
+    let data = fdr_with(5, &body);
+    let t = Trace::parse(&data).unwrap();
+    let d = t.decode();
+    assert_eq!(d.event_count(), 1);
+    assert_eq!(d.problems.len(), 1);
+    assert!(d.problems[0].to_string().contains("kind 5"));
+    assert!(verify(&t).findings.iter().any(|f| f.code == "function-kind"));
+}
+
+#[test]
+fn grammar_function_right_after_new_buffer() {
+    let body = vec![FdrRecord::NewBuffer { tid: 7 }, enter(1)];
+    let data = fdr_with(5, &body);
+    let r = verify(&Trace::parse(&data).unwrap());
+    let f = &r.findings[0];
+    assert_eq!(f.code, "grammar");
+    assert_eq!(f.offset, 32 + 16 + 16);
+    assert_eq!(f.record, Some(2));
+    assert!(f.message.contains("from NewBuffer to Function"), "{}", f.message);
+}
+
+#[test]
+fn grammar_block_starting_with_function() {
+    let data = fdr_with(5, &[enter(1)]);
+    let t = Trace::parse(&data).unwrap();
+    let r = verify(&t);
+    assert!(r
+        .findings
+        .iter()
+        .any(|f| f.code == "grammar" && f.message.contains("from BufferExtents to Function")));
+}
+
+#[test]
+fn grammar_terminal_state() {
+    let body = vec![
+        FdrRecord::NewBuffer { tid: 7 },
+        FdrRecord::WalltimeMarker { seconds: 1, micros: 2 },
+    ];
+    let data = fdr_with(5, &body);
+    let r = verify(&Trace::parse(&data).unwrap());
+    assert_eq!(r.findings.len(), 1);
+    assert_eq!(r.findings[0].code, "terminal");
+    assert!(r.findings[0].message.contains("WallClockTime"));
+}
+
+#[test]
+fn grammar_pid_is_optional_and_callarg_after_any_function() {
+    let body = vec![
+        FdrRecord::NewBuffer { tid: 7 },
+        FdrRecord::WalltimeMarker { seconds: 1, micros: 2 },
+        FdrRecord::NewCpuId { cpu: 1, tsc: 100 },
+        enter(1),
+        FdrRecord::CallArgument { arg: 5 },
+        FdrRecord::CallArgument { arg: 6 },
+    ];
+    let data = fdr_with(5, &body);
+    let t = Trace::parse(&data).unwrap();
+    assert!(verify(&t).findings.is_empty());
+    let d = t.decode();
+    let e = &d.threads[0].events[0];
+    assert_eq!(e.kind, EventKind::EnterArg);
+    assert_eq!(e.args.to_vec(), vec![5, 6]);
+}
+
+#[test]
+fn end_of_buffer_at_version_2_is_an_error() {
+    let mut body = preamble();
+    body.remove(2);
+    body.push(enter(1));
+    body.push(FdrRecord::EndOfBuffer);
+    let data = fdr_with(2, &body);
+    let t = Trace::parse(&data).unwrap();
+    let r = verify(&t);
+    assert!(r.findings.iter().any(|f| f.severity == Severity::Error
+        && f.message.contains("no longer supported starting version 2")));
+    assert!(!t.decode().problems.is_empty());
+}
+
+#[test]
+fn unsupported_versions_and_types() {
+    for (ty, v) in [(1u16, 6u16), (1, 0), (0, 4), (0, 0), (2, 1)] {
+        let mut h = FileHeader::fdr(5);
+        h.trace_type = profkit_xray::TraceType(ty);
+        h.version = v;
+        let mut data = h.to_bytes().to_vec();
+        data.extend_from_slice(&[0u8; 64]);
+        let e = Trace::parse(&data).unwrap_err();
+        assert!(matches!(e, Error::Unsupported(_)), "{e}");
+        assert_eq!(e.offset(), Some(0));
+    }
+    assert!(Trace::parse(&[1, 0, 1]).unwrap_err().is_truncation());
+}
+
+#[test]
+fn hostile_sizes() {
+    // Custom event claiming i32::MAX bytes, extents claiming u64::MAX, negative sizes.
+    let h = FileHeader::fdr(5);
+    let mut body = Vec::new();
+    for r in preamble() {
+        encode_fdr_record(&mut body, &r, &h);
+    }
+    let mut marker = Vec::new();
+    encode_fdr_record(
+        &mut marker,
+        &FdrRecord::CustomEvent {
+            size: 1,
+            time: profkit_xray::CustomEventTime::Delta(0),
+            data: b"x",
+        },
+        &h,
+    );
+    for size in [i32::MAX, -5, 0] {
+        let mut m = marker.clone();
+        m[1..5].copy_from_slice(&size.to_le_bytes());
+        m.truncate(16);
+        let mut content = body.clone();
+        content.extend_from_slice(&m);
+        content.extend_from_slice(&[0u8; 40]);
+        let mut data = h.to_bytes().to_vec();
+        let mut ext = Vec::new();
+        encode_fdr_record(&mut ext, &FdrRecord::BufferExtents { size: content.len() as u64 }, &h);
+        data.extend_from_slice(&ext);
+        data.extend_from_slice(&content);
+        let t = Trace::parse(&data).unwrap();
+        let d = t.decode();
+        assert_eq!(d.problems.len() + d.truncation.iter().count(), 1, "size {size}: {d:?}");
+        assert!(verify(&t).has_errors());
+    }
+    let mut data = h.to_bytes().to_vec();
+    encode_fdr_record(&mut data, &FdrRecord::BufferExtents { size: u64::MAX }, &h);
+    encode_fdr_record(&mut data, &FdrRecord::NewBuffer { tid: 1 }, &h);
+    let d = Trace::parse(&data).unwrap().decode();
+    assert!(d.truncation.is_some());
+}
+
+#[test]
+fn junk_between_buffers_is_skipped_and_reported() {
+    let data = write_fdr(5);
+    let t = Trace::parse(&data).unwrap();
+    let second = t.layout().buffers[1].extents_offset.unwrap() as usize;
+    let mut bad = data[..second].to_vec();
+    let junk: Vec<u8> = (0..24u8).map(|i| i.wrapping_mul(37) | 0x40).collect();
+    bad.extend_from_slice(&junk);
+    bad.extend_from_slice(&data[second..]);
+    let t2 = Trace::parse(&bad).unwrap();
+    let d = t2.decode();
+    assert_eq!(d.skips.len(), 1);
+    assert_eq!(d.skips[0].offset, second as u64);
+    assert_eq!(d.skips[0].len, 24);
+    assert_eq!(d.skips[0].kind, SkipKind::Junk);
+    let key = |d: &profkit_xray::Decoded<'_>| -> Vec<(u32, EventKind, u64, u32, Vec<u8>)> {
+        d.events().map(|e| (e.tid, e.kind, e.tsc, e.func_id, e.data.to_vec())).collect()
+    };
+    assert_eq!(key(&d), key(&t.decode()));
+    let r = verify(&t2);
+    assert!(r.findings.iter().any(|f| f.code == "junk" && f.offset == second as u64));
+    assert!(!r.has_errors());
+}
+
+#[test]
+fn basic_arg_payload_must_match() {
+    let h = FileHeader::basic(3);
+    let mut w = BasicTraceWriter::new(h);
+    w.record(&BasicRecord::Function {
+        cpu: 1,
+        kind: FunctionKind::ENTER_ARGS,
+        func_id: 5,
+        tsc: 10,
+        tid: 1,
+        pid: 2,
+    });
+    w.record(&BasicRecord::ArgPayload {
+        func_id: 5,
+        tid: 1,
+        pid: 2,
+        arg: 99,
+    });
+    w.record(&BasicRecord::ArgPayload {
+        func_id: 6,
+        tid: 1,
+        pid: 2,
+        arg: 100,
+    });
+    w.record(&BasicRecord::Unknown {
+        record_type: profkit_xray::BasicRecordType(9),
+    });
+    w.record(&BasicRecord::Function {
+        cpu: 1,
+        kind: FunctionKind(6),
+        func_id: 5,
+        tsc: 10,
+        tid: 1,
+        pid: 2,
+    });
+    let data = w.finish();
+    let t = Trace::parse(&data).unwrap();
+    let d = t.decode();
+    assert_eq!(d.event_count(), 1);
+    assert_eq!(d.threads[0].events[0].args.to_vec(), vec![99]);
+    assert_eq!(d.problems.len(), 3);
+    assert_eq!(d.problems[0].offset(), Some(32 + 64));
+    assert_eq!(d.problems[0].record(), Some(2));
+    assert_eq!(verify(&t).findings.len(), 3);
+}
+
+#[test]
+fn basic_header_only_is_empty_not_an_error() {
+    // llvm-xray rejects this (and reports "Unsupported version ... 768", issue #57657).
+    let data = FileHeader::basic(3).to_bytes();
+    let d = Trace::parse(&data).unwrap().decode();
+    assert_eq!(d.event_count(), 0);
+    assert!(d.is_clean());
+}
+
+#[test]
+fn callargument_without_function() {
+    let mut body = preamble();
+    body.push(FdrRecord::CallArgument { arg: 1 });
+    let data = fdr_with(5, &body);
+    let t = Trace::parse(&data).unwrap();
+    assert_eq!(t.decode().problems.len(), 1);
+    assert!(verify(&t).findings.iter().any(|f| f.code == "grammar"));
+}
+
+#[test]
+fn random_bytes_never_panic() {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for round in 0..300 {
+        let mut data = FileHeader::fdr(1 + (round % 5) as u16).to_bytes().to_vec();
+        for _ in 0..(round * 3) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            data.push(x as u8);
+        }
+        let t = Trace::parse(&data).unwrap();
+        let _ = t.decode();
+        let _ = verify(&t);
+        let _ = t.fdr_records().count();
+    }
+    let _ = OwnedEvent::default();
+}
