@@ -20,11 +20,22 @@
 //!   absolute offset), and [`Trace`], whose [`Trace::decode`] gives per-thread [`Event`]s
 //!   (enter / exit / tail exit / enter-arg / custom / typed, with absolute TSC, cpu, pid, args,
 //!   payloads), decoding FDR buffers in parallel.
-//! * [`verify`]: the FDR block grammar and per-version checks, with offsets and record indices.
-//! * [`write`]: writers for FDR v1–v5 and basic v1–v3 (raw records and whole traces).
+//! * [`verify`](mod@verify): the FDR block grammar and per-version checks, with offsets and record indices.
+//! * [`write`](mod@write): writers for FDR v1–v5 and basic v1–v3 (raw records and whole traces).
 //! * [`instr_map`]: the instrumentation map from an ELF file (x86-64, aarch64, …; sled
 //!   versions 0–2; relocations in PIE), symbolization (DWARF, then the symbol table; demangled),
 //!   and llvm-xray `extract` YAML in and out.
+//! * [`yaml`]: the flow-map subset of YAML llvm-xray writes, with LLVM's quoting rules.
+//!
+//! # Where this differs from llvm-xray 14 (on purpose)
+//! * A thread's FDR blocks stay in file order (llvm sorts them with an invalid comparator).
+//! * Custom and typed events have function id 0 and event type only on typed events (llvm
+//!   repeats the previous function's id and lets a typed event's type stick to later records).
+//! * Version 1–3 custom events read their own layout (llvm reads them with the v5 layout).
+//! * FDR v2 blocks have pid 0 (unknown); llvm sets pid = tid.
+//! * Kind-5 (typed event) sleds load; a header-only basic file is an empty trace, not an error.
+//! * Junk between buffers is reported with offset and length; a resync needs a BufferExtents
+//!   followed by a NewBuffer, not just any `0x0F` byte.
 //!
 //! ```
 //! use profkit_xray::{write, FileHeader, Trace, EventKind};

@@ -379,3 +379,31 @@ fn finding_of(e: &Error) -> Finding {
         message: e.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::BlockState::*;
+
+    #[test]
+    fn grammar_table() {
+        assert!(Unknown.allows(BufferExtents) && Unknown.allows(NewBuffer));
+        assert!(!Unknown.allows(Function));
+        assert!(BufferExtents.allows(NewBuffer) && !BufferExtents.allows(WallClockTime));
+        assert!(NewBuffer.allows(WallClockTime) && !NewBuffer.allows(NewCpuId));
+        assert!(WallClockTime.allows(PidEntry) && WallClockTime.allows(NewCpuId));
+        assert!(PidEntry.allows(NewCpuId) && !PidEntry.allows(Function));
+        for s in [NewCpuId, TscWrap, CustomEvent, TypedEvent] {
+            assert!(
+                s.allows(Function)
+                    && s.allows(EndOfBuffer)
+                    && !s.allows(CallArg)
+                    && !s.allows(NewBuffer)
+            );
+        }
+        assert!(Function.allows(CallArg) && CallArg.allows(CallArg) && CallArg.allows(Function));
+        assert!(
+            !NewBuffer.is_terminal() && !WallClockTime.is_terminal() && !PidEntry.is_terminal()
+        );
+        assert!(Function.is_terminal() && CallArg.is_terminal() && EndOfBuffer.is_terminal());
+    }
+}

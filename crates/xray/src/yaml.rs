@@ -284,3 +284,40 @@ pub fn parse_int(s: &str) -> Option<u64> {
     }
     s.parse().ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(needs_quotes("main"), Quoting::None);
+        assert_eq!(needs_quotes("fib(int)"), Quoting::Single);
+        assert_eq!(needs_quotes("1e5"), Quoting::Single);
+        assert_eq!(needs_quotes("0x1F"), Quoting::Single);
+        assert_eq!(needs_quotes("caf\u{e9}"), Quoting::Double);
+    }
+
+    #[test]
+    fn flow_map() {
+        let m = parse_flow_map(
+            "  - { a: 1, b: 'x, ''y''', c: [ 1, 2 ], d: \"q\\n\", e: plain text }",
+            1,
+        )
+        .unwrap();
+        let v: Vec<(&str, &str)> = m.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(
+            v,
+            vec![
+                ("a", "1"),
+                ("b", "x, 'y'"),
+                ("c", "1, 2"),
+                ("d", "q\n"),
+                ("e", "plain text")
+            ]
+        );
+        assert!(parse_flow_map("{ a 1 }", 3).is_err());
+        assert_eq!(parse_int("0x1F"), Some(31));
+        assert_eq!(parse_int("-1"), Some(u64::MAX));
+    }
+}

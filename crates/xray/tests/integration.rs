@@ -55,13 +55,13 @@ mod common {
     }
 }
 
-#[path = "integration/real.rs"]
-mod real;
-#[path = "integration/synthetic.rs"]
-mod synthetic;
-#[path = "integration/malformed.rs"]
-mod malformed;
-#[path = "integration/roundtrip.rs"]
-mod roundtrip;
 #[path = "integration/instr.rs"]
 mod instr;
+#[path = "integration/malformed.rs"]
+mod malformed;
+#[path = "integration/real.rs"]
+mod real;
+#[path = "integration/roundtrip.rs"]
+mod roundtrip;
+#[path = "integration/synthetic.rs"]
+mod synthetic;

@@ -281,12 +281,12 @@ impl<'a> Trace<'a> {
         };
         // Buffers whose events came before any TSC reference continue the previous buffer of
         // the same thread: redo them, in order, with that state.
-        let mut last: Vec<(u32, ThreadState)> = Vec::new();
+        let mut last = std::collections::HashMap::<u32, ThreadState>::new();
         for i in 0..n {
             let Some(r) = results.get(i) else { break };
             let tid = r.first_tid.unwrap_or(r.end_state.tid);
             if r.used_unknown_tsc {
-                if let Some((_, st)) = last.iter().find(|(t, _)| *t == tid) {
+                if let Some(st) = last.get(&tid) {
                     let redo = self.run_buffer(i, *st);
                     if let Some(slot) = results.get_mut(i) {
                         *slot = redo;
@@ -294,10 +294,7 @@ impl<'a> Trace<'a> {
                 }
             }
             if let Some(r) = results.get(i) {
-                match last.iter_mut().find(|(t, _)| *t == r.end_state.tid) {
-                    Some(slot) => slot.1 = r.end_state,
-                    None => last.push((r.end_state.tid, r.end_state)),
-                }
+                last.insert(r.end_state.tid, r.end_state);
             }
         }
         let mut out = Decoded::default();

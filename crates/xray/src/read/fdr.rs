@@ -643,3 +643,88 @@ impl<'a> Iterator for FdrRecords<'a, '_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::write::encode_fdr_record;
+
+    #[test]
+    fn every_record_round_trips_through_the_encoder() {
+        let recs = [
+            FdrRecord::Function {
+                kind: FunctionKind::TAIL_EXIT,
+                func_id: 0x0FFF_FFFF,
+                tsc_delta: u32::MAX,
+            },
+            FdrRecord::NewBuffer { tid: -1 },
+            FdrRecord::EndOfBuffer,
+            FdrRecord::NewCpuId {
+                cpu: 513,
+                tsc: u64::MAX,
+            },
+            FdrRecord::TscWrap { tsc: 1 << 40 },
+            FdrRecord::WalltimeMarker {
+                seconds: -3,
+                micros: 999_999,
+            },
+            FdrRecord::CallArgument { arg: 0xdead_beef },
+            FdrRecord::BufferExtents { size: 77 },
+            FdrRecord::TypedEvent {
+                size: 2,
+                tsc_delta: -4,
+                event_type: 42,
+                data: b"ab",
+            },
+            FdrRecord::Pid { pid: 1234 },
+            FdrRecord::UnknownMetadata {
+                kind: MetadataKind(12),
+                payload: [7; 15],
+            },
+        ];
+        for version in 1..=5 {
+            for endian in [Endian::Little, Endian::Big] {
+                let h = FileHeader {
+                    version,
+                    endian,
+                    ..FileHeader::fdr(version)
+                };
+                let mut custom = vec![FdrRecord::CustomEvent {
+                    size: 3,
+                    time: if version >= 5 {
+                        CustomEventTime::Delta(9)
+                    } else {
+                        CustomEventTime::Absolute {
+                            tsc: 5,
+                            cpu: (version == 4).then_some(2),
+                        }
+                    },
+                    data: b"xyz",
+                }];
+                custom.extend_from_slice(&recs);
+                for r in &custom {
+                    let mut out = Vec::new();
+                    encode_fdr_record(&mut out, r, &h);
+                    assert_eq!(out.len(), r.encoded_len());
+                    let (back, n) = parse_fdr_record(&out, 0, out.len(), &h).unwrap();
+                    assert_eq!((&back, n), (r, out.len()), "v{version} {endian:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn over_read_vs_truncation() {
+        let h = FileHeader::fdr(5);
+        let mut out = Vec::new();
+        encode_fdr_record(&mut out, &FdrRecord::Pid { pid: 1 }, &h);
+        out.extend_from_slice(&[0; 8]);
+        assert!(matches!(
+            parse_fdr_record(&out, 0, 10, &h),
+            Err(Error::Invalid { .. })
+        ));
+        assert!(parse_fdr_record(&out[..10], 0, 10, &h)
+            .unwrap_err()
+            .is_truncation());
+    }
+}

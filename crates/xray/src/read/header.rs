@@ -156,3 +156,34 @@ impl FileHeader {
         u64::try_from(ns).unwrap_or(u64::MAX)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endianness_from_plausible_version() {
+        for endian in [Endian::Little, Endian::Big] {
+            for (h, ok) in [
+                (FileHeader::fdr(5), true),
+                (FileHeader::basic(3), true),
+                (FileHeader::fdr(6), false),
+            ] {
+                let h = FileHeader { endian, ..h };
+                let parsed = FileHeader::parse(&h.to_bytes());
+                assert_eq!(parsed.is_ok(), ok, "{h:?}");
+                if ok {
+                    assert_eq!(parsed.unwrap(), h);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unsupported_message_names_the_real_value() {
+        // llvm-xray's big-endian retry reports "768" for a basic v3 header-only file; we name v4 here.
+        let h = FileHeader::basic(4);
+        let e = FileHeader::parse(&h.to_bytes()).unwrap_err().to_string();
+        assert!(e.contains("basic version 4"), "{e}");
+    }
+}

@@ -1,8 +1,10 @@
 //! Instrumentation maps from synthetic objects, sled versions, YAML.
 
 use object::write::{Object as WObject, Relocation, StandardSection, Symbol, SymbolSection};
-use object::{Architecture, BinaryFormat, Endianness, RelocationEncoding, RelocationFlags, RelocationKind,
-    SectionKind, SymbolFlags, SymbolKind, SymbolScope};
+use object::{
+    Architecture, BinaryFormat, Endianness, RelocationEncoding, RelocationFlags, RelocationKind,
+    SectionKind, SymbolFlags, SymbolKind, SymbolScope,
+};
 
 use profkit_xray::{Endian, InstrMap, Sled, SledKind};
 
@@ -50,8 +52,26 @@ fn object_with_relocated_sleds(arch: Architecture) -> Vec<u8> {
     };
     for (i, &(s, addend, _)) in sleds.iter().enumerate() {
         let off = (i * 32) as u64;
-        obj.add_relocation(map, Relocation { offset: off, symbol: s, addend: addend as i64, flags }).unwrap();
-        obj.add_relocation(map, Relocation { offset: off + 8, symbol: s, addend: 0, flags }).unwrap();
+        obj.add_relocation(
+            map,
+            Relocation {
+                offset: off,
+                symbol: s,
+                addend: addend as i64,
+                flags,
+            },
+        )
+        .unwrap();
+        obj.add_relocation(
+            map,
+            Relocation {
+                offset: off + 8,
+                symbol: s,
+                addend: 0,
+                flags,
+            },
+        )
+        .unwrap();
     }
     obj.write().unwrap()
 }
@@ -61,11 +81,20 @@ fn relocatable_x86_64_and_aarch64() {
     for arch in [Architecture::X86_64, Architecture::Aarch64] {
         let bytes = object_with_relocated_sleds(arch);
         let map = InstrMap::from_object(&bytes).unwrap();
-        let got: Vec<(u64, u64, u8, u32)> =
-            map.sleds.iter().map(|s| (s.address, s.function, s.kind.0, s.func_id)).collect();
+        let got: Vec<(u64, u64, u8, u32)> = map
+            .sleds
+            .iter()
+            .map(|s| (s.address, s.function, s.kind.0, s.func_id))
+            .collect();
         assert_eq!(
             got,
-            vec![(0, 0, 0, 1), (10, 0, 1, 1), (32, 32, 0, 2), (40, 32, 5, 2), (44, 32, 2, 2)],
+            vec![
+                (0, 0, 0, 1),
+                (10, 0, 1, 1),
+                (32, 32, 0, 2),
+                (40, 32, 5, 2),
+                (44, 32, 2, 2)
+            ],
             "{arch:?}"
         );
         assert_eq!(map.functions, vec![0, 32]);
@@ -84,13 +113,30 @@ fn pc_relative_version_2() {
     data.extend_from_slice(&entry64(0x1000, 0x2000 - (base + 8), 0, 2));
     // Entry 1 at 0x1020: sled 0x2010 (exit), function 0x2000; negative offsets wrap.
     let e1 = base + 32;
-    data.extend_from_slice(&entry64(0x2010u64.wrapping_sub(e1), 0x2000u64.wrapping_sub(e1 + 8), 1, 2));
+    data.extend_from_slice(&entry64(
+        0x2010u64.wrapping_sub(e1),
+        0x2000u64.wrapping_sub(e1 + 8),
+        1,
+        2,
+    ));
     // Entry 2 at 0x1040: below the section: sled 0x800.
     let e2 = base + 64;
-    data.extend_from_slice(&entry64(0x800u64.wrapping_sub(e2), 0x800u64.wrapping_sub(e2 + 8), 0, 2));
+    data.extend_from_slice(&entry64(
+        0x800u64.wrapping_sub(e2),
+        0x800u64.wrapping_sub(e2 + 8),
+        0,
+        2,
+    ));
     let map = InstrMap::from_section(&data, base, 8, Endian::Little).unwrap();
-    let got: Vec<(u64, u64, u32)> = map.sleds.iter().map(|s| (s.address, s.function, s.func_id)).collect();
-    assert_eq!(got, vec![(0x2000, 0x2000, 1), (0x2010, 0x2000, 1), (0x800, 0x800, 2)]);
+    let got: Vec<(u64, u64, u32)> = map
+        .sleds
+        .iter()
+        .map(|s| (s.address, s.function, s.func_id))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(0x2000, 0x2000, 1), (0x2010, 0x2000, 1), (0x800, 0x800, 2)]
+    );
     assert_eq!(map.function_address(2), Some(0x800));
     assert_eq!(map.function_id(0x2000), Some(1));
     assert_eq!(map.function_address(0), None);
@@ -100,7 +146,11 @@ fn pc_relative_version_2() {
 #[test]
 fn thirty_two_bit_entries() {
     let mut data = Vec::new();
-    for (a, f, k) in [(0x100u32, 0x100u32, 0u8), (0x120, 0x100, 1), (0x200, 0x200, 3)] {
+    for (a, f, k) in [
+        (0x100u32, 0x100u32, 0u8),
+        (0x120, 0x100, 1),
+        (0x200, 0x200, 3),
+    ] {
         data.extend_from_slice(&a.to_le_bytes());
         data.extend_from_slice(&f.to_le_bytes());
         data.extend_from_slice(&[k, 0, 1, 0, 0, 0, 0, 0]);
@@ -114,9 +164,30 @@ fn thirty_two_bit_entries() {
 #[test]
 fn yaml_round_trip_and_quoting() {
     let sleds = vec![
-        Sled { address: 0x10, function: 0x10, kind: SledKind::ENTRY, always_instrument: true, version: 2, func_id: 0 },
-        Sled { address: 0x1A, function: 0x10, kind: SledKind::TYPED_EVENT, always_instrument: false, version: 2, func_id: 0 },
-        Sled { address: 0x30, function: 0x30, kind: SledKind(9), always_instrument: false, version: 0, func_id: 0 },
+        Sled {
+            address: 0x10,
+            function: 0x10,
+            kind: SledKind::ENTRY,
+            always_instrument: true,
+            version: 2,
+            func_id: 0,
+        },
+        Sled {
+            address: 0x1A,
+            function: 0x10,
+            kind: SledKind::TYPED_EVENT,
+            always_instrument: false,
+            version: 2,
+            func_id: 0,
+        },
+        Sled {
+            address: 0x30,
+            function: 0x30,
+            kind: SledKind(9),
+            always_instrument: false,
+            version: 0,
+            func_id: 0,
+        },
     ];
     let map = InstrMap::from_sleds(sleds);
     let names = ["fib(int)", "it's", "main"];
@@ -151,7 +222,9 @@ fn yaml_scalars_like_llvm() {
 #[test]
 fn not_an_object_or_no_map() {
     assert!(InstrMap::from_object(b"not an elf").is_err());
-    let obj = WObject::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little).write().unwrap();
+    let obj = WObject::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little)
+        .write()
+        .unwrap();
     let e = InstrMap::from_object(&obj).unwrap_err();
     assert!(e.to_string().contains("xray_instr_map"));
 }

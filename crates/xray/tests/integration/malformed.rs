@@ -2,8 +2,8 @@
 
 use profkit_xray::write::{encode_fdr_record, BasicTraceWriter, FdrTraceWriter, OwnedEvent};
 use profkit_xray::{
-    verify, BasicRecord, Error, EventKind, FdrRecord, FileHeader, FunctionKind, MetadataKind, Severity, SkipKind,
-    Trace,
+    verify, BasicRecord, Error, EventKind, FdrRecord, FileHeader, FunctionKind, MetadataKind,
+    Severity, SkipKind, Trace,
 };
 
 use crate::common::fixture;
@@ -28,7 +28,10 @@ fn check_every_cut(data: &[u8]) {
         let at_boundary = cut == 32 || boundaries.contains(&(cut as u64));
         if t.header.is_fdr() {
             if !at_boundary {
-                let tr = d.truncation.as_ref().unwrap_or_else(|| panic!("cut {cut}: no truncation"));
+                let tr = d
+                    .truncation
+                    .as_ref()
+                    .unwrap_or_else(|| panic!("cut {cut}: no truncation"));
                 assert!(tr.offset().unwrap() <= cut as u64);
             }
         } else if (cut - 32) % 32 != 0 {
@@ -99,7 +102,10 @@ fn fdr_with(version: u16, body: &[FdrRecord<'_>]) -> Vec<u8> {
 fn preamble() -> Vec<FdrRecord<'static>> {
     vec![
         FdrRecord::NewBuffer { tid: 7 },
-        FdrRecord::WalltimeMarker { seconds: 1, micros: 2 },
+        FdrRecord::WalltimeMarker {
+            seconds: 1,
+            micros: 2,
+        },
         FdrRecord::Pid { pid: 9 },
         FdrRecord::NewCpuId { cpu: 1, tsc: 100 },
     ]
@@ -131,7 +137,11 @@ fn unknown_metadata_kind_is_reported_not_fatal() {
     assert_eq!(d.problems[0].offset(), Some(off));
     assert_eq!(d.problems[0].record(), Some(6));
     let r = verify(&t);
-    let f = r.findings.iter().find(|f| f.severity == Severity::Error).unwrap();
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.severity == Severity::Error)
+        .unwrap();
     assert_eq!((f.offset, f.record), (off, Some(6)));
     assert!(f.message.contains("12"), "{}", f.message);
 }
@@ -151,7 +161,10 @@ fn unknown_function_kind_is_reported() {
     assert_eq!(d.event_count(), 1);
     assert_eq!(d.problems.len(), 1);
     assert!(d.problems[0].to_string().contains("kind 5"));
-    assert!(verify(&t).findings.iter().any(|f| f.code == "function-kind"));
+    assert!(verify(&t)
+        .findings
+        .iter()
+        .any(|f| f.code == "function-kind"));
 }
 
 #[test]
@@ -163,7 +176,11 @@ fn grammar_function_right_after_new_buffer() {
     assert_eq!(f.code, "grammar");
     assert_eq!(f.offset, 32 + 16 + 16);
     assert_eq!(f.record, Some(2));
-    assert!(f.message.contains("from NewBuffer to Function"), "{}", f.message);
+    assert!(
+        f.message.contains("from NewBuffer to Function"),
+        "{}",
+        f.message
+    );
 }
 
 #[test]
@@ -181,7 +198,10 @@ fn grammar_block_starting_with_function() {
 fn grammar_terminal_state() {
     let body = vec![
         FdrRecord::NewBuffer { tid: 7 },
-        FdrRecord::WalltimeMarker { seconds: 1, micros: 2 },
+        FdrRecord::WalltimeMarker {
+            seconds: 1,
+            micros: 2,
+        },
     ];
     let data = fdr_with(5, &body);
     let r = verify(&Trace::parse(&data).unwrap());
@@ -194,7 +214,10 @@ fn grammar_terminal_state() {
 fn grammar_pid_is_optional_and_callarg_after_any_function() {
     let body = vec![
         FdrRecord::NewBuffer { tid: 7 },
-        FdrRecord::WalltimeMarker { seconds: 1, micros: 2 },
+        FdrRecord::WalltimeMarker {
+            seconds: 1,
+            micros: 2,
+        },
         FdrRecord::NewCpuId { cpu: 1, tsc: 100 },
         enter(1),
         FdrRecord::CallArgument { arg: 5 },
@@ -265,12 +288,22 @@ fn hostile_sizes() {
         content.extend_from_slice(&[0u8; 40]);
         let mut data = h.to_bytes().to_vec();
         let mut ext = Vec::new();
-        encode_fdr_record(&mut ext, &FdrRecord::BufferExtents { size: content.len() as u64 }, &h);
+        encode_fdr_record(
+            &mut ext,
+            &FdrRecord::BufferExtents {
+                size: content.len() as u64,
+            },
+            &h,
+        );
         data.extend_from_slice(&ext);
         data.extend_from_slice(&content);
         let t = Trace::parse(&data).unwrap();
         let d = t.decode();
-        assert_eq!(d.problems.len() + d.truncation.iter().count(), 1, "size {size}: {d:?}");
+        assert_eq!(
+            d.problems.len() + d.truncation.iter().count(),
+            1,
+            "size {size}: {d:?}"
+        );
         assert!(verify(&t).has_errors());
     }
     let mut data = h.to_bytes().to_vec();
@@ -296,11 +329,16 @@ fn junk_between_buffers_is_skipped_and_reported() {
     assert_eq!(d.skips[0].len, 24);
     assert_eq!(d.skips[0].kind, SkipKind::Junk);
     let key = |d: &profkit_xray::Decoded<'_>| -> Vec<(u32, EventKind, u64, u32, Vec<u8>)> {
-        d.events().map(|e| (e.tid, e.kind, e.tsc, e.func_id, e.data.to_vec())).collect()
+        d.events()
+            .map(|e| (e.tid, e.kind, e.tsc, e.func_id, e.data.to_vec()))
+            .collect()
     };
     assert_eq!(key(&d), key(&t.decode()));
     let r = verify(&t2);
-    assert!(r.findings.iter().any(|f| f.code == "junk" && f.offset == second as u64));
+    assert!(r
+        .findings
+        .iter()
+        .any(|f| f.code == "junk" && f.offset == second as u64));
     assert!(!r.has_errors());
 }
 
@@ -386,4 +424,50 @@ fn random_bytes_never_panic() {
         let _ = t.fdr_records().count();
     }
     let _ = OwnedEvent::default();
+}
+
+#[test]
+fn buffer_without_new_cpu_id_continues_the_threads_tsc() {
+    let h = FileHeader::fdr(5);
+    let mut data = h.to_bytes().to_vec();
+    let mut buffer = |recs: &[FdrRecord<'_>]| {
+        let mut content = Vec::new();
+        for r in recs {
+            encode_fdr_record(&mut content, r, &h);
+        }
+        encode_fdr_record(
+            &mut data,
+            &FdrRecord::BufferExtents {
+                size: content.len() as u64,
+            },
+            &h,
+        );
+        data.extend_from_slice(&content);
+    };
+    let mut first = preamble();
+    first.push(enter(1));
+    buffer(&first);
+    let mut other = preamble();
+    other[0] = FdrRecord::NewBuffer { tid: 8 };
+    other.push(enter(5));
+    buffer(&other);
+    buffer(&[
+        FdrRecord::NewBuffer { tid: 7 },
+        FdrRecord::WalltimeMarker {
+            seconds: 1,
+            micros: 3,
+        },
+        FdrRecord::Pid { pid: 9 },
+        enter(2),
+    ]);
+    let t = Trace::parse(&data).unwrap();
+    let d = t.decode();
+    assert_eq!(d, t.decode_sequential());
+    let th = d.threads.iter().find(|th| th.key.tid == 7).unwrap();
+    let tscs: Vec<u64> = th.events.iter().map(|e| e.tsc).collect();
+    assert_eq!(tscs, vec![101, 102]);
+    assert!(verify(&t)
+        .findings
+        .iter()
+        .any(|f| f.code == "grammar" && f.message.contains("PIDEntry to Function")));
 }

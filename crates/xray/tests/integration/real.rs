@@ -201,3 +201,19 @@ fn account_debug_strings_match_llvm() {
         );
     }
 }
+
+#[test]
+fn instr_map_version_1_pie_relocations() {
+    // Version-1 entries are zeros in the file; R_X86_64_RELATIVE relocations give the addresses.
+    let bin = fixture("sled-v1-pie");
+    let map = InstrMap::from_object(&bin).unwrap();
+    assert_eq!(map.to_yaml(|_| String::new()), golden("extract-v1-pie.txt"));
+    assert!(map.sleds.iter().all(|s| s.version == 1 && s.address != 0));
+    let sym = Symbolizer::new(&bin).unwrap();
+    assert_eq!(
+        sym.symbolize(map.function_address(2).unwrap())
+            .name
+            .as_deref(),
+        Some("g")
+    );
+}

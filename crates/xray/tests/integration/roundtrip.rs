@@ -5,8 +5,16 @@ use proptest::prelude::*;
 use profkit_xray::write::{BasicTraceWriter, FdrTraceWriter, OwnedEvent};
 use profkit_xray::{EventKind, FileHeader, Trace};
 
-fn event(fdr: bool, version: u16) -> impl Strategy<Value = (u8, u32, u64, u16, Vec<u64>, u16, Vec<u8>)> {
-    let kinds = if fdr && version >= 5 { 6u8 } else if fdr { 5 } else { 4 };
+type RawEvent = (u8, u32, u64, u16, Vec<u64>, u16, Vec<u8>);
+
+fn event(fdr: bool, version: u16) -> impl Strategy<Value = RawEvent> {
+    let kinds = if fdr && version >= 5 {
+        6u8
+    } else if fdr {
+        5
+    } else {
+        4
+    };
     (
         0..kinds,
         0u32..=0x0FFF_FFFF,
@@ -18,7 +26,7 @@ fn event(fdr: bool, version: u16) -> impl Strategy<Value = (u8, u32, u64, u16, V
     )
 }
 
-fn build(fdr: bool, version: u16, raw: Vec<(u8, u32, u64, u16, Vec<u64>, u16, Vec<u8>)>) -> Vec<OwnedEvent> {
+fn build(fdr: bool, version: u16, raw: Vec<RawEvent>) -> Vec<OwnedEvent> {
     let mut tsc = 1_000u64;
     let mut out = Vec::new();
     for (k, id, dt, cpu, args, ty, data) in raw {
@@ -125,7 +133,11 @@ fn split_threads_across_buffers_keep_order() {
     let mut evs = Vec::new();
     for i in 0..500u64 {
         evs.push(OwnedEvent::function(
-            if i % 2 == 0 { EventKind::Enter } else { EventKind::Exit },
+            if i % 2 == 0 {
+                EventKind::Enter
+            } else {
+                EventKind::Exit
+            },
             (i % 7) as u32 + 1,
             10 + i * 3,
         ));

@@ -2,7 +2,8 @@
 
 use profkit_xray::write::{FdrTraceWriter, OwnedEvent};
 use profkit_xray::{
-    verify, CustomEventTime, EventKind, FdrEntry, FdrRecord, FileHeader, MetadataKind, Severity, Trace,
+    verify, CustomEventTime, EventKind, FdrEntry, FdrRecord, FileHeader, MetadataKind, Severity,
+    Trace,
 };
 
 /// Two threads exercising enter, enter-args + CallArgument, exit, custom event, tail exit,
@@ -76,7 +77,12 @@ fn every_metadata_kind_per_version() {
     use MetadataKind as K;
     for version in 1..=5u16 {
         let data = write_fdr(version);
-        let mut expect = vec![K::NEW_BUFFER, K::NEW_CPU_ID, K::TSC_WRAP, K::WALLTIME_MARKER];
+        let mut expect = vec![
+            K::NEW_BUFFER,
+            K::NEW_CPU_ID,
+            K::TSC_WRAP,
+            K::WALLTIME_MARKER,
+        ];
         expect.extend([K::CUSTOM_EVENT_MARKER, K::CALL_ARGUMENT]);
         if version == 1 {
             expect.push(K::END_OF_BUFFER);
@@ -104,7 +110,12 @@ fn decoded_events_per_version() {
         let data = write_fdr(version);
         let t = Trace::parse(&data).unwrap();
         let d = t.decode();
-        assert!(d.is_clean(), "v{version}: {:?} {:?}", d.problems, d.truncation);
+        assert!(
+            d.is_clean(),
+            "v{version}: {:?} {:?}",
+            d.problems,
+            d.truncation
+        );
         assert_eq!(d.threads.len(), 2);
         for (th, (pid, tid, evs)) in d.threads.iter().zip(sample_events(version)) {
             assert_eq!(th.key.tid, tid);
@@ -116,7 +127,10 @@ fn decoded_events_per_version() {
         // v1 buffers are padded to the header's buffer size.
         if version == 1 {
             assert_eq!((data.len() - 32) % 4096, 0);
-            assert!(d.skips.iter().all(|s| s.kind == profkit_xray::SkipKind::Padding));
+            assert!(d
+                .skips
+                .iter()
+                .all(|s| s.kind == profkit_xray::SkipKind::Padding));
             assert_eq!(d.skips.len(), 2);
         } else {
             assert!(d.skips.is_empty());
@@ -133,7 +147,9 @@ fn custom_event_layouts() {
             .fdr_records()
             .find_map(|e| match e {
                 FdrEntry::Record(r) => match r.record {
-                    FdrRecord::CustomEvent { time, size, data } => Some((time, size, data.to_vec())),
+                    FdrRecord::CustomEvent { time, size, data } => {
+                        Some((time, size, data.to_vec()))
+                    }
                     _ => None,
                 },
                 _ => None,
@@ -182,7 +198,11 @@ fn big_endian_fdr_and_basic() {
         assert_eq!(t.header.endian, profkit_xray::Endian::Big);
         let d = t.decode();
         assert!(d.is_clean(), "{:?}", d.problems);
-        let got: Vec<OwnedEvent> = d.threads[0].events.iter().map(OwnedEvent::from_event).collect();
+        let got: Vec<OwnedEvent> = d.threads[0]
+            .events
+            .iter()
+            .map(OwnedEvent::from_event)
+            .collect();
         assert_eq!(got, sample_events(version)[0].2);
     }
 }
@@ -206,7 +226,10 @@ fn bitfield_is_masked() {
     let t = Trace::parse(&bytes).unwrap();
     assert!(t.header.constant_tsc() && t.header.nonstop_tsc());
     let r = verify(&t);
-    assert!(r.findings.iter().any(|f| f.code == "bitfield" && f.severity == Severity::Warning));
+    assert!(r
+        .findings
+        .iter()
+        .any(|f| f.code == "bitfield" && f.severity == Severity::Warning));
 }
 
 #[test]
