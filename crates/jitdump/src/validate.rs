@@ -976,7 +976,7 @@ impl Validator {
         let mut range_pos = 0usize;
         let mut prev_depth: Option<u32> = None;
         // Per depth: the ranges of the siblings seen under the current parent.
-        let mut siblings: Vec<Vec<(u64, u64)>> = Vec::new();
+        let mut siblings: Vec<std::collections::BTreeMap<u64, u64>> = Vec::new();
         let mut max_end = 0u64;
         let mut range_sum = 0u64;
         for (i, call) in d.inline_calls().enumerate() {
@@ -1014,28 +1014,35 @@ impl Validator {
                 );
             }
             range_sum += u64::from(call.range_count);
-            let depth = call.depth as usize;
+            // A depth from the file is only trusted up to one level below the current one,
+            // so a hostile depth cannot size an allocation.
+            let depth = (call.depth as usize).min(siblings.len());
             if depth < siblings.len() {
                 siblings.truncate(depth + 1);
             } else {
-                siblings.resize_with(depth + 1, Vec::new);
+                siblings.resize_with(depth + 1, Default::default);
             }
             let mut mine = Vec::new();
-            for _ in 0..call.range_count {
-                if let Some(r) = ranges.get(range_pos) {
-                    let (s, e) = (
-                        u64::from(r.start_offset),
-                        u64::from(r.start_offset) + u64::from(r.size),
-                    );
-                    max_end = max_end.max(e);
-                    mine.push((s, e));
-                }
-                range_pos += 1;
+            // The count comes from the file: walk only the ranges that exist.
+            let mine_ranges = ranges
+                .get(range_pos..)
+                .unwrap_or(&[])
+                .iter()
+                .take(call.range_count as usize);
+            for r in mine_ranges {
+                let (s, e) = (
+                    u64::from(r.start_offset),
+                    u64::from(r.start_offset) + u64::from(r.size),
+                );
+                max_end = max_end.max(e);
+                mine.push((s, e));
             }
+            range_pos = range_pos.saturating_add(call.range_count as usize);
             if let Some(level) = siblings.get_mut(depth) {
-                let overlap = mine
-                    .iter()
-                    .any(|&(s, e)| level.iter().any(|&(s2, e2)| s < e2 && s2 < e));
+                // Sibling ranges are kept ordered by start, so each check is a lookup.
+                let overlap = mine.iter().any(|&(s, e)| {
+                    s < e && level.range(..e).next_back().is_some_and(|(_, &e2)| e2 > s)
+                });
                 if overlap {
                     self.at(
                         raw,
@@ -1043,7 +1050,10 @@ impl Validator {
                         format!("inline call {i}'s ranges overlap a sibling's at depth {depth}"),
                     );
                 }
-                level.extend(mine);
+                for (s, e) in mine {
+                    let end = level.entry(s).or_insert(e);
+                    *end = (*end).max(e);
+                }
             }
             // Children of this call start a fresh sibling set.
             siblings.truncate(depth + 1);

@@ -5,7 +5,7 @@ use std::io::{self, Read};
 use super::header::Header;
 use super::records::{RawRecord, Records};
 use crate::error::Result;
-use crate::raw::FILE_HEADER_SIZE;
+use crate::raw::{FILE_HEADER_SIZE, MAGIC};
 
 /// Reads records from a source that grows (a live JIT's `jit-<pid>.dump`).
 ///
@@ -66,14 +66,10 @@ impl<R: Read> FollowReader<R> {
             let avail = self.buf.get(self.consumed..).unwrap_or(&[]);
             if avail.len() < FILE_HEADER_SIZE {
                 // Let a wrong magic fail early.
-                if avail.len() >= 4 {
-                    Header::parse(avail).map(|_| ()).or_else(|e| {
-                        if e.offset == 0 {
-                            Err(e)
-                        } else {
-                            Ok(())
-                        }
-                    })?;
+                if let Some(magic) = avail.get(..4) {
+                    if magic != MAGIC.to_le_bytes() && magic != MAGIC.to_be_bytes() {
+                        return Header::parse(avail).map(|_| None);
+                    }
                 }
                 return Ok(None);
             }
