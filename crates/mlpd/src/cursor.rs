@@ -1,0 +1,197 @@
+//! A bounds-checked little cursor over one buffer's bytes: LEB128, bytes, strings.
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// Reads fields from `data`, reporting absolute offsets (`base` is `data`'s file offset).
+#[derive(Clone, Copy, Debug)]
+pub struct Cursor<'a> {
+    pub(crate) data: &'a [u8],
+    pub(crate) pos: usize,
+    pub(crate) base: u64,
+    /// Whether the end of `data` is the end of the file (→ truncation) or of a buffer.
+    pub(crate) at_eof: bool,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor over `data` at file offset `base`.
+    pub fn new(data: &'a [u8], base: u64, at_eof: bool) -> Self {
+        Cursor {
+            data,
+            pos: 0,
+            base,
+            at_eof,
+        }
+    }
+
+    /// Absolute offset of the next byte.
+    #[inline]
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    /// Bytes left.
+    #[inline]
+    pub fn remaining(&self) -> usize {
+        self.data.len().saturating_sub(self.pos)
+    }
+
+    /// True when nothing is left.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.data.len()
+    }
+
+    #[cold]
+    pub(crate) fn short(&self, what: &'static str) -> Error {
+        let kind = if self.at_eof {
+            ErrorKind::Truncated(what)
+        } else {
+            ErrorKind::PastBuffer(what)
+        };
+        Error::new(self.offset(), kind)
+    }
+
+    /// One byte.
+    #[inline]
+    pub fn u8(&mut self, what: &'static str) -> Result<u8> {
+        match self.data.get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(b)
+            }
+            None => Err(self.short(what)),
+        }
+    }
+
+    /// `n` raw bytes.
+    #[inline]
+    pub fn bytes(&mut self, n: usize, what: &'static str) -> Result<&'a [u8]> {
+        let end = self.pos.checked_add(n).ok_or_else(|| self.short(what))?;
+        match self.data.get(self.pos..end) {
+            Some(s) => {
+                self.pos = end;
+                Ok(s)
+            }
+            None => Err(self.short(what)),
+        }
+    }
+
+    /// A little-endian u16.
+    pub fn u16le(&mut self, what: &'static str) -> Result<u16> {
+        let b = self.bytes(2, what)?;
+        let mut a = [0u8; 2];
+        a.copy_from_slice(b);
+        Ok(u16::from_le_bytes(a))
+    }
+
+    /// A little-endian u32.
+    pub fn u32le(&mut self, what: &'static str) -> Result<u32> {
+        let b = self.bytes(4, what)?;
+        let mut a = [0u8; 4];
+        a.copy_from_slice(b);
+        Ok(u32::from_le_bytes(a))
+    }
+
+    /// A little-endian u64.
+    pub fn u64le(&mut self, what: &'static str) -> Result<u64> {
+        let b = self.bytes(8, what)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+
+    /// ULEB128 (at most 10 bytes; bits past 64 are dropped as Mono's decoder does).
+    #[inline]
+    pub fn uleb(&mut self, what: &'static str) -> Result<u64> {
+        // fast path: one byte
+        if let Some(&b) = self.data.get(self.pos) {
+            if b & 0x80 == 0 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+        }
+        let mut v: u64 = 0;
+        let mut shift = 0u32;
+        loop {
+            let Some(&b) = self.data.get(self.pos) else {
+                return Err(self.short(what));
+            };
+            self.pos += 1;
+            if shift < 64 {
+                v |= u64::from(b & 0x7f) << shift;
+            }
+            shift += 7;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+            if shift >= 70 {
+                return Err(Error::new(self.offset(), ErrorKind::LebTooLong));
+            }
+        }
+    }
+
+    /// SLEB128 (at most 10 bytes), as i64.
+    #[inline]
+    pub fn sleb(&mut self, what: &'static str) -> Result<i64> {
+        if let Some(&b) = self.data.get(self.pos) {
+            if b & 0x80 == 0 {
+                self.pos += 1;
+                // sign-extend 7 bits
+                return Ok(i64::from(((b << 1) as i8) >> 1));
+            }
+        }
+        let mut v: i64 = 0;
+        let mut shift = 0u32;
+        loop {
+            let Some(&b) = self.data.get(self.pos) else {
+                return Err(self.short(what));
+            };
+            self.pos += 1;
+            if shift < 64 {
+                v |= i64::from(b & 0x7f) << shift;
+            }
+            shift += 7;
+            if b & 0x80 == 0 {
+                if shift < 64 && b & 0x40 != 0 {
+                    v |= -1i64 << shift;
+                }
+                return Ok(v);
+            }
+            if shift >= 70 {
+                return Err(Error::new(self.offset(), ErrorKind::LebTooLong));
+            }
+        }
+    }
+
+    /// A NUL-terminated string (bytes without the NUL; not checked for UTF-8 here).
+    #[inline]
+    pub fn cstr(&mut self, what: &'static str) -> Result<&'a [u8]> {
+        let rest = self.data.get(self.pos..).unwrap_or(&[]);
+        match rest.iter().position(|&b| b == 0) {
+            Some(n) => {
+                let s = rest.get(..n).unwrap_or(&[]);
+                self.pos += n + 1;
+                Ok(s)
+            }
+            None => {
+                if self.at_eof {
+                    Err(Error::new(self.offset(), ErrorKind::Truncated(what)))
+                } else {
+                    Err(Error::new(self.offset(), ErrorKind::UnterminatedString))
+                }
+            }
+        }
+    }
+
+    /// A count that must not exceed the bytes left (each item takes at least `min_item` bytes).
+    #[inline]
+    pub fn count(&mut self, what: &'static str, min_item: usize) -> Result<u64> {
+        let off = self.offset();
+        let n = self.uleb(what)?;
+        let max = (self.remaining() / min_item.max(1)) as u64;
+        if n > max {
+            return Err(Error::new(off, ErrorKind::BadValue(what, n)));
+        }
+        Ok(n)
+    }
+}

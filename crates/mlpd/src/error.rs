@@ -1,0 +1,82 @@
+//! Errors: every one carries the absolute byte offset in the (decompressed) file.
+
+use std::fmt;
+
+/// What went wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The file does not start with `01 5A 50 4D`.
+    BadMagic(u32),
+    /// A buffer does not start with `01 4C 50 4D`.
+    BadBufferMagic(u32),
+    /// The data ends inside a field, event or buffer (a file cut off while being written).
+    Truncated(&'static str),
+    /// A field runs past the end of its buffer.
+    PastBuffer(&'static str),
+    /// A LEB128 number longer than 10 bytes.
+    LebTooLong,
+    /// A string without its NUL terminator inside the buffer.
+    UnterminatedString,
+    /// An event byte whose (type, exinfo) this data version does not define.
+    UnknownEvent {
+        /// The event byte.
+        byte: u8,
+        /// Data version of the file.
+        version: u8,
+    },
+    /// A field value out of its range (count larger than the bytes left, bad enum).
+    BadValue(&'static str, u64),
+    /// Data version outside 1-17 (or 7).
+    UnsupportedVersion(u8),
+}
+
+/// An error at a file offset.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct Error {
+    /// Absolute byte offset in the decompressed file.
+    pub offset: u64,
+    /// What went wrong.
+    pub kind: ErrorKind,
+}
+
+impl Error {
+    #[cold]
+    pub(crate) fn new(offset: u64, kind: ErrorKind) -> Self {
+        Error { offset, kind }
+    }
+
+    /// True when the data simply ended (a truncated file), not corruption.
+    pub fn is_truncation(&self) -> bool {
+        matches!(self.kind, ErrorKind::Truncated(_))
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "offset {:#x}: ", self.offset)?;
+        match &self.kind {
+            ErrorKind::BadMagic(m) => write!(f, "bad file magic {m:#010x} (expected 0x4d505a01)"),
+            ErrorKind::BadBufferMagic(m) => {
+                write!(f, "bad buffer magic {m:#010x} (expected 0x4d504c01)")
+            }
+            ErrorKind::Truncated(what) => write!(f, "file ends inside {what}"),
+            ErrorKind::PastBuffer(what) => write!(f, "{what} runs past the end of its buffer"),
+            ErrorKind::LebTooLong => write!(f, "LEB128 number longer than 10 bytes"),
+            ErrorKind::UnterminatedString => write!(f, "string has no NUL inside its buffer"),
+            ErrorKind::UnknownEvent { byte, version } => write!(
+                f,
+                "unknown event byte {byte:#04x} (type {}, exinfo {:#04x}) for data version {version}; rest of buffer skipped",
+                byte & 0xf,
+                byte & 0xf0
+            ),
+            ErrorKind::BadValue(what, v) => write!(f, "bad {what}: {v}"),
+            ErrorKind::UnsupportedVersion(v) => {
+                write!(f, "unsupported data version {v} (profkit reads 1-17)")
+            }
+        }
+    }
+}
+
+/// `Result<T, Error>`.
+pub type Result<T> = std::result::Result<T, Error>;

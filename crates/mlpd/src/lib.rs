@@ -1,0 +1,57 @@
+//! Mono log profiler files (`.mlpd`): read every header major (0-3) and data version (1-17),
+//! write any data version, and compute mprof-report's sections (with its bugs fixed).
+//!
+//! # The format in five lines
+//! A file is a header (layout by major version) then buffers; each buffer is a 48-byte header
+//! (`BUF_ID`, length, time/pointer/object/method bases, thread id) and events of one thread.
+//! An event is a byte (`exinfo | type`), usually a ULEB time delta, then ULEB/SLEB fields,
+//! bytes and NUL-terminated strings. Pointers are SLEB deltas from the buffer's bases; methods
+//! use a running cursor shared with backtraces; objects are `(addr >> 3) - obj_base`.
+//!
+//! # API layout
+//! * [`read`]: [`File`] → [`Buffers`] → [`Buffer::events`] → [`Event`] (borrowed, lazy lists).
+//! * [`write`]: [`write::Writer`] encodes any data version.
+//! * [`report`]: mprof-report's sections, decoded in parallel per thread; text and JSON.
+//! * [`open`]: gzip detection and decompression.
+//!
+//! ```
+//! use profkit_mlpd::{write::Writer, File, EventKind, Header};
+//! let mut w = Writer::new(Header { major: 3, data_version: 17, ptrsize: 8, ..Header::default() });
+//! let mut b = w.buffer(0x7f00, 1000);
+//! b.enter(1010, 0x5000);
+//! b.leave(1020, 0x5000);
+//! b.finish();
+//! let bytes = w.into_bytes();
+//! let f = File::parse(&bytes).unwrap();
+//! let buf = f.buffers().next().unwrap().unwrap();
+//! let evs: Vec<_> = buf.events().map(|e| e.unwrap()).collect();
+//! assert!(matches!(evs[1].kind, EventKind::Leave { method: 0x5000 }));
+//! assert_eq!(evs[1].time, 1020);
+//! ```
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+#![warn(missing_docs)]
+
+pub mod cursor;
+pub mod error;
+pub mod fxhash;
+pub mod header;
+pub mod open;
+pub mod raw;
+pub mod read;
+pub mod report;
+pub mod write;
+
+pub use error::{Error, ErrorKind, Result};
+pub use header::Header;
+pub use read::{
+    Buffer, BufferHeader, Buffers, ClassRef, Event, EventKind, Events, File, Frames, MetaAction,
+    Metadata,
+};

@@ -1,0 +1,32 @@
+//! profkit-mlpd's integration tests (one binary): parity with mprof-report's committed outputs,
+//! round trips through the writer for every data version, and malformed input.
+
+mod malformed;
+mod parity;
+mod roundtrip;
+
+use std::path::PathBuf;
+
+/// `tests/fixtures/mlpd` at the workspace root.
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/mlpd")
+}
+
+/// The committed `.mlpd` files (sorted).
+pub fn mlpd_files() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(fixtures())
+        .expect("fixtures dir")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "mlpd"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A fixture's bytes, decompressed.
+pub fn load(path: &std::path::Path) -> Vec<u8> {
+    let raw = std::fs::read(path).expect("read fixture");
+    profkit_mlpd::open::decompress(&raw)
+        .expect("gunzip")
+        .into_owned()
+}

@@ -1,0 +1,294 @@
+//! Malformed input: truncation at every offset of a small real file, hostile fields, unknown
+//! events and bad magics. Nothing panics; problems carry offsets; the file goes on.
+
+use profkit_mlpd::report::{self, Options};
+use profkit_mlpd::write::Writer;
+use profkit_mlpd::{ErrorKind, EventKind, File, Header};
+
+use super::{fixtures, load};
+
+fn decode_all(data: &[u8]) -> (usize, usize) {
+    let Ok(f) = File::parse(data) else {
+        return (0, 1);
+    };
+    let (mut ok, mut bad) = (0, 0);
+    for b in f.buffers() {
+        match b {
+            Ok(b) => {
+                for e in b.events() {
+                    match e {
+                        Ok(e) => {
+                            ok += 1;
+                            // walk the lazy lists too
+                            match e.kind {
+                                EventKind::Alloc { backtrace, .. }
+                                | EventKind::Throw { backtrace, .. } => {
+                                    backtrace.count();
+                                }
+                                EventKind::SampleHit { ips, frames, .. } => {
+                                    ips.count();
+                                    frames.count();
+                                }
+                                EventKind::HeapObject { refs, .. } => {
+                                    refs.count();
+                                }
+                                EventKind::CountersDesc { descs } => {
+                                    descs.count();
+                                }
+                                EventKind::Counters { values, .. } => {
+                                    values.count();
+                                }
+                                _ => {}
+                            }
+                        }
+                        Err(_) => bad += 1,
+                    }
+                }
+            }
+            Err(_) => bad += 1,
+        }
+    }
+    (ok, bad)
+}
+
+#[test]
+fn truncation_at_every_offset_never_panics() {
+    let data = load(&fixtures().join("hello_nodefaults.mlpd"));
+    let full = decode_all(&data);
+    assert_eq!(full.1, 0);
+    let mut last_ok = 0;
+    for cut in 0..data.len() {
+        let (ok, _bad) = decode_all(&data[..cut]);
+        assert!(ok >= last_ok.min(ok), "monotone-ish");
+        last_ok = ok;
+        if cut >= 128 && cut % 997 == 0 {
+            let f = File::parse(&data[..cut]).expect("header");
+            let r = report::compute(&f, &Options::default());
+            // a cut inside a buffer is reported as a truncation
+            assert!(
+                r.problems.iter().all(|p| p.is_truncation()),
+                "{cut}: {:?}",
+                r.problems
+            );
+        }
+    }
+}
+
+#[test]
+fn truncated_buffer_is_reported_with_its_offset() {
+    let data = load(&fixtures().join("hello_calls.mlpd"));
+    let cut = data.len() - 3;
+    let f = File::parse(&data[..cut]).expect("header");
+    let r = report::compute(&f, &Options::default());
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+    assert!(r.problems[0].is_truncation());
+    assert!(r.problems[0].offset as usize <= cut);
+}
+
+#[test]
+fn flipped_bytes_never_panic() {
+    let data = load(&fixtures().join("hello_nodefaults.mlpd"));
+    let mut seed = 0x1234_5678_9abc_def0u64;
+    for i in 0..3000 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let mut d = data.clone();
+        let pos = 32 + (seed as usize % (d.len() - 32));
+        d[pos] = (seed >> 32) as u8;
+        if i % 3 == 0 {
+            let p2 = 32 + ((seed >> 20) as usize % (d.len() - 32));
+            d[p2] = 0xff;
+        }
+        decode_all(&d);
+        if i % 50 == 0 {
+            if let Ok(f) = File::parse(&d) {
+                report::compute(&f, &Options::default());
+            }
+        }
+    }
+}
+
+#[test]
+fn unknown_event_skips_the_rest_of_its_buffer_only() {
+    let mut w = Writer::new(Header {
+        major: 3,
+        data_version: 17,
+        ptrsize: 8,
+        ..Header::default()
+    });
+    let mut b = w.buffer(1, 100);
+    b.enter(110, 0x5000);
+    b.raw(&[0x6e, 1, 2, 3]); // mono#8463's "unhandled profiler event 0x6e"
+    b.finish();
+    let mut b = w.buffer(1, 200);
+    b.leave(210, 0x5000);
+    b.finish();
+    let bytes = w.into_bytes();
+    let f = File::parse(&bytes).expect("header");
+    let r = report::compute(&f, &Options::default());
+    assert_eq!(r.problems.len(), 1);
+    assert!(matches!(
+        r.problems[0].kind,
+        ErrorKind::UnknownEvent {
+            byte: 0x6e,
+            version: 17
+        }
+    ));
+    assert_eq!(r.skipped_bytes, 3);
+    assert_eq!(r.calls.len(), 1);
+    assert_eq!(r.calls[0].1.total_ns, 100);
+    // the message names the offset
+    assert!(r.problems[0].to_string().starts_with("offset 0x"));
+}
+
+#[test]
+fn hostile_counts_do_not_allocate_or_panic() {
+    for v in [1u8, 12, 13, 17] {
+        let mut w = Writer::new(Header {
+            major: Header::major_for(v),
+            data_version: v,
+            ptrsize: 8,
+            ..Header::default()
+        });
+        let mut b = w.buffer(1, 0);
+        // GC_MOVE with 2^63 objects, an alloc backtrace with a huge count, a heap object with huge refs
+        b.raw(&[
+            0x31, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+        ]);
+        b.finish();
+        let mut b = w.buffer(1, 0);
+        b.raw(&[0x10, 0x01, 0x00, 0x00, 0x08]);
+        if v < 13 {
+            b.raw(&[0x00]);
+        }
+        b.raw(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+        b.finish();
+        let mut b = w.buffer(1, 0);
+        b.raw(&[0x26]);
+        if v >= 13 {
+            b.raw(&[0x01]);
+        }
+        b.raw(&[0x00, 0x00, 0x08]);
+        if v >= 16 {
+            b.raw(&[0x00]);
+        }
+        b.raw(&[0xff, 0xff, 0xff, 0x7f]);
+        b.finish();
+        // an 11-byte LEB
+        let mut b = w.buffer(1, 0);
+        b.raw(&[
+            0x23, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0x00,
+        ]);
+        b.finish();
+        // a string without NUL
+        let mut b = w.buffer(1, 0);
+        b.raw(&[0x43, 0x01, 0x00, 0x00, 0x10, b'a', b'b']);
+        b.finish();
+        let bytes = w.into_bytes();
+        let f = File::parse(&bytes).expect("header");
+        let r = report::compute(&f, &Options::default());
+        assert_eq!(r.problems.len(), 5, "v{v}: {:?}", r.problems);
+        assert!(r
+            .problems
+            .iter()
+            .any(|p| matches!(p.kind, ErrorKind::LebTooLong)));
+        assert!(r
+            .problems
+            .iter()
+            .any(|p| matches!(p.kind, ErrorKind::UnterminatedString)));
+        assert!(r
+            .problems
+            .iter()
+            .any(|p| matches!(p.kind, ErrorKind::BadValue(..))));
+    }
+}
+
+#[test]
+fn bad_buffer_magic_resyncs_at_the_next_buffer() {
+    let mut w = Writer::new(Header {
+        major: 3,
+        data_version: 17,
+        ptrsize: 8,
+        ..Header::default()
+    });
+    w.raw(b"garbage!");
+    let mut b = w.buffer(1, 100);
+    b.enter(110, 0x5000);
+    b.leave(120, 0x5000);
+    b.finish();
+    let bytes = w.into_bytes();
+    let f = File::parse(&bytes).expect("header");
+    let r = report::compute(&f, &Options::default());
+    assert_eq!(r.problems.len(), 1);
+    assert!(matches!(r.problems[0].kind, ErrorKind::BadBufferMagic(_)));
+    assert_eq!(r.calls.len(), 1);
+}
+
+#[test]
+fn bad_headers_are_errors() {
+    assert!(matches!(
+        File::parse(b"").map(|_| ()).unwrap_err().kind,
+        ErrorKind::Truncated(_)
+    ));
+    assert!(matches!(
+        File::parse(b"\x01ZPX").map(|_| ()).unwrap_err().kind,
+        ErrorKind::BadMagic(_)
+    ));
+    let h = Header {
+        major: 3,
+        data_version: 18,
+        ptrsize: 8,
+        ..Header::default()
+    }
+    .encode();
+    assert!(matches!(
+        File::parse(&h).map(|_| ()).unwrap_err().kind,
+        ErrorKind::UnsupportedVersion(18)
+    ));
+    let h = Header {
+        major: 3,
+        data_version: 17,
+        ptrsize: 8,
+        args: "x".into(),
+        ..Header::default()
+    }
+    .encode();
+    for cut in 0..h.len() {
+        assert!(File::parse(&h[..cut]).is_err());
+    }
+    // a string length past the end
+    let mut h = Header {
+        major: 1,
+        data_version: 13,
+        ptrsize: 8,
+        ..Header::default()
+    }
+    .encode();
+    let n = h.len();
+    h[n - 6..n - 2].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(File::parse(&h).is_err());
+}
+
+#[test]
+fn major_zero_header_is_32_bytes() {
+    for v in [1u8, 4, 8, 11, 12] {
+        let h = Header {
+            major: 0,
+            minor: 4,
+            data_version: v,
+            ptrsize: 8,
+            pid: 7,
+            port: 99,
+            sysid: 3,
+            ..Header::default()
+        };
+        let b = h.encode();
+        assert_eq!(b.len(), 32);
+        let p = File::parse(&b).expect("parse").header;
+        assert_eq!((p.pid, p.size), (7, 32));
+        if v >= 4 {
+            assert_eq!((p.port, p.sysid), (99, 3));
+        }
+    }
+}
