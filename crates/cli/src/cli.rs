@@ -30,6 +30,14 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Convert between formats: jitdump -> perf map, jitdump -> jitdump (re-encode), perf map -> jitdump.
     Convert(ConvertArgs),
+    /// Per-function latencies of an XRay trace (`--llvm`: llvm-xray account's exact output).
+    Account(AccountArgs),
+    /// Aggregated call stacks of an XRay trace (`--folded`: exclusive-time flame graph input).
+    Stack(StackArgs),
+    /// The XRay instrumentation map of a binary as YAML (llvm-xray extract's output).
+    Extract(ExtractArgs),
+    /// Mono log profiler report (mprof-report's sections, with its bugs fixed; --json).
+    Report(ReportArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
 }
@@ -84,6 +92,9 @@ pub struct DumpArgs {
     /// With --follow: stop after this many seconds without new records.
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
+    /// XRay FDR: group records by block, as `llvm-xray fdr-dump --verify` does.
+    #[arg(long)]
+    pub verify: bool,
     #[command(flatten)]
     pub input: InputOpts,
 }
@@ -110,6 +121,8 @@ pub enum OutputFormat {
     PerfMap,
     /// perf jitdump.
     Jitdump,
+    /// llvm-xray's YAML trace (XRay input).
+    Yaml,
 }
 
 /// Byte order for jitdump output.
@@ -132,6 +145,15 @@ pub struct ConvertArgs {
     /// Byte order of jitdump output (default: the input's, or the host's).
     #[arg(long, value_enum)]
     pub endian: Option<EndianArg>,
+    /// XRay: the instrumented binary (for function names with --symbolize).
+    #[arg(short = 'm', long = "instr-map", value_name = "BIN")]
+    pub instr_map: Option<PathBuf>,
+    /// XRay YAML: write function names instead of ids in `function:`.
+    #[arg(short = 'y', long)]
+    pub symbolize: bool,
+    /// XRay YAML: keep the file's order instead of sorting records by TSC.
+    #[arg(long)]
+    pub no_sort: bool,
     #[command(flatten)]
     pub input: InputOpts,
 }
@@ -141,4 +163,145 @@ pub struct CompletionsArgs {
     /// The shell.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+/// Sort column of `account` (llvm-xray's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AccountSort {
+    Funcid,
+    Count,
+    Min,
+    Med,
+    #[value(name = "90p")]
+    P90,
+    #[value(name = "99p")]
+    P99,
+    Max,
+    Sum,
+    Func,
+}
+
+/// Sort order of `account`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SortOrder {
+    Asc,
+    Dsc,
+}
+
+/// Output format of `account --llvm`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AccountFormat {
+    Text,
+    Csv,
+}
+
+#[derive(Debug, Args)]
+pub struct AccountArgs {
+    /// XRay trace (`-` for stdin).
+    pub file: PathBuf,
+    /// The instrumented binary, for function names (without it functions print as `#N`).
+    #[arg(short = 'm', long = "instr-map", value_name = "BIN")]
+    pub instr_map: Option<PathBuf>,
+    /// Reproduce `llvm-xray account` byte for byte (where llvm-xray is right).
+    #[arg(long)]
+    pub llvm: bool,
+    /// With --llvm: text or csv.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub format: AccountFormat,
+    /// JSON output (schema profkit.account/1).
+    #[arg(long, conflicts_with = "llvm")]
+    pub json: bool,
+    /// Sort by this column.
+    #[arg(short, long, value_enum, default_value = "funcid")]
+    pub sort: AccountSort,
+    /// Sort order.
+    #[arg(short = 'r', long = "sortorder", value_enum, default_value = "asc")]
+    pub sortorder: SortOrder,
+    /// Only the first N rows.
+    #[arg(short = 'p', long = "top", value_name = "N")]
+    pub top: Option<usize>,
+    /// Deduce sibling calls: an exit of a function deeper in the stack closes the frames above
+    /// it (llvm-xray -d). profkit always does this unless --llvm is given without -d.
+    #[arg(short = 'd', long = "deduce-sibling-calls")]
+    pub deduce_sibling_calls: bool,
+    /// Accepted for llvm-xray compatibility; profkit always keeps going.
+    #[arg(short = 'k', long = "keep-going")]
+    pub keep_going: bool,
+    #[command(flatten)]
+    pub input: InputOpts,
+}
+
+/// What `stack --aggregation` sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StackAggregation {
+    Time,
+    Count,
+}
+
+#[derive(Debug, Args)]
+pub struct StackArgs {
+    /// XRay trace (`-` for stdin).
+    pub file: PathBuf,
+    /// The instrumented binary, for function names.
+    #[arg(short = 'm', long = "instr-map", value_name = "BIN")]
+    pub instr_map: Option<PathBuf>,
+    /// Reproduce `llvm-xray stack` (human output; with --folded, its inclusive flame output).
+    #[arg(long)]
+    pub llvm: bool,
+    /// Folded stacks (`f;g;h VALUE`) for flame-graph tools; exclusive time unless --inclusive.
+    #[arg(long)]
+    pub folded: bool,
+    /// With --folded: inclusive time (llvm-xray's flame values).
+    #[arg(long)]
+    pub inclusive: bool,
+    /// One set of stacks per thread.
+    #[arg(long)]
+    pub per_thread: bool,
+    /// Sum time or count calls.
+    #[arg(long, value_enum, default_value = "time")]
+    pub aggregation: StackAggregation,
+    /// Accepted for llvm-xray compatibility; profkit always keeps going.
+    #[arg(short = 'k', long = "keep-going")]
+    pub keep_going: bool,
+    #[command(flatten)]
+    pub input: InputOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// The instrumented binary.
+    pub binary: PathBuf,
+    /// Fill in `function-name` (demangled).
+    #[arg(short, long)]
+    pub symbolize: bool,
+    /// Output file (default stdout).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Input .mlpd file (plain or gzip; `-` for stdin).
+    pub file: PathBuf,
+    /// Comma-separated sections: header,jit,gc,sample,alloc,call,metadata,exception,monitor,
+    /// thread,domain,context,heapshot,counters (and stats). Default: all but stats.
+    #[arg(long, value_delimiter = ',')]
+    pub reports: Vec<String>,
+    /// Collect and show backtraces (not implemented yet: accepted for mprof-report compatibility).
+    #[arg(long)]
+    pub traces: bool,
+    /// Only this thread (id as printed in the thread section, hex with 0x or decimal).
+    #[arg(long)]
+    pub thread: Option<String>,
+    /// Only events in FROM-TO seconds since the first buffer.
+    #[arg(long)]
+    pub time: Option<String>,
+    /// List every method, class and counter.
+    #[arg(long)]
+    pub verbose: bool,
+    /// JSON output (schema profkit.mlpd-report/1).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub input: InputOpts,
 }

@@ -19,6 +19,10 @@ fn main() -> ExitCode {
         cli::Command::Dump(a) => cmd::dump::run(&a),
         cli::Command::Validate(a) => cmd::validate::run(&a),
         cli::Command::Convert(a) => cmd::convert::run(&a),
+        cli::Command::Account(a) => cmd::account::run(&a),
+        cli::Command::Stack(a) => cmd::stack::run(&a),
+        cli::Command::Extract(a) => cmd::extract::run(&a),
+        cli::Command::Report(a) => cmd::report::run(&a),
         cli::Command::Completions(a) => cmd::completions::run(&a),
     };
     match result {

@@ -25,6 +25,7 @@
 //! * [`instr_map`]: the instrumentation map from an ELF file (x86-64, aarch64, …; sled
 //!   versions 0–2; relocations in PIE), symbolization (DWARF, then the symbol table; demangled),
 //!   and llvm-xray `extract` YAML in and out.
+//! * [`trace_yaml`]: traces as llvm-xray's YAML, written and read back (payloads lossless).
 //! * [`yaml`]: the flow-map subset of YAML llvm-xray writes, with LLVM's quoting rules.
 //!
 //! # Where this differs from llvm-xray 14 (on purpose)
@@ -62,6 +63,7 @@ pub mod error;
 pub mod instr_map;
 pub mod raw;
 pub mod read;
+pub mod trace_yaml;
 pub mod verify;
 pub mod write;
 pub mod yaml;

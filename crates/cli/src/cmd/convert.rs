@@ -22,6 +22,8 @@ fn format_from_extension(path: &Path) -> Option<OutputFormat> {
         Some(OutputFormat::PerfMap)
     } else if name.ends_with(".dump") || name.ends_with(".jitdump") {
         Some(OutputFormat::Jitdump)
+    } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+        Some(OutputFormat::Yaml)
     } else {
         None
     }
@@ -45,6 +47,17 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
     let mut out = output::create(&args.output)?;
     let out_name = args.output.display().to_string();
     let stats: ConvertStats = match (format, target) {
+        (Format::Xray | Format::XrayYaml, OutputFormat::Yaml) => {
+            super::xray::convert_yaml(
+                input,
+                format,
+                args.instr_map.as_deref(),
+                args.symbolize,
+                !args.no_sort,
+                &mut out,
+            )?;
+            return Ok(ExitCode::SUCCESS);
+        }
         (Format::Jitdump, OutputFormat::PerfMap) => {
             let dump = JitDump::parse(&input.data).map_err(|e| parse_error(&input, &e))?;
             jitdump_to_perf_map(&dump, &mut out)

@@ -62,6 +62,10 @@ pub fn run(args: &DumpArgs) -> Result<ExitCode> {
             }
             out.flush()?;
         }
+        Format::Xray | Format::XrayYaml => {
+            return super::xray::dump(input, format, args.json, args.verify)
+        }
+        Format::Mlpd => return super::mlpd::dump(input, args.json),
         other => return Err(unsupported(&input, other, "dump")),
     }
     Ok(ExitCode::SUCCESS)

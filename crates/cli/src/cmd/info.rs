@@ -21,6 +21,14 @@ pub fn run(args: &InfoArgs) -> Result<ExitCode> {
         let info = match format {
             Format::Jitdump => jitdump_info(&input)?,
             Format::PerfMap => perf_map_info(&input),
+            Format::Xray | Format::XrayYaml => {
+                super::xray::info(input, format, args.json, &mut out)?;
+                continue;
+            }
+            Format::Mlpd => {
+                super::mlpd::info(input, args.json, &mut out)?;
+                continue;
+            }
             other => return Err(unsupported(&input, other, "info")),
         };
         if let Some(t) = info.get("truncated").filter(|t| !t.is_null()) {

@@ -1,10 +1,16 @@
 //! One module per subcommand, plus what they share: opening an input and deciding its format.
 
+pub mod account;
 pub mod completions;
 pub mod convert;
 pub mod dump;
+pub mod extract;
 pub mod info;
+pub mod mlpd;
+pub mod report;
+pub mod stack;
 pub mod validate;
+pub mod xray;
 
 use std::path::Path;
 

@@ -21,6 +21,15 @@ pub fn run(args: &ValidateArgs) -> Result<ExitCode> {
         let report = match format {
             Format::Jitdump => validate(&input.data),
             Format::PerfMap => perfmap::validate(&input.data),
+            Format::Xray | Format::XrayYaml => {
+                any_errors |=
+                    super::xray::validate(input, format, args.json, args.errors_only, &mut out)?;
+                continue;
+            }
+            Format::Mlpd => {
+                any_errors |= super::mlpd::validate(input, args.json, args.errors_only, &mut out)?;
+                continue;
+            }
             other => return Err(unsupported(&input, other, "validate")),
         };
         any_errors |= report.has_errors();

@@ -420,6 +420,48 @@ impl BufferEvents<'_> {
     }
 }
 
+impl<'a> BufferEvents<'a> {
+    /// Whether an event was decoded before any NewCPUId/TSCWrap set the TSC (its TSC then
+    /// depends on the state the buffer started from).
+    pub fn used_unknown_tsc(&self) -> bool {
+        self.used_unknown_tsc
+    }
+
+    /// Attaches the CallArgument records that follow a function record to its event.
+    #[inline]
+    fn take_args(&mut self, ev: &mut Event<'a>) {
+        let args_start = self.pos;
+        let mut p = args_start;
+        if self.header.endian == Endian::Little {
+            let intro = (6u8 << 1) | 1;
+            let end = self.end.min(self.data.len());
+            while p.saturating_add(FDR_METADATA_RECORD_SIZE) <= end
+                && self.data.get(p) == Some(&intro)
+            {
+                p += FDR_METADATA_RECORD_SIZE;
+                self.records += 1;
+            }
+        } else {
+            while let Ok((FdrRecord::CallArgument { .. }, m)) =
+                parse_fdr_record(self.data, p, self.end, &self.header)
+            {
+                p += m;
+                self.records += 1;
+            }
+        }
+        if p > args_start {
+            ev.kind = EventKind::EnterArg;
+            ev.args = Args {
+                bytes: self.data.get(args_start..p).unwrap_or_default(),
+                stride: FDR_METADATA_RECORD_SIZE,
+                at: 1,
+                endian: self.header.endian,
+            };
+            self.pos = p;
+        }
+    }
+}
+
 impl<'a> Iterator for BufferEvents<'a> {
     type Item = Result<Event<'a>>;
 
@@ -433,6 +475,38 @@ impl<'a> Iterator for BufferEvents<'a> {
                 return self.stop.take().map(|e| Err(e.with_record(self.records)));
             }
             let offset = self.pos;
+            // Fast path: a little-endian function record of a known kind (the bulk of a trace).
+            if self.header.endian == Endian::Little && offset.saturating_add(8) <= self.end {
+                if let Some(rec) = bytes_at::<8>(self.data, offset) {
+                    let w = u32::from_le_bytes(field(&rec, 0));
+                    let kind = match (w & 1, (w >> 1) & 7) {
+                        (0, 0) => Some(EventKind::Enter),
+                        (0, 1) => Some(EventKind::Exit),
+                        (0, 2) => Some(EventKind::TailExit),
+                        (0, 3) => Some(EventKind::EnterArg),
+                        _ => None,
+                    };
+                    if let Some(kind) = kind {
+                        self.records += 1;
+                        self.pos = offset + 8;
+                        if !self.state.tsc_known {
+                            self.used_unknown_tsc = true;
+                        }
+                        let delta = u32::from_le_bytes(field(&rec, 4));
+                        self.state.tsc = self.state.tsc.wrapping_add(u64::from(delta));
+                        let mut ev = mk(
+                            offset,
+                            &self.state,
+                            kind,
+                            self.state.tsc,
+                            self.state.cpu,
+                            w >> 4,
+                        );
+                        self.take_args(&mut ev);
+                        return Some(Ok(ev));
+                    }
+                }
+            }
             let (rec, n) = match parse_fdr_record(self.data, offset, self.end, &self.header) {
                 Ok(x) => x,
                 Err(e) => {
@@ -475,25 +549,7 @@ impl<'a> Iterator for BufferEvents<'a> {
                         self.state.cpu,
                         func_id,
                     );
-                    // Following CallArgument records belong to this event.
-                    let args_start = self.pos;
-                    let mut p = args_start;
-                    while let Ok((FdrRecord::CallArgument { .. }, m)) =
-                        parse_fdr_record(self.data, p, self.end, &self.header)
-                    {
-                        p += m;
-                        self.records += 1;
-                    }
-                    if p > args_start {
-                        ev.kind = EventKind::EnterArg;
-                        ev.args = Args {
-                            bytes: self.data.get(args_start..p).unwrap_or_default(),
-                            stride: FDR_METADATA_RECORD_SIZE,
-                            at: 1,
-                            endian: self.header.endian,
-                        };
-                        self.pos = p;
-                    }
+                    self.take_args(&mut ev);
                     return Some(Ok(ev));
                 }
                 FdrRecord::NewBuffer { tid } => {

@@ -1,0 +1,255 @@
+//! Mono log profiler commands: `report` (parity with mprof-report's committed outputs),
+//! `info`, `dump`, `validate`, `account` and `stack` on .mlpd files (plain and gzip).
+//! A module of `tests/integration/main.rs`.
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/mlpd")
+}
+
+fn run(args: &[&str]) -> (String, String, i32) {
+    let o = Command::cargo_bin("profkit")
+        .unwrap()
+        .current_dir(dir())
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+        o.status.code().unwrap_or(-1),
+    )
+}
+
+fn ok(args: &[&str]) -> String {
+    let (out, err, code) = run(args);
+    assert_eq!(code, 0, "profkit {args:?} failed: {err}");
+    out
+}
+
+/// The lines of one section of a report text (from its title to the next blank line).
+fn section<'a>(text: &'a str, title: &str) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut on = false;
+    for l in text.lines() {
+        if l == title {
+            on = true;
+            continue;
+        }
+        if on {
+            if l.is_empty() {
+                break;
+            }
+            out.push(l);
+        }
+    }
+    out
+}
+
+#[test]
+fn report_sections_match_mprof_report() {
+    for name in [
+        "busy_everything",
+        "busy_monitor_bt",
+        "cpu_sample",
+        "hello_default",
+    ] {
+        let ours = ok(&["report", &format!("{name}.mlpd")]);
+        let golden = std::fs::read_to_string(dir().join(format!("{name}.report.txt"))).unwrap();
+        for title in [
+            "JIT summary",
+            "GC summary",
+            "Exception summary",
+            "Monitor lock summary",
+            "Metadata summary",
+            "Statistical samples summary",
+        ] {
+            let mut a = section(&golden, title);
+            let mut b: Vec<&str> = section(&ours, title)
+                .into_iter()
+                .filter(|l| !l.contains("handles pinned"))
+                .collect();
+            a.sort_unstable();
+            b.sort_unstable();
+            assert_eq!(a, b, "{name}: {title}");
+        }
+    }
+}
+
+#[test]
+fn report_selects_sections_and_rejects_unknown_ones() {
+    let out = ok(&["report", "--reports=jit,exception", "busy_default.mlpd"]);
+    assert!(out.contains("JIT summary") && out.contains("Exception summary"));
+    assert!(!out.contains("GC summary"));
+    let (_, err, code) = run(&["report", "--reports=nope", "busy_default.mlpd"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown section"), "{err}");
+}
+
+#[test]
+fn report_json_has_the_schema_and_every_called_method() {
+    let out = ok(&["report", "--json", "busy_calls.mlpd"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["schema"], "profkit.mlpd-report/1");
+    assert_eq!(v["header"]["data_version"], 17);
+    assert_eq!(v["header"]["arch"], "x86-64");
+    let calls = v["calls"].as_array().unwrap();
+    let fib = calls
+        .iter()
+        .find(|c| c["method"] == "Busy:Fib (int)")
+        .unwrap();
+    assert!(fib["calls"].as_u64().unwrap() > 1000);
+    // recursion counted once: Fib's total is below Main's
+    let main = calls
+        .iter()
+        .find(|c| c["method"] == "Busy:Main (string[])")
+        .unwrap();
+    assert!(fib["total_ns"].as_u64().unwrap() <= main["total_ns"].as_u64().unwrap());
+    // methods under 1 ms are listed too
+    assert!(calls
+        .iter()
+        .any(|c| c["total_ns"].as_u64().unwrap() < 1_000_000));
+    let golden = std::fs::read_to_string(dir().join("busy_calls.report.txt")).unwrap();
+    let total: u64 = golden
+        .lines()
+        .find_map(|l| l.strip_prefix("Total calls: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        calls
+            .iter()
+            .map(|c| c["calls"].as_u64().unwrap())
+            .sum::<u64>(),
+        total
+    );
+}
+
+#[test]
+fn report_reads_gzip_transparently() {
+    let out = ok(&["report", "--reports=call", "hello_zip.mlpd"]);
+    assert!(out.contains("Method call summary"));
+    let golden = std::fs::read_to_string(dir().join("hello_zip.report.txt")).unwrap();
+    let t = |s: &str| {
+        s.lines()
+            .find(|l| l.starts_with("Total calls"))
+            .map(str::to_string)
+    };
+    assert_eq!(t(&out), t(&golden));
+}
+
+#[test]
+fn report_fixes_unresolved_vtables() {
+    let out = ok(&["report", "--reports=alloc", "busy_calls_alloc.mlpd"]);
+    assert!(!out.contains("unresolved"), "{out}");
+    let golden = std::fs::read_to_string(dir().join("busy_calls_alloc.report.txt")).unwrap();
+    assert!(golden.contains("unresolved class (nil)"));
+    let total = |s: &str| {
+        s.lines()
+            .find(|l| l.starts_with("Total memory"))
+            .map(str::to_string)
+    };
+    assert_eq!(total(&out), total(&golden));
+}
+
+#[test]
+fn report_thread_and_time_filters() {
+    let all = ok(&["report", "--json", "busy_calls_alloc.mlpd"]);
+    let v: serde_json::Value = serde_json::from_str(&all).unwrap();
+    let main = v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "MainWorker")
+        .unwrap()["id"]
+        .as_u64()
+        .unwrap();
+    let one = ok(&[
+        "report",
+        "--json",
+        "--thread",
+        &format!("{main:#x}"),
+        "busy_calls_alloc.mlpd",
+    ]);
+    let w: serde_json::Value = serde_json::from_str(&one).unwrap();
+    let n = |v: &serde_json::Value| {
+        v["alloc"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["count"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert!(n(&w) < n(&v));
+    let none = ok(&[
+        "report",
+        "--json",
+        "--time",
+        "1000-2000",
+        "busy_calls_alloc.mlpd",
+    ]);
+    let z: serde_json::Value = serde_json::from_str(&none).unwrap();
+    assert_eq!(z["calls"].as_array().unwrap().len(), 0);
+    let (_, err, code) = run(&["report", "--time", "x", "busy_calls_alloc.mlpd"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn info_dump_validate() {
+    let out = ok(&["info", "hello_calls.mlpd"]);
+    assert!(out.contains("data version 17"), "{out}");
+    let j = ok(&["info", "--json", "hello_zip.mlpd"]);
+    let v: serde_json::Value = serde_json::from_str(j.lines().next().unwrap()).unwrap();
+    assert_eq!(v["format"], "mlpd");
+    assert_eq!(v["compression"], "gzip");
+    let d = ok(&["dump", "hello_calls.mlpd"]);
+    assert!(d.contains("enter method=") && d.contains("jit method="));
+    let dj = ok(&["dump", "--json", "hello_calls.mlpd"]);
+    for l in dj.lines().take(50) {
+        serde_json::from_str::<serde_json::Value>(l).unwrap();
+    }
+    let val = ok(&["validate", "busy_everything.mlpd"]);
+    assert!(val.contains("0 error(s)"), "{val}");
+    assert!(val.contains("mono-time-wrap"), "{val}");
+}
+
+#[test]
+fn validate_reports_a_truncated_file() {
+    let data = std::fs::read(dir().join("hello_calls.mlpd")).unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let p = t.path().join("cut.mlpd");
+    std::fs::write(&p, &data[..data.len() - 100]).unwrap();
+    let (out, _err, code) = run(&["validate", p.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("file ends inside"), "{out}");
+}
+
+#[test]
+fn account_and_folded_stacks_from_calls() {
+    let out = ok(&["account", "busy_calls.mlpd"]);
+    assert!(out.contains("Busy:Fib (int)"), "{out}");
+    let folded = ok(&["stack", "--folded", "busy_calls.mlpd"]);
+    assert!(
+        folded
+            .lines()
+            .any(|l| l.contains("Busy:Main (string[]);Busy:Fib (int);Busy:Fib (int)")),
+        "{folded}"
+    );
+    for l in folded.lines() {
+        let (_, v) = l.rsplit_once(' ').unwrap();
+        v.parse::<u64>().unwrap();
+    }
+    let gz = ok(&["account", "--json", "hello_zip.mlpd"]);
+    assert!(gz.contains("Hello:Square"), "{gz}");
+}
+
+#[test]
+fn folded_stacks_from_samples() {
+    let (out, err, code) = run(&["stack", "--folded", "cpu_sample.mlpd"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().any(|l| l.contains("Cpu:Work (int)")), "{out}");
+    assert!(err.contains("sample"), "{err}");
+}

@@ -1,0 +1,593 @@
+//! Exact per-function accounting: count, min, median, p90, p99, max, sum.
+//!
+//! Percentiles follow llvm-xray exactly: with `n` durations, the median is the order statistic
+//! at index `n / 2`, p90 at `floor(n * 0.9)`, p99 at `floor(n * 0.99)` (0-based, computed in
+//! double), so the numbers match `llvm-xray account`.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use crate::clock::Clock;
+use crate::func::{FuncId, FunctionTable};
+use crate::llvm::{densemap_order, format_e};
+use crate::span::{Span, SpanSink};
+
+/// Function ids below this index a dense table; larger ones go through a hash map.
+const DENSE_LIMIT: u32 = 1 << 20;
+
+/// Durations below this value are counted in a histogram once a function has many calls.
+const HIST_LIMIT: u64 = 4096;
+/// Number of listed durations after which a function switches to the histogram.
+const HIST_AFTER: usize = 1024;
+
+/// The durations of one function's calls, stored exactly but compactly: a plain list while
+/// short, then a histogram of the values below 4096 ticks (counts by value) plus a list of the
+/// larger ones. Order statistics, sums and extremes are exact either way.
+#[derive(Clone, Debug, Default)]
+pub struct Durations {
+    hist: Vec<u64>,
+    hist_on: bool,
+    hist_count: u64,
+    list: Vec<u64>,
+}
+
+impl Durations {
+    /// Adds one duration.
+    #[inline]
+    pub fn push(&mut self, d: u64) {
+        if self.hist_on && d < HIST_LIMIT {
+            let i = d as usize;
+            if i >= self.hist.len() {
+                self.hist.resize(i + 1, 0);
+            }
+            if let Some(c) = self.hist.get_mut(i) {
+                *c += 1;
+            }
+            self.hist_count += 1;
+        } else {
+            self.list.push(d);
+            if !self.hist_on && self.list.len() >= HIST_AFTER {
+                self.switch_to_hist();
+            }
+        }
+    }
+
+    fn switch_to_hist(&mut self) {
+        self.hist_on = true;
+        for d in std::mem::take(&mut self.list) {
+            self.push(d);
+        }
+    }
+
+    /// Number of durations.
+    pub fn len(&self) -> u64 {
+        self.hist_count + self.list.len() as u64
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds all of `other`'s durations.
+    pub fn merge(&mut self, other: Durations) {
+        if !other.hist_on {
+            for d in other.list {
+                self.push(d);
+            }
+            return;
+        }
+        if !self.hist_on {
+            self.switch_to_hist();
+        }
+        if self.hist.len() < other.hist.len() {
+            self.hist.resize(other.hist.len(), 0);
+        }
+        for (a, b) in self.hist.iter_mut().zip(other.hist.iter()) {
+            *a += *b;
+        }
+        self.hist_count += other.hist_count;
+        if self.list.is_empty() {
+            self.list = other.list;
+        } else {
+            self.list.extend_from_slice(&other.list);
+        }
+    }
+
+    /// The statistics (reorders the stored list).
+    pub fn row(&mut self, func: FuncId) -> Row {
+        if !self.hist_on {
+            return stats(func, &mut self.list);
+        }
+        let n = self.len();
+        let mut sum: u128 = 0;
+        let mut min = u64::MAX;
+        let mut max = 0u64;
+        for (v, &c) in self.hist.iter().enumerate() {
+            if c > 0 {
+                sum += u128::from(v as u64) * u128::from(c);
+                min = min.min(v as u64);
+                max = max.max(v as u64);
+            }
+        }
+        for &d in &self.list {
+            sum += u128::from(d);
+            min = min.min(d);
+            max = max.max(d);
+        }
+        let mut row = Row {
+            func,
+            count: n,
+            min: if n == 0 { 0 } else { min },
+            median: 0,
+            p90: 0,
+            p99: 0,
+            max,
+            sum: u64::try_from(sum).unwrap_or(u64::MAX),
+        };
+        if n == 0 {
+            return row;
+        }
+        let hist = &self.hist;
+        let hist_count = self.hist_count;
+        let list = &mut self.list;
+        let mut at = |k: u64| -> u64 {
+            let k = k.min(n - 1);
+            if k < hist_count {
+                let mut seen = 0u64;
+                for (v, &c) in hist.iter().enumerate() {
+                    seen += c;
+                    if seen > k {
+                        return v as u64;
+                    }
+                }
+                return 0;
+            }
+            let j = (k - hist_count) as usize;
+            if j >= list.len() {
+                return 0;
+            }
+            let (_, v, _) = list.select_nth_unstable(j);
+            *v
+        };
+        row.median = at(n / 2);
+        row.p90 = at((n as f64 * 0.9).floor() as u64);
+        row.p99 = at((n as f64 * 0.99).floor() as u64);
+        row
+    }
+}
+
+/// Collects the duration of every completed call, per function. A [`SpanSink`].
+#[derive(Clone, Debug, Default)]
+pub struct Accounting {
+    dense: Vec<u32>,
+    sparse: HashMap<u32, u32>,
+    funcs: Vec<(FuncId, Durations)>,
+    /// Per function (same order as `funcs`): the smallest ordering key seen (keyed recording).
+    first: Vec<u64>,
+}
+
+impl SpanSink for Accounting {
+    #[inline]
+    fn span(&mut self, span: &Span) {
+        self.record(span.func, span.duration());
+    }
+}
+
+/// Statistics of one function (raw clock units).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Row {
+    /// The function.
+    pub func: FuncId,
+    /// Number of completed calls.
+    pub count: u64,
+    /// Shortest call.
+    pub min: u64,
+    /// Order statistic at `n / 2`.
+    pub median: u64,
+    /// Order statistic at `floor(n * 0.9)`.
+    pub p90: u64,
+    /// Order statistic at `floor(n * 0.99)`.
+    pub p99: u64,
+    /// Longest call.
+    pub max: u64,
+    /// Total (saturating).
+    pub sum: u64,
+}
+
+impl Accounting {
+    /// An empty accounting.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    fn slot(&mut self, func: FuncId) -> usize {
+        let id = func.0;
+        let existing = if id < DENSE_LIMIT {
+            self.dense.get(id as usize).copied().unwrap_or(0)
+        } else {
+            self.sparse.get(&id).copied().unwrap_or(0)
+        };
+        if existing != 0 {
+            return existing as usize - 1;
+        }
+        self.funcs.push((func, Durations::default()));
+        self.first.push(u64::MAX);
+        let n = self.funcs.len() as u32;
+        if id < DENSE_LIMIT {
+            if self.dense.len() <= id as usize {
+                self.dense.resize(id as usize + 1, 0);
+            }
+            if let Some(s) = self.dense.get_mut(id as usize) {
+                *s = n;
+            }
+        } else {
+            self.sparse.insert(id, n);
+        }
+        n as usize - 1
+    }
+
+    /// Records one call of `func` lasting `duration`.
+    #[inline]
+    pub fn record(&mut self, func: FuncId, duration: u64) {
+        let i = self.slot(func);
+        if let Some((_, v)) = self.funcs.get_mut(i) {
+            v.push(duration);
+        }
+    }
+
+    /// Records one call and lowers the function's ordering key to `key` (used to merge partial
+    /// accountings of one thread's buffers into first-completion order).
+    #[inline]
+    pub fn record_keyed(&mut self, func: FuncId, duration: u64, key: u64) {
+        let i = self.slot(func);
+        if let Some((_, v)) = self.funcs.get_mut(i) {
+            v.push(duration);
+        }
+        if let Some(k) = self.first.get_mut(i) {
+            *k = (*k).min(key);
+        }
+    }
+
+    /// Appends another accounting's durations (e.g. another thread's).
+    pub fn merge(&mut self, other: Accounting) {
+        for ((f, v), key) in other.funcs.into_iter().zip(other.first) {
+            let i = self.slot(f);
+            if let Some((_, mine)) = self.funcs.get_mut(i) {
+                if mine.is_empty() {
+                    *mine = v;
+                } else {
+                    mine.merge(v);
+                }
+            }
+            if let Some(k) = self.first.get_mut(i) {
+                *k = (*k).min(key);
+            }
+        }
+    }
+
+    /// Functions with their ordering keys (see [`Accounting::record_keyed`]), consuming.
+    pub(crate) fn into_keyed(self) -> Vec<(u64, FuncId, Durations)> {
+        self.first
+            .into_iter()
+            .zip(self.funcs)
+            .map(|(k, (f, d))| (k, f, d))
+            .collect()
+    }
+
+    /// Builds an accounting from functions in the order given.
+    pub(crate) fn from_ordered(items: impl IntoIterator<Item = (FuncId, Durations)>) -> Self {
+        let mut a = Accounting::new();
+        for (f, d) in items {
+            let i = a.slot(f);
+            if let Some((_, mine)) = a.funcs.get_mut(i) {
+                mine.merge(d);
+            }
+        }
+        a
+    }
+
+    /// Number of functions with at least one completed call.
+    pub fn len(&self) -> usize {
+        self.funcs.len()
+    }
+
+    /// Whether no call completed.
+    pub fn is_empty(&self) -> bool {
+        self.funcs.is_empty()
+    }
+
+    /// Statistics per function, in the order the functions first completed a call.
+    pub fn rows(&mut self) -> Vec<Row> {
+        self.funcs.iter_mut().map(|(f, v)| v.row(*f)).collect()
+    }
+}
+
+/// Statistics of `durations` (reordered in place).
+pub fn stats(func: FuncId, durations: &mut [u64]) -> Row {
+    let n = durations.len();
+    let mut row = Row {
+        func,
+        count: n as u64,
+        min: 0,
+        median: 0,
+        p90: 0,
+        p99: 0,
+        max: 0,
+        sum: 0,
+    };
+    if n == 0 {
+        return row;
+    }
+    let mut sum: u128 = 0;
+    let mut min = u64::MAX;
+    let mut max = 0;
+    for &d in durations.iter() {
+        sum += u128::from(d);
+        min = min.min(d);
+        max = max.max(d);
+    }
+    row.sum = u64::try_from(sum).unwrap_or(u64::MAX);
+    row.min = min;
+    row.max = max;
+    let at = |d: &mut [u64], k: usize| -> u64 {
+        let k = k.min(n - 1);
+        let (_, v, _) = d.select_nth_unstable(k);
+        *v
+    };
+    row.median = at(durations, n / 2);
+    row.p90 = at(durations, (n as f64 * 0.9).floor() as usize);
+    row.p99 = at(durations, (n as f64 * 0.99).floor() as usize);
+    row
+}
+
+/// The column to sort by (llvm-xray `-s`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SortKey {
+    /// Function id (default).
+    #[default]
+    FuncId,
+    /// Call count.
+    Count,
+    /// Minimum.
+    Min,
+    /// Median.
+    Med,
+    /// 90th percentile.
+    P90,
+    /// 99th percentile.
+    P99,
+    /// Maximum.
+    Max,
+    /// Sum.
+    Sum,
+    /// Function name (llvm-xray 14 leaves this unimplemented and prints unsorted).
+    Func,
+}
+
+/// Sorts rows as llvm-xray does: the rows start in the iteration order of llvm's `DenseMap`
+/// keyed by function id (insertion = first completion) and are sorted stably by `key`
+/// (llvm uses `std::sort`, which is stable for up to 16 rows; beyond that ties may differ).
+pub fn sort_rows(rows: &mut Vec<Row>, key: SortKey, descending: bool, names: &FunctionTable) {
+    let ids: Vec<u32> = rows.iter().map(|r| r.func.0).collect();
+    let order = densemap_order(&ids);
+    let mut ordered: Vec<Row> = order.iter().filter_map(|&i| rows.get(i).copied()).collect();
+    let k = |r: &Row| -> u64 {
+        match key {
+            SortKey::FuncId | SortKey::Func => u64::from(r.func.0),
+            SortKey::Count => r.count,
+            SortKey::Min => r.min,
+            SortKey::Med => r.median,
+            SortKey::P90 => r.p90,
+            SortKey::P99 => r.p99,
+            SortKey::Max => r.max,
+            SortKey::Sum => r.sum,
+        }
+    };
+    if key == SortKey::Func {
+        ordered.sort_by_cached_key(|r| names.name(r.func));
+    } else {
+        ordered.sort_by_key(k);
+    }
+    if descending {
+        // Stable descending: reverse the order of distinct keys, keep ties in order.
+        if key == SortKey::Func {
+            ordered.reverse();
+        } else {
+            ordered.sort_by_key(|r| std::cmp::Reverse(k(r)));
+        }
+    }
+    *rows = ordered;
+}
+
+/// Everything an account report needs.
+pub struct Report<'a> {
+    /// Rows to print (already sorted and cut to `--top`).
+    pub rows: &'a [Row],
+    /// Number of functions before `--top`.
+    pub total_functions: usize,
+    /// Names.
+    pub names: &'a FunctionTable,
+    /// Clock of the raw values.
+    pub clock: Clock,
+    /// Calls that never returned.
+    pub unfinished: u64,
+    /// Exits without an enter.
+    pub unmatched_exits: u64,
+}
+
+fn llvm_debug(names: &FunctionTable, f: FuncId) -> &str {
+    names.debug(f).unwrap_or("(unknown)")
+}
+
+/// `llvm-xray account` text output, byte for byte.
+pub fn write_llvm_text(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    writeln!(out, "Functions with latencies: {}", r.total_functions)?;
+    out.write_all(b"   funcid      count [      min,       med,       90p,       99p,       max]       sum  function    \n")?;
+    let s = |v: u64| r.clock.to_seconds_f64(v as f64);
+    for row in r.rows {
+        writeln!(
+            out,
+            "{:>9} {:>10} [{:>9.6}, {:>9.6}, {:>9.6}, {:>9.6}, {:>9.6}] {:>9.6}  {}: {}",
+            row.func.0,
+            row.count,
+            s(row.min),
+            s(row.median),
+            s(row.p90),
+            s(row.p99),
+            s(row.max),
+            s(row.sum),
+            llvm_debug(r.names, row.func),
+            r.names.name(row.func)
+        )?;
+    }
+    Ok(())
+}
+
+/// `llvm-xray account -f csv` output, byte for byte.
+pub fn write_llvm_csv(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    out.write_all(b"funcid,count,min,median,90%ile,99%ile,max,sum,debug,function\n")?;
+    let s = |v: u64| format_e(r.clock.to_seconds_f64(v as f64));
+    for row in r.rows {
+        writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},\"{}\",\"{}\"",
+            row.func.0,
+            row.count,
+            s(row.min),
+            s(row.median),
+            s(row.p90),
+            s(row.p99),
+            s(row.max),
+            s(row.sum),
+            llvm_debug(r.names, row.func),
+            r.names.name(row.func)
+        )?;
+    }
+    Ok(())
+}
+
+/// A duration in nanoseconds with a unit: `850 ns`, `2.86 µs`, `14.65 ms`, `1.20 s`.
+pub fn human_ns(ns: u64) -> String {
+    if ns < 1_000 {
+        format!("{ns} ns")
+    } else if ns < 1_000_000 {
+        format!("{:.2} µs", ns as f64 / 1e3)
+    } else if ns < 1_000_000_000 {
+        format!("{:.2} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.2} s", ns as f64 / 1e9)
+    }
+}
+
+/// profkit's text table: aligned columns, times with units.
+pub fn write_table(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let ns = |v: u64| human_ns(r.clock.to_ns(v));
+    let cells: Vec<[String; 9]> = r
+        .rows
+        .iter()
+        .map(|row| {
+            [
+                row.func.0.to_string(),
+                r.names.name(row.func),
+                row.count.to_string(),
+                ns(row.min),
+                ns(row.median),
+                ns(row.p90),
+                ns(row.p99),
+                ns(row.max),
+                ns(row.sum),
+            ]
+        })
+        .collect();
+    let head = [
+        "id", "function", "count", "min", "median", "p90", "p99", "max", "sum",
+    ];
+    let mut w: [usize; 9] = head.map(|h| h.chars().count());
+    for c in &cells {
+        for (wi, s) in w.iter_mut().zip(c.iter()) {
+            *wi = (*wi).max(s.chars().count());
+        }
+    }
+    let line = |out: &mut dyn Write, c: &[&str]| -> io::Result<()> {
+        let mut s = String::new();
+        for (i, (cell, width)) in c.iter().zip(w.iter()).enumerate() {
+            let pad = width.saturating_sub(cell.chars().count());
+            if i > 0 {
+                s.push_str("  ");
+            }
+            if i == 1 {
+                s.push_str(cell);
+                if i + 1 < c.len() {
+                    s.extend(std::iter::repeat_n(' ', pad));
+                }
+            } else {
+                s.extend(std::iter::repeat_n(' ', pad));
+                s.push_str(cell);
+            }
+        }
+        writeln!(out, "{}", s.trim_end())
+    };
+    line(out, &head)?;
+    for c in &cells {
+        let refs: Vec<&str> = c.iter().map(String::as_str).collect();
+        line(out, &refs)?;
+    }
+    Ok(())
+}
+
+/// A JSON string literal.
+pub fn json_string(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                o.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// `{"schema":"profkit.account/1","functions":[…],"unfinished":N,"unmatched_exits":N}`.
+pub fn write_json(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    out.write_all(b"{\"schema\":\"profkit.account/1\",\"functions\":[")?;
+    let ns = |v: u64| r.clock.to_ns(v);
+    for (i, row) in r.rows.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        let debug = match r.names.debug(row.func) {
+            Some(d) => json_string(d),
+            None => "null".to_string(),
+        };
+        write!(
+            out,
+            "{{\"id\":{},\"name\":{},\"debug\":{},\"count\":{},\"min_ns\":{},\"median_ns\":{},\"p90_ns\":{},\"p99_ns\":{},\"max_ns\":{},\"sum_ns\":{}}}",
+            row.func.0,
+            json_string(&r.names.name(row.func)),
+            debug,
+            row.count,
+            ns(row.min),
+            ns(row.median),
+            ns(row.p90),
+            ns(row.p99),
+            ns(row.max),
+            ns(row.sum)
+        )?;
+    }
+    writeln!(
+        out,
+        "],\"unfinished\":{},\"unmatched_exits\":{}}}",
+        r.unfinished, r.unmatched_exits
+    )
+}

@@ -1,0 +1,72 @@
+//! The function table.
+
+use std::collections::HashMap;
+
+/// A function, as the format numbers it (XRay: the instrumentation-map function id).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct FuncId(pub u32);
+
+/// What is known about a function.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FuncInfo {
+    /// Display name (demangled), if known.
+    pub name: Option<String>,
+    /// Source file, if known.
+    pub file: Option<String>,
+    /// Source line (0 = unknown or the line table says 0).
+    pub line: u32,
+    /// Source column.
+    pub column: u32,
+    /// Module (binary, assembly …) the function lives in.
+    pub module: Option<String>,
+    /// Address of the function's entry, if known.
+    pub address: Option<u64>,
+    /// Formatted debug location as the reference tool prints it (llvm-xray: `file:line:col`).
+    pub debug: Option<String>,
+}
+
+/// Interned function table: [`FuncId`] → [`FuncInfo`].
+#[derive(Clone, Debug, Default)]
+pub struct FunctionTable {
+    map: HashMap<FuncId, FuncInfo>,
+}
+
+impl FunctionTable {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds or replaces the entry of `id`.
+    pub fn insert(&mut self, id: FuncId, info: FuncInfo) {
+        self.map.insert(id, info);
+    }
+
+    /// The entry of `id`.
+    pub fn get(&self, id: FuncId) -> Option<&FuncInfo> {
+        self.map.get(&id)
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// The display name: the known name, else `#N` (as llvm-xray prints unmapped ids).
+    pub fn name(&self, id: FuncId) -> String {
+        match self.map.get(&id).and_then(|f| f.name.as_deref()) {
+            Some(n) => n.to_string(),
+            None => format!("#{}", id.0),
+        }
+    }
+
+    /// The debug location string, if known.
+    pub fn debug(&self, id: FuncId) -> Option<&str> {
+        self.map.get(&id).and_then(|f| f.debug.as_deref())
+    }
+}

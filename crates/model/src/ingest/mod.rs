@@ -1,0 +1,4 @@
+//! One module per input format, feeding the model.
+
+pub mod mlpd;
+pub mod xray;

@@ -1,0 +1,489 @@
+//! profkit-model integration tests: the span builder's edge cases, llvm-xray's percentile
+//! definitions, and XRay ingest on the committed fixtures and synthetic traces.
+
+use std::path::PathBuf;
+
+use profkit_model::account::{self, Accounting, Report, SortKey};
+use profkit_model::stack::{LlvmStackTrie, StackTree, Value};
+use profkit_model::{ingest, CallKind, FuncId, FunctionTable, MismatchPolicy, Span, SpanBuilder};
+use profkit_xray::write::{FdrTraceWriter, OwnedEvent};
+use profkit_xray::{EventKind, FileHeader, InstrMap, Symbolizer, Trace};
+use proptest::prelude::*;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/xray")
+        .join(name)
+}
+
+fn read(name: &str) -> Vec<u8> {
+    std::fs::read(fixture(name)).unwrap()
+}
+
+fn spans(
+    events: &[(CallKind, u32, u64)],
+    policy: MismatchPolicy,
+) -> (Vec<Span>, profkit_model::BuilderStats) {
+    let mut out = Vec::new();
+    let mut b = SpanBuilder::new(0, policy);
+    let mut sink = |s: &Span| out.push(*s);
+    for &(k, f, t) in events {
+        b.event(k, FuncId(f), t, &mut sink);
+    }
+    let (stats, _) = b.finish();
+    (out, stats)
+}
+
+use CallKind::{Enter as E, Exit as X, TailExit as T};
+
+#[test]
+fn nested_calls_have_self_time_and_depth() {
+    let (s, st) = spans(
+        &[(E, 1, 0), (E, 2, 10), (X, 2, 30), (X, 1, 100)],
+        MismatchPolicy::Unwind,
+    );
+    assert_eq!(s.len(), 2);
+    assert_eq!(
+        (s[0].func, s[0].depth, s[0].duration(), s[0].self_time),
+        (FuncId(2), 1, 20, 20)
+    );
+    assert_eq!(
+        (s[1].func, s[1].depth, s[1].duration(), s[1].self_time),
+        (FuncId(1), 0, 100, 80)
+    );
+    assert_eq!(st.spans, 2);
+    assert_eq!(st.max_depth, 2);
+}
+
+#[test]
+fn unmatched_exit_and_unfinished_calls() {
+    // Trace started inside 9 (exit without enter); 3 never returns.
+    let (s, st) = spans(
+        &[(X, 9, 5), (E, 1, 10), (X, 1, 20), (E, 3, 30)],
+        MismatchPolicy::Unwind,
+    );
+    assert_eq!(s.len(), 1);
+    assert_eq!(st.unmatched_exits, 1);
+    assert_eq!(st.unfinished, 1);
+}
+
+#[test]
+fn tail_exit_closes_the_caller() {
+    // tail_caller(5) tail-calls leaf(4): XRay writes the tail exit before leaf's enter.
+    let (s, _) = spans(
+        &[(E, 5, 0), (T, 5, 10), (E, 4, 12), (X, 4, 20)],
+        MismatchPolicy::Unwind,
+    );
+    assert_eq!(
+        s.iter()
+            .map(|x| (x.func.0, x.duration()))
+            .collect::<Vec<_>>(),
+        vec![(5, 10), (4, 8)]
+    );
+}
+
+#[test]
+fn recursion_pairs_innermost_first() {
+    let (s, _) = spans(
+        &[
+            (E, 1, 0),
+            (E, 1, 5),
+            (E, 1, 7),
+            (X, 1, 8),
+            (X, 1, 9),
+            (X, 1, 20),
+        ],
+        MismatchPolicy::Unwind,
+    );
+    assert_eq!(
+        s.iter().map(|x| x.duration()).collect::<Vec<_>>(),
+        vec![1, 4, 20]
+    );
+    assert_eq!(s.iter().map(|x| x.depth).collect::<Vec<_>>(), vec![2, 1, 0]);
+}
+
+#[test]
+fn deduce_sibling_calls_rule() {
+    // f -> g -> h, exits of h and f only (g's exit lost): llvm -d charges g and f up to f's exit.
+    let ev = [(E, 1, 0), (E, 2, 10), (E, 3, 20), (X, 3, 30), (X, 1, 50)];
+    let (s, st) = spans(&ev, MismatchPolicy::Unwind);
+    assert_eq!(
+        s.iter()
+            .map(|x| (x.func.0, x.duration()))
+            .collect::<Vec<_>>(),
+        vec![(3, 10), (2, 40), (1, 50)]
+    );
+    assert_eq!(st.deduced, 1);
+    // Without -d (llvm -k): the exit is skipped and f, g stay open.
+    let (s, st) = spans(&ev, MismatchPolicy::Ignore);
+    assert_eq!(s.len(), 1);
+    assert_eq!(st.unmatched_exits, 1);
+    assert_eq!(st.unfinished, 2);
+}
+
+#[test]
+fn exit_of_unknown_function_leaves_stack_alone() {
+    let (s, st) = spans(&[(E, 1, 0), (X, 7, 5), (X, 1, 10)], MismatchPolicy::Unwind);
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0].duration(), 10);
+    assert_eq!(st.unmatched_exits, 1);
+}
+
+fn brute(mut v: Vec<u64>) -> (u64, u64, u64) {
+    v.sort_unstable();
+    let n = v.len();
+    (
+        v[n / 2],
+        v[(n as f64 * 0.9).floor() as usize],
+        v[(n as f64 * 0.99).floor() as usize],
+    )
+}
+
+proptest! {
+    #[test]
+    fn percentiles_are_llvm_order_statistics(v in proptest::collection::vec(0u64..1_000_000, 1..400)) {
+        let mut w = v.clone();
+        let r = account::stats(FuncId(1), &mut w);
+        let (m, p90, p99) = brute(v.clone());
+        prop_assert_eq!((r.median, r.p90, r.p99), (m, p90, p99));
+        prop_assert_eq!(r.count, v.len() as u64);
+        prop_assert_eq!(r.sum, v.iter().sum::<u64>());
+        prop_assert_eq!(r.min, *v.iter().min().unwrap());
+        prop_assert_eq!(r.max, *v.iter().max().unwrap());
+    }
+
+    #[test]
+    fn builder_never_loses_matched_calls(depths in proptest::collection::vec(0u8..3, 1..60)) {
+        // A random well-nested sequence: every enter is matched, so spans == enters.
+        let mut ev = Vec::new();
+        let mut stack = Vec::new();
+        let mut t = 0;
+        for d in depths {
+            t += 1;
+            if d == 0 && !stack.is_empty() {
+                let f = stack.pop().unwrap();
+                ev.push((X, f, t));
+            } else {
+                let f = u32::from(d) + 1;
+                stack.push(f);
+                ev.push((E, f, t));
+            }
+        }
+        while let Some(f) = stack.pop() { t += 1; ev.push((X, f, t)); }
+        let enters = ev.iter().filter(|e| e.0 == E).count();
+        let (s, st) = spans(&ev, MismatchPolicy::Unwind);
+        prop_assert_eq!(s.len(), enters);
+        prop_assert_eq!(st.unmatched_exits + st.unfinished, 0);
+        let self_sum: u64 = s.iter().map(|x| x.self_time).sum();
+        let top_sum: u64 = s.iter().filter(|x| x.depth == 0).map(|x| x.duration()).sum();
+        prop_assert_eq!(self_sum, top_sum);
+    }
+}
+
+fn demo_names() -> FunctionTable {
+    let bin = read("demo");
+    let map = InstrMap::from_object(&bin).unwrap();
+    let sym = Symbolizer::new(&bin).unwrap();
+    ingest::xray::function_table(&map, Some(&sym))
+}
+
+fn account_text(file: &str, policy: MismatchPolicy) -> String {
+    let data = read(file);
+    let trace = Trace::parse(&data).unwrap();
+    let names = demo_names();
+    let ing = ingest::xray::build(&trace, policy, true, |_| Accounting::new());
+    let st = ing.stats();
+    let mut acc = Accounting::new();
+    for (_, a, _) in ing.threads {
+        acc.merge(a);
+    }
+    let mut rows = acc.rows();
+    let total = rows.len();
+    account::sort_rows(&mut rows, SortKey::FuncId, false, &names);
+    let mut out = Vec::new();
+    account::write_llvm_text(
+        &mut out,
+        &Report {
+            rows: &rows,
+            total_functions: total,
+            names: &names,
+            clock: ingest::xray::clock(&trace.header),
+            unfinished: st.unfinished,
+            unmatched_exits: st.unmatched_exits,
+        },
+    )
+    .unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn fdr_account_matches_llvm_golden() {
+    let golden = std::fs::read_to_string(fixture("llvm-xray/fdr-account.txt")).unwrap();
+    assert_eq!(
+        account_text("demo-fdr.xray", MismatchPolicy::Ignore),
+        golden
+    );
+    assert_eq!(
+        account_text("demo-fdr.xray", MismatchPolicy::Unwind),
+        golden
+    );
+}
+
+#[test]
+fn basic_account_pinned_answer() {
+    // llvm-xray 14 fails on this file (main's records come after the workers'), and with -k -d
+    // drops records older than the first one: 233 fib calls and 3 workers. The program made
+    // 242 fib calls (fib(6..9)), 4 workers and 1 main.
+    let text = account_text("demo-basic.xray", MismatchPolicy::Unwind);
+    let counts: Vec<(String, String)> = text
+        .lines()
+        .skip(2)
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[0].to_string(), f[1].to_string())
+        })
+        .collect();
+    let want = [
+        ("1", "242"),
+        ("2", "12"),
+        ("3", "12"),
+        ("4", "12"),
+        ("5", "12"),
+        ("6", "4"),
+        ("7", "1"),
+    ];
+    assert_eq!(
+        counts,
+        want.map(|(a, b)| (a.to_string(), b.to_string())).to_vec()
+    );
+    assert!(text.ends_with("demo.cc:60:21: main\n"), "{text}");
+}
+
+#[test]
+fn fdr_stack_matches_llvm_golden() {
+    let data = read("demo-fdr.xray");
+    let trace = Trace::parse(&data).unwrap();
+    let mut trie = LlvmStackTrie::new();
+    ingest::xray::for_each_call(&trace, |k, kind, f, t| {
+        trie.record(k.tid, kind, f, t);
+    });
+    let mut out = Vec::new();
+    trie.write_human(&mut out, &demo_names()).unwrap();
+    let golden = std::fs::read_to_string(fixture("llvm-xray/fdr-stack.txt")).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), golden);
+}
+
+/// Two threads, each with many small buffers interleaved in the file; wall times chosen so
+/// that llvm's invalid block comparator would reorder them.
+fn multi_buffer_trace() -> Vec<u8> {
+    let mut h = FileHeader::fdr(5);
+    h.buffer_size = 256;
+    let mut w = FdrTraceWriter::new(h);
+    let mut threads: Vec<Vec<OwnedEvent>> = Vec::new();
+    for t in 0..2u64 {
+        let mut evs = Vec::new();
+        let mut tsc = 1_000 + t;
+        for _ in 0..200 {
+            evs.push(OwnedEvent::function(EventKind::Enter, 1, tsc));
+            evs.push(OwnedEvent::function(EventKind::Enter, 2, tsc + 3));
+            evs.push(OwnedEvent::function(EventKind::Exit, 2, tsc + 5));
+            evs.push(OwnedEvent::function(EventKind::Exit, 1, tsc + 10));
+            tsc += 20;
+        }
+        threads.push(evs);
+    }
+    // Interleave: write chunks of each thread alternately (each chunk → its own buffers).
+    for chunk in 0..10 {
+        for (t, evs) in threads.iter().enumerate() {
+            w.set_walltime(100 - chunk as i64, (chunk as i32) * 1000);
+            w.thread(42, 7 + t as u32, &evs[chunk * 80..(chunk + 1) * 80])
+                .unwrap();
+        }
+    }
+    w.finish()
+}
+
+#[test]
+fn multi_buffer_threads_stay_in_file_order() {
+    let data = multi_buffer_trace();
+    let trace = Trace::parse(&data).unwrap();
+    assert!(trace.layout().buffers.len() > 40);
+    let ing = ingest::xray::build(&trace, MismatchPolicy::Ignore, true, |_| Accounting::new());
+    let st = ing.stats();
+    assert_eq!((st.unmatched_exits, st.unfinished), (0, 0));
+    let mut acc = Accounting::new();
+    for (_, a, _) in ing.threads {
+        acc.merge(a);
+    }
+    let mut rows = acc.rows();
+    rows.sort_by_key(|r| r.func);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        (rows[0].count, rows[0].min, rows[0].max, rows[0].sum),
+        (400, 10, 10, 4000)
+    );
+    assert_eq!((rows[1].count, rows[1].min, rows[1].max), (400, 2, 2));
+    // Sequential and parallel ingest agree.
+    let seq = ingest::xray::build(&trace, MismatchPolicy::Ignore, false, |_| Accounting::new());
+    assert_eq!(seq.stats(), st);
+}
+
+#[test]
+fn typed_event_type_does_not_stick_and_events_are_not_calls() {
+    let mut w = FdrTraceWriter::new(FileHeader::fdr(5));
+    let typed = OwnedEvent {
+        kind: Some(EventKind::TypedEvent),
+        tsc: 15,
+        event_type: 42,
+        data: b"t".to_vec(),
+        ..Default::default()
+    };
+    w.thread(
+        1,
+        2,
+        &[
+            OwnedEvent::function(EventKind::Enter, 1, 10),
+            typed,
+            OwnedEvent::function(EventKind::Exit, 1, 20),
+        ],
+    )
+    .unwrap();
+    let data = w.finish();
+    let trace = Trace::parse(&data).unwrap();
+    let d = trace.decode();
+    let evs = &d.threads[0].events;
+    assert_eq!(evs[1].event_type, 42);
+    assert_eq!(
+        evs[2].event_type, 0,
+        "llvm-xray 14 would print type: 42 here"
+    );
+    let ing = ingest::xray::build(&trace, MismatchPolicy::Unwind, false, |_| Accounting::new());
+    assert_eq!(ing.other_events, 1);
+    let mut acc = Accounting::new();
+    for (_, a, _) in ing.threads {
+        acc.merge(a);
+    }
+    assert_eq!(acc.rows()[0].sum, 10);
+}
+
+#[test]
+fn folded_exclusive_sums_to_inclusive_roots() {
+    let data = read("demo-fdr.xray");
+    let trace = Trace::parse(&data).unwrap();
+    let ing = ingest::xray::build(&trace, MismatchPolicy::Unwind, true, |_| StackTree::new());
+    let mut all = StackTree::new();
+    for (_, t, _) in &ing.threads {
+        all.merge(t);
+    }
+    let paths = all.paths();
+    let excl: u64 = paths.iter().map(|p| p.exclusive).sum();
+    let roots: u64 = paths
+        .iter()
+        .filter(|p| p.path.len() == 1)
+        .map(|p| p.inclusive)
+        .sum();
+    assert_eq!(excl, roots);
+    let names = FunctionTable::new();
+    let mut out = Vec::new();
+    all.write_folded(&mut out, &names, Value::Exclusive, None, &|v| v)
+        .unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.lines().any(|l| l.starts_with("#6;#1;#1 ")), "{text}");
+}
+
+fn account_via_build(
+    trace: &Trace<'_>,
+    policy: MismatchPolicy,
+) -> (Vec<account::Row>, profkit_model::BuilderStats) {
+    let ing = ingest::xray::build(trace, policy, false, |_| Accounting::new());
+    let st = ing.stats();
+    let mut acc = Accounting::new();
+    for (_, a, _) in ing.threads {
+        acc.merge(a);
+    }
+    (acc.rows(), st)
+}
+
+fn account_fast(
+    trace: &Trace<'_>,
+    policy: MismatchPolicy,
+) -> (Vec<account::Row>, profkit_model::BuilderStats) {
+    let mut ing = ingest::xray::account(trace, policy, &|_, _| {});
+    (ing.accounting.rows(), ing.stats)
+}
+
+#[test]
+fn parallel_account_matches_sequential_on_fixtures() {
+    for f in ["demo-fdr.xray", "demo-basic.xray"] {
+        let data = read(f);
+        let trace = Trace::parse(&data).unwrap();
+        for policy in [MismatchPolicy::Ignore, MismatchPolicy::Unwind] {
+            assert_eq!(
+                account_fast(&trace, policy),
+                account_via_build(&trace, policy),
+                "{f}"
+            );
+        }
+    }
+    let data = multi_buffer_trace();
+    let trace = Trace::parse(&data).unwrap();
+    assert_eq!(
+        account_fast(&trace, MismatchPolicy::Ignore),
+        account_via_build(&trace, MismatchPolicy::Ignore)
+    );
+}
+
+#[test]
+fn durations_histogram_is_exact() {
+    let mut acc = Accounting::new();
+    let mut all = Vec::new();
+    let mut x: u64 = 12345;
+    for i in 0..20_000u64 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let d = if i % 7 == 0 {
+            (x >> 33) % 100_000
+        } else {
+            (x >> 33) % 5000
+        };
+        acc.record(FuncId(3), d);
+        all.push(d);
+    }
+    let row = acc.rows()[0];
+    assert_eq!(row, account::stats(FuncId(3), &mut all));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn parallel_account_matches_sequential(
+        ops in proptest::collection::vec((0u8..3, 1u32..5, 0u64..3000), 1..400),
+        threads in 1u32..3,
+        unwind in any::<bool>(),
+    ) {
+        let mut h = FileHeader::fdr(5);
+        h.buffer_size = 128;
+        let mut w = FdrTraceWriter::new(h);
+        for t in 0..threads {
+            let mut tsc = 1000u64;
+            let evs: Vec<OwnedEvent> = ops
+                .iter()
+                .map(|&(k, f, d)| {
+                    tsc += d;
+                    let kind = match k {
+                        0 => EventKind::Enter,
+                        1 => EventKind::Exit,
+                        _ => EventKind::TailExit,
+                    };
+                    OwnedEvent::function(kind, f + t, tsc)
+                })
+                .collect();
+            w.thread(1, 10 + t, &evs).unwrap();
+        }
+        let data = w.finish();
+        let trace = Trace::parse(&data).unwrap();
+        let policy = if unwind { MismatchPolicy::Unwind } else { MismatchPolicy::Ignore };
+        prop_assert_eq!(account_fast(&trace, policy), account_via_build(&trace, policy));
+    }
+}
