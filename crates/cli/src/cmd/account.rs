@@ -54,18 +54,7 @@ pub fn run(args: &AccountArgs) -> Result<ExitCode> {
         unfinished: stats.unfinished,
         unmatched_exits: stats.unmatched_exits,
     };
-    let mut out = output::stdout();
-    if args.json {
-        account::write_json(&mut out, &report)?;
-    } else if args.llvm {
-        match args.format {
-            AccountFormat::Text => account::write_llvm_text(&mut out, &report)?,
-            AccountFormat::Csv => account::write_llvm_csv(&mut out, &report)?,
-        }
-    } else {
-        account::write_table(&mut out, &report)?;
-    }
-    out.flush()?;
+    print_report(args, &report)?;
     if !args.json && (stats.unfinished > 0 || stats.unmatched_exits > 0) {
         output::print_note(&format!(
             "{}: {} call(s) never returned, {} exit(s) had no enter (not counted)",
@@ -73,4 +62,22 @@ pub fn run(args: &AccountArgs) -> Result<ExitCode> {
         ));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints an accounting report in the layout `args` asks for (`--json`, `--llvm [-f csv]`, or
+/// the default table). Shared by every input format.
+pub fn print_report(args: &AccountArgs, report: &Report<'_>) -> Result<()> {
+    let mut out = output::stdout();
+    if args.json {
+        account::write_json(&mut out, report)?;
+    } else if args.llvm {
+        match args.format {
+            AccountFormat::Text => account::write_llvm_text(&mut out, report)?,
+            AccountFormat::Csv => account::write_llvm_csv(&mut out, report)?,
+        }
+    } else {
+        account::write_table(&mut out, report)?;
+    }
+    out.flush()?;
+    Ok(())
 }

@@ -418,7 +418,7 @@ pub fn is_mlpd(path: &std::path::Path, forced: Option<crate::cli::InputFormat>) 
 
 /// `profkit account` on a Mono `calls` file.
 pub fn account(args: &crate::cli::AccountArgs) -> Result<ExitCode> {
-    use crate::cli::{AccountFormat, AccountSort, SortOrder};
+    use crate::cli::{AccountSort, SortOrder};
     use profkit_model::account::{self, Accounting, Report, SortKey};
     use profkit_model::{ingest, MismatchPolicy};
     let input = crate::input::open(&args.file)?;
@@ -463,18 +463,7 @@ pub fn account(args: &crate::cli::AccountArgs) -> Result<ExitCode> {
         unfinished: stats.unfinished,
         unmatched_exits: stats.unmatched_exits,
     };
-    let mut out = output::stdout();
-    if args.json {
-        account::write_json(&mut out, &report)?;
-    } else if args.llvm {
-        match args.format {
-            AccountFormat::Text => account::write_llvm_text(&mut out, &report)?,
-            AccountFormat::Csv => account::write_llvm_csv(&mut out, &report)?,
-        }
-    } else {
-        account::write_table(&mut out, &report)?;
-    }
-    out.flush()?;
+    super::account::print_report(args, &report)?;
     if ing.calls == 0 {
         output::print_note(&format!(
             "{}: no ENTER/LEAVE events (profile with `--profile=log:calls`)",
