@@ -1,13 +1,19 @@
 //! profkit-mlpd's reader on arbitrary bytes: header, buffers, every event and every lazy list,
-//! then the report. Must never panic or allocate from unchecked counts.
+//! then the report (per-buffer replay and, with traces and tracking, the sequential one) from
+//! the slice and from the streaming reader. Must never panic or allocate from unchecked counts.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use profkit_mlpd::report::{self, Options};
+use profkit_mlpd::report::{self, Find, Options};
 use profkit_mlpd::{EventKind, File};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(file) = File::parse(data) else { return };
+    // the stream reader sees the same bytes (it must agree with the slice reader's report)
+    let streamed = report::compute_stream(data, &Options::default());
+    let Ok(file) = File::parse(data) else {
+        assert!(streamed.is_err());
+        return;
+    };
     for b in file.buffers().flatten() {
         for ev in b.events().flatten() {
             match ev.kind {
@@ -40,7 +46,27 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let r = report::compute(&file, &Options::default());
+    if let Ok(s) = &streamed {
+        assert_eq!(s.events, r.events);
+        assert_eq!(s.calls, r.calls);
+        assert_eq!(s.alloc, r.alloc);
+    }
     let mut out = Vec::new();
     let _ = report::write_text(&mut out, &r, &report::SECTIONS, true);
     let _ = report::to_json(&r);
+    // the sequential replay (traces) and tracking give the same calls
+    let full = report::compute(
+        &file,
+        &Options {
+            traces: true,
+            find: Some(Find {
+                min_size: 1,
+                name: None,
+            }),
+            ..Options::default()
+        },
+    );
+    assert_eq!(full.calls, r.calls);
+    let _ = report::write_text(&mut out, &full, &report::SECTIONS, true);
+    let _ = report::to_json(&full);
 });

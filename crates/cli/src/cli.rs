@@ -287,9 +287,26 @@ pub struct ReportArgs {
     /// thread,domain,context,heapshot,counters (and stats). Default: all but stats.
     #[arg(long, value_delimiter = ',')]
     pub reports: Vec<String>,
-    /// Collect and show backtraces (not implemented yet: accepted for mprof-report compatibility).
+    /// Collect and show backtraces: callers of each method, allocation, throw, lock
+    /// contention and GC handle sites, heap-shot references (as mprof-report --traces).
     #[arg(long)]
     pub traces: bool,
+    /// Frames per backtrace with --traces.
+    #[arg(long, default_value_t = 6)]
+    pub maxframes: usize,
+    /// Sort the call section by total, self or calls.
+    #[arg(long, value_parser = ["total", "self", "calls"], default_value = "total")]
+    pub method_sort: String,
+    /// Sort allocations and heap-shot classes by bytes or count.
+    #[arg(long, value_parser = ["bytes", "count"], default_value = "bytes")]
+    pub alloc_sort: String,
+    /// Track these objects (addresses, comma-separated): print only what happens to them.
+    #[arg(long, value_delimiter = ',')]
+    pub track: Vec<String>,
+    /// Find and track objects: S:MINSIZE (allocated with at least that many bytes) or
+    /// T:NAME (class name contains NAME); give both to require both.
+    #[arg(long)]
+    pub find: Vec<String>,
     /// Only this thread (id as printed in the thread section, hex with 0x or decimal).
     #[arg(long)]
     pub thread: Option<String>,

@@ -13,6 +13,24 @@ pub enum Data {
     Owned(Vec<u8>),
 }
 
+impl Data {
+    /// Tells the kernel the first `upto` bytes will not be read again: for a mapped file, their
+    /// pages leave the process's resident set (they stay in the page cache), so a reader that
+    /// moves forward keeps its memory flat. Owned data is kept.
+    pub fn release(&self, upto: u64) {
+        if let Data::Mapped(m) = self {
+            let len = (upto as usize).min(m.len()) & !0xfff;
+            if len > 0 {
+                // SAFETY: the map is shared, read-only and file-backed: a dropped page is read
+                // again from the file on its next access, so no reference sees other contents
+                // (save the usual caveat of a file changed under a map).
+                let _ =
+                    unsafe { m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, len) };
+            }
+        }
+    }
+}
+
 impl Deref for Data {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -87,4 +105,73 @@ pub fn open(path: &Path) -> Result<Input> {
         data: raw,
         compression: None,
     })
+}
+
+/// An input opened for a streaming reader: plain files stay mapped (their pages can be
+/// released as the reader moves on); gzip files and stdin are read as a stream, so memory does
+/// not grow with the input.
+pub enum Opened {
+    /// A plain file, mapped (or read, when it cannot be mapped).
+    Data(Input),
+    /// A stream: `head` is a peek at its first (decompressed) bytes for format detection.
+    Stream(StreamInput),
+}
+
+/// A stream input.
+pub struct StreamInput {
+    /// Name for messages.
+    pub name: String,
+    /// The (decompressed) bytes; reading starts at the beginning.
+    pub reader: Box<dyn io::BufRead + Send>,
+}
+
+impl StreamInput {
+    /// The first bytes of the stream (for format detection), without consuming them.
+    pub fn peek(&mut self) -> Result<&[u8]> {
+        let name = &self.name;
+        self.reader
+            .fill_buf()
+            .with_context(|| format!("{name}: cannot read"))
+    }
+}
+
+/// Opens `path` (`-` = stdin) for streaming: gzip (by its magic) and stdin become streams,
+/// plain files are mapped as with [`open`].
+pub fn open_streaming(path: &Path) -> Result<Opened> {
+    const BUF: usize = 1 << 20;
+    let (name, mut raw): (String, Box<dyn io::BufRead + Send>) = if path.as_os_str() == "-" {
+        (
+            "<stdin>".to_string(),
+            Box::new(io::BufReader::with_capacity(BUF, io::stdin())),
+        )
+    } else {
+        let name = path.display().to_string();
+        let mut file = File::open(path).with_context(|| format!("{name}: cannot open"))?;
+        let mut magic = [0u8; 2];
+        let n = file
+            .read(&mut magic)
+            .with_context(|| format!("{name}: cannot read"))?;
+        let is_file = file.metadata().map(|m| m.is_file()).unwrap_or(false);
+        if is_file && !(n == 2 && magic == GZIP_MAGIC) {
+            return open(path).map(Opened::Data);
+        }
+        let head = io::Cursor::new(magic[..n].to_vec());
+        (
+            name,
+            Box::new(io::BufReader::with_capacity(BUF, head.chain(file))),
+        )
+    };
+    let is_gzip = raw
+        .fill_buf()
+        .with_context(|| format!("{name}: cannot read"))?
+        .starts_with(&GZIP_MAGIC);
+    let reader: Box<dyn io::BufRead + Send> = if is_gzip {
+        Box::new(io::BufReader::with_capacity(
+            1 << 16,
+            flate2::bufread::MultiGzDecoder::new(raw),
+        ))
+    } else {
+        raw
+    };
+    Ok(Opened::Stream(StreamInput { name, reader }))
 }

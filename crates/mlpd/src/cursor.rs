@@ -101,15 +101,26 @@ impl<'a> Cursor<'a> {
     }
 
     /// ULEB128 (at most 10 bytes; bits past 64 are dropped as Mono's decoder does).
-    #[inline]
+    #[inline(always)]
     pub fn uleb(&mut self, what: &'static str) -> Result<u64> {
-        // fast path: one byte
-        if let Some(&b) = self.data.get(self.pos) {
-            if b & 0x80 == 0 {
-                self.pos += 1;
-                return Ok(u64::from(b));
+        // fast path: away from the end of the data, decode without per-byte bounds checks
+        if let Some(chunk) = self.data.get(self.pos..self.pos + 10) {
+            let mut v: u64 = 0;
+            let mut shift = 0u32;
+            for &b in chunk {
+                v |= u64::from(b & 0x7f) << shift;
+                if b & 0x80 == 0 {
+                    self.pos += (shift / 7 + 1) as usize;
+                    return Ok(v);
+                }
+                shift += 7;
             }
         }
+        self.uleb_slow(what)
+    }
+
+    #[inline(never)]
+    fn uleb_slow(&mut self, what: &'static str) -> Result<u64> {
         let mut v: u64 = 0;
         let mut shift = 0u32;
         loop {
@@ -131,15 +142,30 @@ impl<'a> Cursor<'a> {
     }
 
     /// SLEB128 (at most 10 bytes), as i64.
-    #[inline]
+    #[inline(always)]
     pub fn sleb(&mut self, what: &'static str) -> Result<i64> {
-        if let Some(&b) = self.data.get(self.pos) {
-            if b & 0x80 == 0 {
-                self.pos += 1;
-                // sign-extend 7 bits
-                return Ok(i64::from(((b << 1) as i8) >> 1));
+        // fast path: away from the end of the data, decode without per-byte bounds checks
+        if let Some(chunk) = self.data.get(self.pos..self.pos + 10) {
+            let mut v: u64 = 0;
+            let mut shift = 0u32;
+            for &b in chunk {
+                v |= u64::from(b & 0x7f) << shift;
+                if b & 0x80 == 0 {
+                    self.pos += (shift / 7 + 1) as usize;
+                    shift += 7;
+                    if shift < 64 && b & 0x40 != 0 {
+                        v |= u64::MAX << shift;
+                    }
+                    return Ok(v as i64);
+                }
+                shift += 7;
             }
         }
+        self.sleb_slow(what)
+    }
+
+    #[inline(never)]
+    fn sleb_slow(&mut self, what: &'static str) -> Result<i64> {
         let mut v: i64 = 0;
         let mut shift = 0u32;
         loop {

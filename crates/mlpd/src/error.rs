@@ -29,6 +29,8 @@ pub enum ErrorKind {
     BadValue(&'static str, u64),
     /// Data version outside 1-17 (or 7).
     UnsupportedVersion(u8),
+    /// The underlying stream failed (a corrupt or cut-off gzip stream, an I/O error).
+    Io(String),
 }
 
 /// An error at a file offset.
@@ -74,6 +76,7 @@ impl fmt::Display for Error {
             ErrorKind::UnsupportedVersion(v) => {
                 write!(f, "unsupported data version {v} (profkit reads 1-17)")
             }
+            ErrorKind::Io(e) => write!(f, "read error: {e}"),
         }
     }
 }

@@ -11,8 +11,10 @@
 //! # API layout
 //! * [`read`]: [`File`] → [`Buffers`] → [`Buffer::events`] → [`Event`] (borrowed, lazy lists).
 //! * [`write`]: [`write::Writer`] encodes any data version.
-//! * [`report`]: mprof-report's sections, decoded in parallel per thread; text and JSON.
+//! * [`report`]: mprof-report's sections, decoded in parallel (per buffer, calls stitched
+//!   across buffers), from a slice or a stream; text and JSON.
 //! * [`open`]: gzip detection and decompression.
+//! * [`stream`]: [`stream::StreamReader`] reads a file (e.g. a gzip stream) one buffer at a time.
 //!
 //! ```
 //! use profkit_mlpd::{write::Writer, File, EventKind, Header};
@@ -47,6 +49,7 @@ pub mod open;
 pub mod raw;
 pub mod read;
 pub mod report;
+pub mod stream;
 pub mod write;
 
 pub use error::{Error, ErrorKind, Result};

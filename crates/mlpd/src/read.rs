@@ -95,6 +95,27 @@ pub struct Buffer<'a> {
 }
 
 impl<'a> Buffer<'a> {
+    /// A buffer over `data` (its event bytes) for a file with `header`; `offset` is the file
+    /// offset of its 48-byte header. Used by the streaming reader, whose buffers own their bytes.
+    pub fn new(
+        file: &Header,
+        index: usize,
+        offset: u64,
+        header: BufferHeader,
+        data: &'a [u8],
+        truncated: bool,
+    ) -> Buffer<'a> {
+        Buffer {
+            index,
+            offset,
+            header,
+            data,
+            truncated,
+            version: file.data_version,
+            ptrsize: file.ptrsize,
+        }
+    }
+
     /// The events of this buffer.
     pub fn events(&self) -> Events<'a> {
         let mask = if self.ptrsize == 4 {
@@ -222,11 +243,11 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    #[inline]
+    #[inline(always)]
     fn ptr(&self, c: &mut Cursor<'_>, what: &'static str) -> Result<u64> {
         Ok(self.ptr_base.wrapping_add(c.sleb(what)? as u64) & self.mask)
     }
-    #[inline]
+    #[inline(always)]
     fn obj(&self, c: &mut Cursor<'_>, what: &'static str) -> Result<u64> {
         Ok(self.obj_base.wrapping_add(c.sleb(what)? as u64) << 3)
     }
@@ -788,14 +809,14 @@ impl<'a> Events<'a> {
         self.c.remaining()
     }
 
-    #[inline]
+    #[inline(always)]
     fn time(&mut self) -> Result<u64> {
         let d = self.c.uleb("time delta")?;
         self.time = self.time.wrapping_add(d);
         Ok(self.time)
     }
 
-    #[inline]
+    #[inline(always)]
     fn method(&mut self) -> Result<u64> {
         let d = self.c.sleb("method")?;
         self.method = self.method.wrapping_add(d as u64) & self.ctx.mask;
@@ -846,6 +867,73 @@ impl<'a> Events<'a> {
         let mut lc = start;
         lc.data = start.data.get(..self.c.pos).unwrap_or(&[]);
         Ok(List::new(lc, n, self.ctx))
+    }
+
+    /// The next event if it is an ENTER, LEAVE or EXC_LEAVE, as (event byte, encoded size,
+    /// time, method), without building an [`Event`]: the hot path of a `calls` file. `None`
+    /// (nothing consumed) for any other event, at the end, or when a field is cut off; then
+    /// [`Iterator::next`] decodes (or reports) it.
+    #[inline(always)]
+    pub fn next_call(&mut self) -> Option<(u8, u32, u64, u64)> {
+        if self.done {
+            return None;
+        }
+        let save = self.c.pos;
+        let byte = *self.c.data.get(save)?;
+        if !matches!(byte, 0x13 | 0x23 | 0x33) {
+            return None;
+        }
+        let (time0, method0) = (self.time, self.method);
+        self.c.pos += 1;
+        match (self.time(), self.method()) {
+            (Ok(t), Ok(m)) => Some((byte, (self.c.pos - save) as u32, t, m)),
+            _ => {
+                self.c.pos = save;
+                self.time = time0;
+                self.method = method0;
+                None
+            }
+        }
+    }
+
+    /// The next event if it is an allocation without a backtrace (byte `0x00`), as (encoded
+    /// size, time, class, object, object size), without building an [`Event`]. `None`
+    /// (nothing consumed) otherwise, like [`Events::next_call`].
+    #[inline(always)]
+    pub fn next_alloc(&mut self) -> Option<(u32, u64, ClassRef, u64, u64)> {
+        if self.done {
+            return None;
+        }
+        let save = self.c.pos;
+        if *self.c.data.get(save)? != 0x00 {
+            return None;
+        }
+        let time0 = self.time;
+        self.c.pos += 1;
+        let ctx = self.ctx;
+        let r = (|| -> Result<(u64, u64, u64, u64)> {
+            Ok((
+                self.time()?,
+                ctx.ptr(&mut self.c, "alloc class")?,
+                ctx.obj(&mut self.c, "alloc object")?,
+                self.c.uleb("alloc size")?,
+            ))
+        })();
+        match r {
+            Ok((t, p, obj, size)) => {
+                let class = if ctx.version >= 15 {
+                    ClassRef::Vtable(p)
+                } else {
+                    ClassRef::Class(p)
+                };
+                Some(((self.c.pos - save) as u32, t, class, obj, size))
+            }
+            Err(_) => {
+                self.c.pos = save;
+                self.time = time0;
+                None
+            }
+        }
     }
 
     /// Decodes an ENTER/LEAVE/EXC_LEAVE at the cursor, or `None` (cursor unchanged) when a

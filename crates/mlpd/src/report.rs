@@ -1,25 +1,31 @@
-//! mprof-report's sections, computed in one parallel pass (threads decode on their own rayon
-//! tasks; every buffer restarts its delta state) and printed as text close to mprof-report 6.8
-//! or as JSON (schema `profkit.mlpd-report/1`).
+//! mprof-report's sections, computed in one parallel pass and printed as text close to
+//! mprof-report 6.8 or as JSON (schema `profkit.mlpd-report/1`).
+//!
+//! The pass ([`engine`]) decodes buffers on worker threads and stitches them in file order:
+//! calls are replayed inside each buffer against an unknown inherited stack, so one busy Mono
+//! thread still keeps every core busy; a stream (gzip, a pipe) is read one buffer at a time,
+//! so memory does not grow with the file.
 //!
 //! Differences from mprof-report (docs/mono.md): forward references (vtables, classes, methods
 //! defined later in the file) bind at the end, so no allocation stays "unresolved"; a method's
 //! Total counts only its outermost activation (recursion is not counted several times); a leave
 //! that matches a deeper frame closes the frames above it instead of being dropped; `--thread`
-//! filters every event; monitor waits count each contention once.
+//! filters every event; monitor waits and traces count each contention once.
+
+mod engine;
 
 use std::collections::HashMap;
+use std::io::{self, Read, Write};
 
-use crate::fxhash::FxMap;
-use std::io::{self, Write};
-
-use rayon::prelude::*;
 use serde_json::{json, Value};
 
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::header::Header;
 use crate::raw::*;
-use crate::read::{Buffer, ClassRef, CounterValue, EventKind, File, MetaAction};
+use crate::read::{ClassRef, File};
+use crate::stream::StreamReader;
+
+use engine::{Job, Target, Traces, Tracked};
 
 /// The report sections, in mprof-report's order.
 pub const SECTIONS: [&str; 15] = [
@@ -40,15 +46,76 @@ pub const SECTIONS: [&str; 15] = [
     "stats",
 ];
 
+/// How the call section is sorted (`--method-sort`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MethodSort {
+    /// By inclusive time (mprof-report's default).
+    #[default]
+    Total,
+    /// By self time.
+    SelfTime,
+    /// By number of calls.
+    Calls,
+}
+
+/// How allocations and heap-shot classes are sorted (`--alloc-sort`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AllocSort {
+    /// By bytes (mprof-report's default).
+    #[default]
+    Bytes,
+    /// By object count.
+    Count,
+}
+
+/// `--find`: track the objects allocated with at least `min_size` bytes and/or whose class
+/// name contains `name` (mprof-report's `S:size` and `T:name`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Find {
+    /// Minimum size (0: any).
+    pub min_size: u64,
+    /// Part of the class name.
+    pub name: Option<String>,
+}
+
 /// What to compute.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Options {
     /// Only this thread's buffers.
     pub thread: Option<u64>,
     /// Only events in this window (ns since the first buffer's time base).
     pub time: Option<(u64, u64)>,
-    /// Decode threads in parallel.
+    /// Decode on several threads.
     pub parallel: bool,
+    /// Collect backtraces (`--traces`): callers of each method, allocation, throw, lock
+    /// contention and GC handle sites, and heap-shot references.
+    pub traces: bool,
+    /// Frames kept per backtrace (`--maxframes`, 6 by default as in mprof-report).
+    pub maxframes: usize,
+    /// Call section order.
+    pub method_sort: MethodSort,
+    /// Allocation and heap-shot order.
+    pub alloc_sort: AllocSort,
+    /// Object addresses to track (`--track`).
+    pub track: Vec<u64>,
+    /// Objects to find and track (`--find`).
+    pub find: Option<Find>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            thread: None,
+            time: None,
+            parallel: false,
+            traces: false,
+            maxframes: 6,
+            method_sort: MethodSort::Total,
+            alloc_sort: AllocSort::Bytes,
+            track: Vec::new(),
+            find: None,
+        }
+    }
 }
 
 /// Per-method call statistics.
@@ -64,473 +131,13 @@ pub struct MethodStats {
     pub total_all_ns: u64,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
-struct GcGen {
-    count: u64,
-    max: u64,
-    total: u64,
-}
-
-#[derive(Clone, Copy, Debug, Default)]
-struct Handles {
-    created: u64,
-    destroyed: u64,
-    live: i64,
-    max: i64,
-}
-
-#[derive(Clone, Copy, Debug, Default)]
-struct Lock {
-    contentions: u64,
-    wait: u64,
-    max: u64,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Serial<'a> {
-    HeapStart,
-    HeapEnd,
-    HeapObject { class: ClassRef, size: u64 },
-    Roots(u64),
-    CountersDesc(crate::read::CounterDescs<'a>),
-    Handle(u64, bool),
-    Counters(crate::read::CounterValues<'a>),
-}
-
-/// Everything one thread's buffers contribute.
-#[derive(Debug, Default)]
-struct Agg<'a> {
-    methods: FxMap<u64, MethodStats>,
-    method_names: FxMap<u64, (&'a [u8], u64)>,
-    jit_events: u64,
-    helpers: u64,
-    helpers_size: u64,
-    classes: FxMap<u64, &'a [u8]>,
-    vtables: FxMap<u64, u64>,
-    allocs: FxMap<ClassRef, (u64, u64)>,
-    resizes: u64,
-    max_heap: u64,
-    moves: u64,
-    gens: [GcGen; 3],
-    gc_start: [Option<u64>; 3],
-    handles: [Handles; 4],
-    throws: u64,
-    clauses: [u64; 5],
-    locks: FxMap<u64, Lock>,
-    monitor_counts: [u64; 4],
-    pending_contention: FxMap<u64, u64>,
-    images: u64,
-    assemblies: u64,
-    threads: Vec<(u64, &'a [u8])>,
-    domains: Vec<(u64, &'a [u8])>,
-    contexts: Vec<(u64, u64)>,
-    samples: Vec<(u64, u64)>,
-    usyms: Vec<(u64, u64, &'a [u8])>,
-    jit_code: Vec<(u64, u64, u64)>,
-    stats: HashMap<u8, (u64, u32, u32, u64)>,
-    serial: Vec<(u64, u64, Serial<'a>)>,
-    problems: Vec<Error>,
-    skipped_bytes: u64,
-    buffers: u64,
-    events: u64,
-    unmatched_leaves: u64,
-    unfinished: u64,
-}
-
-struct Frame {
-    method: u64,
-    slot: u32,
-    start: u64,
-    callee: u64,
-}
-
-/// Per-thread call state: the emulated stack, and per-method statistics in a dense table
-/// (frames carry their slot, so a leave needs no lookup).
-struct Calls {
-    stack: Vec<Frame>,
-    slots: Vec<(u64, MethodStats, u32)>,
-    slot_of: FxMap<u64, u32>,
-    /// Direct-mapped cache in front of `slot_of` (method pointers repeat a lot).
-    cache: [(u64, u32); 512],
-    last: u64,
-}
-
-impl Calls {
-    #[inline]
-    fn slot(&mut self, method: u64) -> u32 {
-        let ci = ((method >> 3) ^ (method >> 12)) as usize & 511;
-        if let Some(&(m, s)) = self.cache.get(ci) {
-            if m == method && s != u32::MAX {
-                return s;
-            }
-        }
-        let s = match self.slot_of.get(&method) {
-            Some(&s) => s,
-            None => {
-                let s = self.slots.len() as u32;
-                self.slots.push((method, MethodStats::default(), 0));
-                self.slot_of.insert(method, s);
-                s
-            }
-        };
-        if let Some(c) = self.cache.get_mut(ci) {
-            *c = (method, s);
-        }
-        s
-    }
-
-    #[inline]
-    fn enter(&mut self, method: u64, t: u64) {
-        let slot = self.slot(method);
-        if let Some(e) = self.slots.get_mut(slot as usize) {
-            e.1.calls += 1;
-            e.2 += 1;
-        }
-        self.stack.push(Frame {
-            method,
-            slot,
-            start: t,
-            callee: 0,
-        });
-    }
-
-    #[inline]
-    fn pop(&mut self, time: u64) {
-        let Some(f) = self.stack.pop() else { return };
-        let dur = time.saturating_sub(f.start);
-        if let Some((_, m, active)) = self.slots.get_mut(f.slot as usize) {
-            m.self_ns += dur.saturating_sub(f.callee);
-            m.total_all_ns += dur;
-            *active = active.saturating_sub(1);
-            if *active == 0 {
-                m.total_ns += dur;
-            }
-        }
-        if let Some(p) = self.stack.last_mut() {
-            p.callee += dur;
-        }
-    }
-}
-
-/// What the sequential part of a thread's pass needs, in order: calls, GC phases and monitor
-/// events (they pair across buffers). Everything else is aggregated while decoding.
-#[derive(Clone, Copy, Debug)]
-enum Rec {
-    Enter(u64, u64),
-    Leave(u64, u64),
-    Gc(u64, usize, u64),
-    Monitor(u8, u64, u64),
-}
-
-/// Decodes `bufs` (consecutive buffers of one thread): the order-free aggregates and the
-/// ordered records.
-fn decode_chunk<'a>(bufs: &[Buffer<'a>], window: Option<(u64, u64)>) -> (Agg<'a>, Vec<Rec>) {
-    let mut agg = Agg::default();
-    let mut recs: Vec<Rec> = Vec::with_capacity(bufs.iter().map(|b| b.data.len() / 4).sum());
-    let mut stats = [(0u64, u32::MAX, 0u32, 0u64); 256];
-    let in_window = |t: u64| window.is_none_or(|(a, b)| t >= a && t <= b);
-    for buf in bufs {
-        agg.buffers += 1;
-        let tid = buf.header.thread_id;
-        let mut evs = buf.events();
-        for ev in evs.by_ref() {
-            let ev = match ev {
-                Ok(e) => e,
-                Err(e) => {
-                    agg.problems.push(e);
-                    continue;
-                }
-            };
-            agg.events += 1;
-            if let Some(s) = stats.get_mut(ev.byte as usize) {
-                s.0 += 1;
-                s.1 = s.1.min(ev.size);
-                s.2 = s.2.max(ev.size);
-                s.3 += u64::from(ev.size);
-            }
-            let t = ev.time;
-            match ev.kind {
-                EventKind::Enter { method } if in_window(t) => recs.push(Rec::Enter(method, t)),
-                EventKind::Leave { method } | EventKind::ExcLeave { method } if in_window(t) => {
-                    recs.push(Rec::Leave(method, t))
-                }
-                EventKind::Jit {
-                    method,
-                    code,
-                    size,
-                    name,
-                } => {
-                    agg.jit_events += 1;
-                    agg.method_names.insert(method, (name, size));
-                    agg.jit_code.push((code, size, method));
-                }
-                EventKind::JitHelper { size, .. } => {
-                    agg.helpers += 1;
-                    agg.helpers_size += size;
-                }
-                EventKind::Metadata(m) => match (m.mtype, m.action) {
-                    (MTYPE_CLASS, MetaAction::Load) => {
-                        agg.classes.insert(m.ptr, m.name);
-                    }
-                    (MTYPE_VTABLE, MetaAction::Load) => {
-                        agg.vtables.insert(m.ptr, m.class);
-                    }
-                    (MTYPE_IMAGE, MetaAction::Load) => agg.images += 1,
-                    (MTYPE_ASSEMBLY, MetaAction::Load) => agg.assemblies += 1,
-                    (MTYPE_THREAD, MetaAction::Name) => agg.threads.push((m.ptr, m.name)),
-                    (MTYPE_DOMAIN, MetaAction::Name) => agg.domains.push((m.ptr, m.name)),
-                    (MTYPE_CONTEXT, MetaAction::Load) => agg.contexts.push((m.ptr, m.domain)),
-                    _ => {}
-                },
-                EventKind::Alloc { class, size, .. } if in_window(t) => {
-                    let a = agg.allocs.entry(class).or_insert((0, 0));
-                    a.0 += size;
-                    a.1 += 1;
-                }
-                EventKind::GcResize { heap_size } => {
-                    agg.resizes += 1;
-                    agg.max_heap = agg.max_heap.max(heap_size);
-                }
-                EventKind::GcMove { objects } => agg.moves += objects.len() as u64 / 2,
-                EventKind::GcEvent { event, generation } => {
-                    recs.push(Rec::Gc(event, (generation as usize).min(2), t));
-                }
-                EventKind::GcHandleCreated { htype, .. } => {
-                    agg.serial.push((ev.offset, t, Serial::Handle(htype, true)));
-                }
-                EventKind::GcHandleDestroyed { htype, .. } => {
-                    agg.serial
-                        .push((ev.offset, t, Serial::Handle(htype, false)));
-                }
-                EventKind::Throw { .. } if in_window(t) => agg.throws += 1,
-                EventKind::Clause { clause_type, .. } => {
-                    if let Some(c) = agg.clauses.get_mut(clause_type as usize) {
-                        *c += 1;
-                    }
-                }
-                EventKind::Monitor { event, obj, .. } => {
-                    if let Some(c) = agg.monitor_counts.get_mut(event as usize) {
-                        *c += 1;
-                    }
-                    if event == MONITOR_CONTENTION {
-                        agg.locks.entry(obj).or_default().contentions += 1;
-                    }
-                    recs.push(Rec::Monitor(event, obj, t));
-                }
-                EventKind::SampleHit { ips, .. } => {
-                    for ip in ips.take(1) {
-                        agg.samples.push((ip, tid));
-                    }
-                }
-                EventKind::Usym { addr, size, name } => agg.usyms.push((addr, size, name)),
-                EventKind::HeapStart => agg.serial.push((ev.offset, t, Serial::HeapStart)),
-                EventKind::HeapEnd => agg.serial.push((ev.offset, t, Serial::HeapEnd)),
-                EventKind::HeapObject { class, size, .. } if size > 0 => {
-                    agg.serial
-                        .push((ev.offset, t, Serial::HeapObject { class, size }));
-                }
-                EventKind::HeapRoots { roots, .. } => {
-                    agg.serial
-                        .push((ev.offset, t, Serial::Roots(roots.len() as u64)))
-                }
-                EventKind::CountersDesc { descs } => {
-                    agg.serial.push((ev.offset, t, Serial::CountersDesc(descs)))
-                }
-                EventKind::Counters { values, .. } => {
-                    agg.serial.push((ev.offset, t, Serial::Counters(values)))
-                }
-                _ => {}
-            }
-        }
-        agg.skipped_bytes += evs.remaining() as u64;
-    }
-    for (b, s) in stats.iter().enumerate() {
-        if s.0 > 0 {
-            agg.stats.insert(b as u8, *s);
-        }
-    }
-    (agg, recs)
-}
-
-/// Replays a chunk's ordered records: the emulated call stack, GC pauses, monitor waits.
-fn fold(calls: &mut Calls, agg: &mut Agg<'_>, recs: &[Rec]) {
-    for &r in recs {
-        match r {
-            Rec::Enter(method, t) => {
-                calls.last = t;
-                calls.enter(method, t);
-            }
-            Rec::Leave(method, t) => {
-                calls.last = t;
-                if calls.stack.last().is_some_and(|f| f.method == method) {
-                    calls.pop(t);
-                } else {
-                    match calls.stack.iter().rposition(|f| f.method == method) {
-                        Some(pos) => {
-                            while calls.stack.len() > pos {
-                                calls.pop(t);
-                            }
-                        }
-                        None => agg.unmatched_leaves += 1,
-                    }
-                }
-            }
-            Rec::Gc(event, g, t) => {
-                if event == 0 {
-                    if let Some(s) = agg.gc_start.get_mut(g) {
-                        *s = Some(t);
-                    }
-                } else if event == 5 {
-                    if let (Some(Some(start)), Some(gen)) =
-                        (agg.gc_start.get(g).copied(), agg.gens.get_mut(g))
-                    {
-                        let d = t.saturating_sub(start);
-                        gen.count += 1;
-                        gen.total += d;
-                        gen.max = gen.max.max(d);
-                    }
-                    if let Some(s) = agg.gc_start.get_mut(g) {
-                        *s = None;
-                    }
-                }
-            }
-            Rec::Monitor(event, obj, t) => match event {
-                MONITOR_CONTENTION => {
-                    agg.pending_contention.insert(obj, t);
-                }
-                MONITOR_DONE | MONITOR_FAIL => {
-                    if let Some(start) = agg.pending_contention.remove(&obj) {
-                        let d = t.saturating_sub(start);
-                        let l = agg.locks.entry(obj).or_default();
-                        l.wait += d;
-                        l.max = l.max.max(d);
-                    }
-                }
-                _ => {}
-            },
-        }
-    }
-}
-
-/// Buffers per decode chunk: decoding chunk k+1 overlaps replaying chunk k.
-const CHUNK: usize = 4;
-
-/// One thread's pass: chunks of buffers are decoded on one rayon task while the previous
-/// chunk's records are replayed on another (a two-stage pipeline, so one busy thread still
-/// uses two cores).
-fn run_thread<'a>(bufs: &[Buffer<'a>], window: Option<(u64, u64)>, parallel: bool) -> Agg<'a> {
-    let mut agg = Agg::default();
-    let mut calls = Calls {
-        stack: Vec::with_capacity(256),
-        slots: Vec::new(),
-        slot_of: FxMap::default(),
-        cache: [(0, u32::MAX); 512],
-        last: 0,
-    };
-    let mut pending: Option<(Agg<'a>, Vec<Rec>)> = None;
-    for chunk in bufs.chunks(CHUNK) {
-        let prev = pending.take();
-        let step = |calls: &mut Calls, agg: &mut Agg<'a>| {
-            if let Some((a, recs)) = prev {
-                fold(calls, agg, &recs);
-                merge(agg, a);
-            }
-        };
-        let decoded = if parallel {
-            rayon::join(
-                || decode_chunk(chunk, window),
-                || step(&mut calls, &mut agg),
-            )
-            .0
-        } else {
-            step(&mut calls, &mut agg);
-            decode_chunk(chunk, window)
-        };
-        pending = Some(decoded);
-    }
-    if let Some((a, recs)) = pending {
-        fold(&mut calls, &mut agg, &recs);
-        merge(&mut agg, a);
-    }
-    // mprof-report closes unfinished frames at the thread's last time
-    agg.unfinished += calls.stack.len() as u64;
-    let last = calls.last;
-    while !calls.stack.is_empty() {
-        calls.pop(last);
-    }
-    for (m, st, _) in calls.slots {
-        agg.methods.insert(m, st);
-    }
-    agg
-}
-
-fn merge<'a>(into: &mut Agg<'a>, o: Agg<'a>) {
-    for (k, v) in o.methods {
-        let m = into.methods.entry(k).or_default();
-        m.calls += v.calls;
-        m.self_ns += v.self_ns;
-        m.total_ns += v.total_ns;
-        m.total_all_ns += v.total_all_ns;
-    }
-    into.method_names.extend(o.method_names);
-    into.jit_events += o.jit_events;
-    into.helpers += o.helpers;
-    into.helpers_size += o.helpers_size;
-    into.classes.extend(o.classes);
-    into.vtables.extend(o.vtables);
-    for (k, v) in o.allocs {
-        let a = into.allocs.entry(k).or_insert((0, 0));
-        a.0 += v.0;
-        a.1 += v.1;
-    }
-    into.resizes += o.resizes;
-    into.max_heap = into.max_heap.max(o.max_heap);
-    into.moves += o.moves;
-    for (a, b) in into.gens.iter_mut().zip(o.gens) {
-        a.count += b.count;
-        a.total += b.total;
-        a.max = a.max.max(b.max);
-    }
-    for (a, b) in into.handles.iter_mut().zip(o.handles) {
-        a.created += b.created;
-        a.destroyed += b.destroyed;
-        a.max = a.max.max(b.max);
-    }
-    into.throws += o.throws;
-    for (a, b) in into.clauses.iter_mut().zip(o.clauses) {
-        *a += b;
-    }
-    for (k, v) in o.locks {
-        let l = into.locks.entry(k).or_default();
-        l.contentions += v.contentions;
-        l.wait += v.wait;
-        l.max = l.max.max(v.max);
-    }
-    for (a, b) in into.monitor_counts.iter_mut().zip(o.monitor_counts) {
-        *a += b;
-    }
-    into.images += o.images;
-    into.assemblies += o.assemblies;
-    into.threads.extend(o.threads);
-    into.domains.extend(o.domains);
-    into.contexts.extend(o.contexts);
-    into.samples.extend(o.samples);
-    into.usyms.extend(o.usyms);
-    into.jit_code.extend(o.jit_code);
-    for (k, v) in o.stats {
-        let s = into.stats.entry(k).or_insert((0, u32::MAX, 0, 0));
-        s.0 += v.0;
-        s.1 = s.1.min(v.1);
-        s.2 = s.2.max(v.2);
-        s.3 += v.3;
-    }
-    into.serial.extend(o.serial);
-    into.problems.extend(o.problems);
-    into.skipped_bytes += o.skipped_bytes;
-    into.buffers += o.buffers;
-    into.events += o.events;
-    into.unmatched_leaves += o.unmatched_leaves;
-    into.unfinished += o.unfinished;
+/// A backtrace and how often it was seen (calls, bytes, throws, contentions, handles).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trace {
+    /// Calls, bytes, throws, contentions or handles from this backtrace.
+    pub count: u64,
+    /// Method names, in the order mprof-report prints them.
+    pub frames: Vec<String>,
 }
 
 /// One heap shot.
@@ -544,8 +151,12 @@ pub struct HeapShot {
     pub objects: u64,
     /// Roots.
     pub roots: u64,
-    /// Per class: (name, bytes, count), by bytes.
+    /// Per class: (name, bytes, count), in the report's order.
     pub classes: Vec<(String, u64, u64)>,
+    /// With traces: per class, (root references, pinning root references).
+    pub root_refs: HashMap<String, (u64, u64)>,
+    /// With traces: per class, the classes whose objects reference it, by references.
+    pub refs: HashMap<String, Vec<(String, u64)>>,
 }
 
 /// A counter's last value.
@@ -557,6 +168,73 @@ pub struct Counter {
     pub name: String,
     /// Last value as text.
     pub value: String,
+}
+
+/// What happened to a tracked object (`--track`, `--find`), in file order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TrackEvent {
+    /// It was allocated.
+    Created {
+        /// Object address.
+        obj: u64,
+        /// Its class.
+        class: String,
+        /// Its size.
+        size: u64,
+        /// Seconds since the first buffer.
+        secs: f64,
+        /// Backtrace (with traces).
+        frames: Vec<String>,
+    },
+    /// A GC handle was created for it.
+    Handle {
+        /// Object address.
+        obj: u64,
+        /// The handle.
+        handle: u64,
+        /// Seconds since the first buffer.
+        secs: f64,
+        /// Backtrace (with traces).
+        frames: Vec<String>,
+    },
+    /// It moved to `to`.
+    MovedTo {
+        /// Object address.
+        obj: u64,
+        /// New address.
+        to: u64,
+    },
+    /// It moved here from `from`.
+    MovedFrom {
+        /// Object address.
+        obj: u64,
+        /// Old address.
+        from: u64,
+    },
+    /// A heap shot saw a reference to it.
+    Referenced {
+        /// Object address.
+        obj: u64,
+        /// The referencing object.
+        parent: u64,
+        /// The referencing object's class.
+        class: String,
+    },
+}
+
+/// Backtraces per report entry (with [`Options::traces`]).
+#[derive(Clone, Debug, Default)]
+pub struct ReportTraces {
+    /// Callers of each method, in the order of [`Report::calls`].
+    pub calls: Vec<Vec<Trace>>,
+    /// Allocation sites per class name (counts are bytes).
+    pub alloc: HashMap<String, Vec<Trace>>,
+    /// Throw sites.
+    pub throws: Vec<Trace>,
+    /// Contention sites per lock object.
+    pub monitors: HashMap<u64, Vec<Trace>>,
+    /// Per handle type: (creation sites, destruction sites).
+    pub handles: [(Vec<Trace>, Vec<Trace>); 4],
 }
 
 /// The computed report.
@@ -574,9 +252,9 @@ pub struct Report {
     pub gc_gens: [(u64, u64, u64); 3],
     /// Per handle type: (created, destroyed, max live).
     pub gc_handles: [(u64, u64, u64); 4],
-    /// (class, bytes, count), by bytes.
+    /// (class, bytes, count), by bytes (or count with [`AllocSort::Count`]).
     pub alloc: Vec<(String, u64, u64)>,
-    /// (method, stats), by total.
+    /// (method, stats), by total (or as [`Options::method_sort`] says).
     pub calls: Vec<(String, MethodStats)>,
     /// Loaded images and assemblies.
     pub metadata: (u64, u64),
@@ -612,61 +290,97 @@ pub struct Report {
     pub unmatched_leaves: u64,
     /// Frames still open at the end (closed at the thread's last time).
     pub unfinished: u64,
+    /// Backtraces, when [`Options::traces`] asked for them.
+    pub traces: Option<ReportTraces>,
+    /// Tracked objects' events, when [`Options::track`] or [`Options::find`] named some
+    /// (mprof-report then prints only these).
+    pub tracking: Option<Vec<TrackEvent>>,
 }
 
 fn name(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Decodes `file` and computes every section.
+/// Decodes a whole file in memory (or mapped) and computes every section.
 pub fn compute(file: &File<'_>, opts: &Options) -> Report {
-    let mut groups: Vec<(u64, Vec<Buffer<'_>>)> = Vec::new();
-    let mut index: HashMap<u64, usize> = HashMap::new();
-    let mut problems = Vec::new();
-    let mut start_time = None;
-    for b in file.buffers() {
-        match b {
-            Ok(b) => {
-                start_time.get_or_insert(b.header.time_base);
-                if opts.thread.is_some_and(|t| t != b.header.thread_id) {
-                    continue;
-                }
-                let slot = *index.entry(b.header.thread_id).or_insert_with(|| {
-                    groups.push((b.header.thread_id, Vec::new()));
-                    groups.len() - 1
-                });
-                if let Some(g) = groups.get_mut(slot) {
-                    g.1.push(b);
-                }
-            }
-            Err(e) => problems.push(e),
-        }
-    }
-    let start_time = start_time.unwrap_or(0);
-    let window = opts
-        .time
-        .map(|(a, b)| (start_time.saturating_add(a), start_time.saturating_add(b)));
-    let aggs: Vec<Agg<'_>> = if opts.parallel {
-        groups
-            .par_iter()
-            .map(|(_, bufs)| run_thread(bufs, window, true))
-            .collect()
-    } else {
-        groups
-            .iter()
-            .map(|(_, bufs)| run_thread(bufs, window, false))
-            .collect()
-    };
-    let mut agg = Agg::default();
-    for a in aggs {
-        merge(&mut agg, a);
-    }
-    agg.problems.extend(problems);
-    finish(file, agg, start_time)
+    compute_with(file, opts, &|_| {})
 }
 
-fn finish(file: &File<'_>, mut agg: Agg<'_>, start_time: u64) -> Report {
-    let class_name = |c: ClassRef, agg: &Agg<'_>| -> String {
+/// [`compute`], telling `consumed` the file offset below which the data is no longer needed
+/// (every buffer before it has been decoded): a caller with a mapped file can drop those pages
+/// to keep the resident memory flat.
+pub fn compute_with(file: &File<'_>, opts: &Options, consumed: &(dyn Fn(u64) + Sync)) -> Report {
+    let mut bufs = file.buffers();
+    let (agg, st, start) = engine::run(
+        &file.header,
+        opts,
+        move |_| {
+            bufs.next().map(|b| match b {
+                Ok(b) => Job::Slice(b),
+                Err(e) => Job::Problem(e),
+            })
+        },
+        consumed,
+    );
+    finish(file.header.clone(), agg, st, start, opts)
+}
+
+/// Reads a file from a stream (a gzip decoder, a pipe), one buffer at a time, and computes
+/// every section. Memory holds a bounded number of buffers, not the file. Fails only when the
+/// header cannot be read; later problems are in [`Report::problems`].
+pub fn compute_stream<R: Read + Send>(r: R, opts: &Options) -> Result<Report> {
+    let mut reader = StreamReader::new(r)?;
+    let header = reader.header().clone();
+    let (agg, st, start) = engine::run(
+        &header,
+        opts,
+        move |v| {
+            reader.next_buffer(v).map(|b| match b {
+                Ok(b) => Job::Owned(b),
+                Err(e) => Job::Problem(e),
+            })
+        },
+        &|_| {},
+    );
+    Ok(finish(header, agg, st, start, opts))
+}
+
+fn sort_traces(t: &Traces, names: &dyn Fn(u64) -> String) -> Vec<Trace> {
+    let mut v: Vec<Trace> = t
+        .iter()
+        .filter(|(k, _)| !k.is_empty())
+        .map(|(k, &c)| Trace {
+            count: c,
+            frames: k.iter().map(|&m| names(m)).collect(),
+        })
+        .collect();
+    v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.frames.cmp(&b.frames)));
+    v
+}
+
+/// Merges traces of several entries that print under one name (sums equal backtraces).
+fn merge_traces(into: &mut Vec<Trace>, more: Vec<Trace>) {
+    if into.is_empty() {
+        *into = more;
+        return;
+    }
+    for t in more {
+        match into.iter_mut().find(|x| x.frames == t.frames) {
+            Some(x) => x.count += t.count,
+            None => into.push(t),
+        }
+    }
+    into.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.frames.cmp(&b.frames)));
+}
+
+fn finish(
+    header: Header,
+    mut agg: engine::Agg,
+    mut st: engine::Stitcher,
+    start_time: u64,
+    opts: &Options,
+) -> Report {
+    let class_name = |c: ClassRef| -> String {
         let class = match c {
             ClassRef::Class(p) => Some(p),
             ClassRef::Vtable(v) => agg.vtables.get(&v).copied(),
@@ -679,28 +393,49 @@ fn finish(file: &File<'_>, mut agg: Agg<'_>, start_time: u64) -> Report {
             },
         }
     };
-    let method_name = |m: u64, agg: &Agg<'_>| -> String {
+    let method_name = |m: u64| -> String {
         match agg.method_names.get(&m) {
-            Some((n, _)) => name(n),
+            Some(n) => name(n),
             None => format!("unknown method {m:#x}"),
         }
+    };
+    let by_alloc = |a: &(String, u64, u64), b: &(String, u64, u64)| {
+        match opts.alloc_sort {
+            AllocSort::Bytes => b.1.cmp(&a.1).then(b.2.cmp(&a.2)),
+            AllocSort::Count => b.2.cmp(&a.2).then(b.1.cmp(&a.1)),
+        }
+        .then_with(|| a.0.cmp(&b.0))
     };
     // allocations, merged by class name (several vtables may map to one class)
     let mut alloc_map: HashMap<String, (u64, u64)> = HashMap::new();
     for (&c, &(bytes, count)) in &agg.allocs {
-        let a = alloc_map.entry(class_name(c, &agg)).or_insert((0, 0));
+        let a = alloc_map.entry(class_name(c)).or_insert((0, 0));
         a.0 += bytes;
         a.1 += count;
     }
     let mut alloc: Vec<(String, u64, u64)> =
         alloc_map.into_iter().map(|(n, (b, c))| (n, b, c)).collect();
-    alloc.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
-    let mut calls: Vec<(String, MethodStats)> = agg
-        .methods
+    alloc.sort_by(by_alloc);
+    // calls: the workers' local replays plus the stitcher's
+    let mut methods = std::mem::take(&mut agg.methods);
+    for (m, s) in std::mem::take(&mut st.methods) {
+        methods.entry(m).or_default().add(&s);
+    }
+    let mut calls: Vec<(u64, String, MethodStats)> = methods
         .iter()
-        .map(|(&m, &s)| (method_name(m, &agg), s))
+        .map(|(&m, &s)| (m, method_name(m), s))
         .collect();
-    calls.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
+    calls.sort_by(|a, b| {
+        let key = |s: &MethodStats| match opts.method_sort {
+            MethodSort::Total => s.total_ns,
+            MethodSort::SelfTime => s.self_ns,
+            MethodSort::Calls => s.calls,
+        };
+        key(&b.2)
+            .cmp(&key(&a.2))
+            .then_with(|| a.1.cmp(&b.1))
+            .then(a.0.cmp(&b.0))
+    });
     // mprof-report counts methods whose JIT event has code (v11+ may write 0/0)
     let mut with_code: HashMap<u64, u64> = HashMap::new();
     for &(code, size, m) in &agg.jit_code {
@@ -714,140 +449,189 @@ fn finish(file: &File<'_>, mut agg: Agg<'_>, start_time: u64) -> Report {
     agg.usyms.sort_unstable();
     let mut hits: HashMap<String, u64> = HashMap::new();
     let (mut managed, mut unmanaged, mut unresolved) = (0u64, 0u64, 0u64);
-    for &(ip, _) in &agg.samples {
+    for (&ip, &n) in &agg.samples {
         let jit = agg.jit_code.partition_point(|&(c, _, _)| c <= ip);
         let found = jit
             .checked_sub(1)
             .and_then(|i| agg.jit_code.get(i))
             .filter(|&&(c, s, _)| ip < c.saturating_add(s));
         if let Some(&(_, _, m)) = found {
-            managed += 1;
-            *hits.entry(method_name(m, &agg)).or_default() += 1;
+            managed += n;
+            *hits.entry(method_name(m)).or_default() += n;
             continue;
         }
-        unmanaged += 1;
-        let u = agg.usyms.partition_point(|&(a, _, _)| a <= ip);
+        unmanaged += n;
+        let u = agg.usyms.partition_point(|(a, _, _)| *a <= ip);
         match u.checked_sub(1).and_then(|i| agg.usyms.get(i)) {
-            Some(&(a, _, n)) if ip - a < 4096 => *hits.entry(name(n)).or_default() += 1,
-            _ => unresolved += 1,
+            Some((a, _, nm)) if ip - a < 4096 => *hits.entry(name(nm)).or_default() += n,
+            _ => unresolved += n,
         }
     }
     let mut sample_rows: Vec<(String, u64)> = hits.into_iter().collect();
     sample_rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    // heap shots and counters need file order
-    agg.serial.sort_by_key(|s| s.0);
-    let mut heapshots = Vec::new();
-    type Shot = (HeapShot, HashMap<ClassRef, (u64, u64)>);
-    let mut cur: Option<Shot> = None;
-    let mut descs: HashMap<u64, (u64, String, u64)> = HashMap::new();
-    let mut values: HashMap<u64, String> = HashMap::new();
-    let mut raw_values: HashMap<u64, CounterAcc> = HashMap::new();
-    for (_, t, s) in &agg.serial {
-        match *s {
-            Serial::HeapStart => {
-                cur = Some((
-                    HeapShot {
-                        time_ns: t.saturating_sub(start_time),
-                        ..HeapShot::default()
-                    },
-                    HashMap::new(),
-                ))
+    // heap shots, classes bound now
+    let heapshots = st
+        .shots
+        .iter()
+        .map(|s| {
+            let mut by: HashMap<String, (u64, u64)> = HashMap::new();
+            for (&c, &(b, n)) in &s.classes {
+                let e = by.entry(class_name(c)).or_insert((0, 0));
+                e.0 += b;
+                e.1 += n;
             }
-            Serial::HeapObject { class, size } => {
-                if let Some((h, m)) = cur.as_mut() {
-                    h.size += size;
-                    h.objects += 1;
-                    let e = m.entry(class).or_insert((0, 0));
-                    e.0 += size;
-                    e.1 += 1;
-                }
+            let mut classes: Vec<(String, u64, u64)> =
+                by.into_iter().map(|(n, (b, c))| (n, b, c)).collect();
+            classes.sort_by(by_alloc);
+            let mut root_refs: HashMap<String, (u64, u64)> = HashMap::new();
+            for (&c, &(r, p)) in &s.root_refs {
+                let e = root_refs.entry(class_name(c)).or_default();
+                e.0 += r;
+                e.1 += p;
             }
-            Serial::Roots(n) => {
-                if let Some((h, _)) = cur.as_mut() {
-                    h.roots += n;
-                }
+            let mut refs: HashMap<String, HashMap<String, u64>> = HashMap::new();
+            for (&(to, from), &n) in &s.refs {
+                *refs
+                    .entry(class_name(to))
+                    .or_default()
+                    .entry(class_name(from))
+                    .or_default() += n;
             }
-            Serial::HeapEnd => {
-                if let Some((mut h, m)) = cur.take() {
-                    let mut by: HashMap<String, (u64, u64)> = HashMap::new();
-                    for (c, (b, n)) in m {
-                        let e = by.entry(class_name(c, &agg)).or_insert((0, 0));
-                        e.0 += b;
-                        e.1 += n;
-                    }
-                    h.classes = by.into_iter().map(|(n, (b, c))| (n, b, c)).collect();
-                    h.classes
-                        .sort_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
-                    heapshots.push(h);
-                }
+            let refs = refs
+                .into_iter()
+                .map(|(to, m)| {
+                    let mut v: Vec<(String, u64)> = m.into_iter().collect();
+                    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                    (to, v)
+                })
+                .collect();
+            HeapShot {
+                time_ns: s.time.saturating_sub(start_time),
+                size: s.size,
+                objects: s.objects,
+                roots: s.roots,
+                classes,
+                root_refs,
+                refs,
             }
-            Serial::Handle(ty, created) => {
-                if let Some(h) = agg.handles.get_mut(ty as usize) {
-                    if created {
-                        h.created += 1;
-                        h.live += 1;
-                        h.max = h.max.max(h.live);
-                    } else {
-                        h.destroyed += 1;
-                        h.live -= 1;
-                    }
-                }
-            }
-            Serial::CountersDesc(d) => {
-                for d in d {
-                    descs.insert(d.index, (d.section, name(d.name), d.unit));
-                }
-            }
-            Serial::Counters(vals) => {
-                for (index, _ty, v) in vals {
-                    let acc = raw_values.entry(index).or_default();
-                    let text = acc.apply(v);
-                    values.insert(index, text);
-                }
-            }
-        }
-    }
-    let mut counters: Vec<Counter> = descs
+        })
+        .collect();
+    let mut counters: Vec<Counter> = st
+        .counter_descs
         .iter()
         .filter_map(|(i, (section, n, unit))| {
-            values.get(i).map(|v| Counter {
+            let v = st.counters.get(i).and_then(|c| c.2.clone())?;
+            Some(Counter {
                 section: *section,
-                name: n.clone(),
+                name: n.to_string(),
                 value: if *unit == 2 << 24 {
                     // TIME unit: 100 ns ticks, shown in ms
                     v.parse::<i64>()
                         .map(|x| format!("{:.3}ms", x as f64 / 10_000.0))
-                        .unwrap_or_else(|_| v.clone())
+                        .unwrap_or(v)
                 } else {
-                    v.clone()
+                    v
                 },
             })
         })
         .collect();
     counters.sort_by(|a, b| a.section.cmp(&b.section).then(a.name.cmp(&b.name)));
-    let mut monitors: Vec<(u64, u64, u64, u64)> = agg
+    let mut monitors: Vec<(u64, u64, u64, u64)> = st
         .locks
         .iter()
-        .filter(|(_, l)| l.contentions > 0)
-        .map(|(&o, l)| (o, l.contentions, l.wait, l.max))
+        .filter(|(_, l)| l.0 > 0)
+        .map(|(&o, l)| (o, l.0, l.1, l.2))
         .collect();
     monitors.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
     let mut stats: Vec<(u8, u64, u32, u32, u64)> = agg
         .stats
         .iter()
-        .map(|(&b, &(c, mn, mx, by))| (b, c, mn, mx, by))
+        .enumerate()
+        .filter(|(_, s)| s.0 > 0)
+        .map(|(b, &(c, mn, mx, by))| (b as u8, c, mn, mx, by))
         .collect();
     stats.sort_by_key(|s| ((s.0 & 0xf), s.0 >> 4));
-    let mut gc_gens = [(0, 0, 0); 3];
-    for (o, g) in gc_gens.iter_mut().zip(agg.gens) {
-        *o = (g.count, g.max, g.total);
-    }
     let mut gc_handles = [(0, 0, 0); 4];
-    for (o, h) in gc_handles.iter_mut().zip(agg.handles) {
-        *o = (h.created, h.destroyed, h.max.max(0) as u64);
+    for (o, h) in gc_handles.iter_mut().zip(st.handles) {
+        *o = (h.0, h.1, h.3.max(0) as u64);
     }
+    let traces = opts.traces.then(|| {
+        let mut t = ReportTraces {
+            calls: calls
+                .iter()
+                .map(|(m, _, _)| {
+                    st.call_traces
+                        .get(m)
+                        .map(|tr| sort_traces(tr, &method_name))
+                        .unwrap_or_default()
+                })
+                .collect(),
+            ..ReportTraces::default()
+        };
+        for (target, tr) in &st.target_traces {
+            let v = sort_traces(tr, &method_name);
+            match *target {
+                Target::Alloc(c) => merge_traces(t.alloc.entry(class_name(c)).or_default(), v),
+                Target::Throw => merge_traces(&mut t.throws, v),
+                Target::Monitor(o) => merge_traces(t.monitors.entry(o).or_default(), v),
+                Target::HandleCreated(h) => {
+                    if let Some(x) = t.handles.get_mut(h as usize) {
+                        merge_traces(&mut x.0, v);
+                    }
+                }
+                Target::HandleDestroyed(h) => {
+                    if let Some(x) = t.handles.get_mut(h as usize) {
+                        merge_traces(&mut x.1, v);
+                    }
+                }
+            }
+        }
+        t
+    });
+    let secs = |t: u64| t.wrapping_sub(start_time) as i64 as f64 / 1e9;
+    let tracking = (!opts.track.is_empty() || !st.tracking.is_empty()).then(|| {
+        st.tracking
+            .iter()
+            .map(|e| match e {
+                Tracked::Created {
+                    obj,
+                    class,
+                    size,
+                    time,
+                    frames,
+                } => TrackEvent::Created {
+                    obj: *obj,
+                    class: class_name(*class),
+                    size: *size,
+                    secs: secs(*time),
+                    frames: frames.iter().map(|&m| method_name(m)).collect(),
+                },
+                Tracked::Handle {
+                    obj,
+                    handle,
+                    time,
+                    frames,
+                } => TrackEvent::Handle {
+                    obj: *obj,
+                    handle: *handle,
+                    secs: secs(*time),
+                    frames: frames.iter().map(|&m| method_name(m)).collect(),
+                },
+                Tracked::MovedTo(o, t) => TrackEvent::MovedTo { obj: *o, to: *t },
+                Tracked::MovedFrom(o, f) => TrackEvent::MovedFrom { obj: *o, from: *f },
+                Tracked::Referenced { obj, parent, class } => TrackEvent::Referenced {
+                    obj: *obj,
+                    parent: *parent,
+                    class: class_name(*class),
+                },
+            })
+            .collect()
+    });
+    let mut problems = agg.problems;
+    problems.extend(st.problems);
+    problems.sort_by_key(|e| e.offset);
     Report {
-        header: file.header.clone(),
+        header,
         start_time,
         jit: (
             with_code.len() as u64,
@@ -856,65 +640,48 @@ fn finish(file: &File<'_>, mut agg: Agg<'_>, start_time: u64) -> Report {
             agg.helpers_size,
         ),
         gc: (agg.resizes, agg.max_heap, agg.moves),
-        gc_gens,
+        gc_gens: st.gens,
         gc_handles,
         alloc,
-        calls,
+        calls: calls.into_iter().map(|(_, n, s)| (n, s)).collect(),
         metadata: (agg.images, agg.assemblies),
         exceptions: (agg.throws, agg.clauses),
         monitors,
         monitor_totals: {
-            let [_, c, d, f] = agg.monitor_counts;
+            let [_, c, d, f] = st.monitor_counts;
             (c, d, f)
         },
-        threads: dedupe(&agg.threads),
-        domains: agg.domains.iter().map(|&(t, n)| (t, name(n))).collect(),
-        contexts: agg.contexts.clone(),
+        threads: dedupe(&st.thread_names),
+        domains: st
+            .domains
+            .iter()
+            .map(|(t, n)| (*t, n.to_string()))
+            .collect(),
+        contexts: st.contexts.clone(),
         samples: (sample_rows, unmanaged, managed, unresolved),
         heapshots,
         counters,
         stats,
         buffers: agg.buffers,
         events: agg.events,
-        problems: agg.problems,
+        problems,
         skipped_bytes: agg.skipped_bytes,
-        unmatched_leaves: agg.unmatched_leaves,
-        unfinished: agg.unfinished,
+        unmatched_leaves: st.unmatched_leaves,
+        unfinished: st.unfinished,
+        traces,
+        tracking,
     }
 }
 
-fn dedupe(v: &[(u64, &[u8])]) -> Vec<(u64, String)> {
+fn dedupe(v: &[(u64, Box<str>)]) -> Vec<(u64, String)> {
     let mut out: Vec<(u64, String)> = Vec::new();
-    for &(t, n) in v {
-        match out.iter_mut().find(|(o, _)| *o == t) {
-            Some(e) => e.1 = name(n),
-            None => out.push((t, name(n))),
+    for (t, n) in v {
+        match out.iter_mut().find(|(o, _)| o == t) {
+            Some(e) => e.1 = n.to_string(),
+            None => out.push((*t, n.to_string())),
         }
     }
     out
-}
-
-#[derive(Default)]
-struct CounterAcc {
-    i: i64,
-    u: u64,
-}
-
-impl CounterAcc {
-    fn apply(&mut self, v: CounterValue<'_>) -> String {
-        match v {
-            CounterValue::Signed(d) => {
-                self.i = self.i.wrapping_add(d);
-                self.i.to_string()
-            }
-            CounterValue::Unsigned(d) => {
-                self.u = self.u.wrapping_add(d);
-                self.u.to_string()
-            }
-            CounterValue::Double(x) => format!("{x:.6}"),
-            CounterValue::String(s) => s.map(name).unwrap_or_else(|| "(null)".into()),
-        }
-    }
 }
 
 fn ptr(p: u64) -> String {
@@ -924,7 +691,6 @@ fn ptr(p: u64) -> String {
         format!("{p:#x}")
     }
 }
-
 const DEFAULT_COUNTERS: [(u64, &str); 13] = [
     (1 << 14, "User Time"),
     (1 << 14, "System Time"),
@@ -958,14 +724,83 @@ fn section_name(section: u64) -> &'static str {
     }
 }
 
-/// Writes the selected sections as text, laid out like mprof-report.
+fn write_traces(out: &mut dyn Write, traces: Option<&Vec<Trace>>, what: &str) -> io::Result<()> {
+    for t in traces.into_iter().flatten() {
+        writeln!(out, "\t{} {what} from:", t.count)?;
+        for f in &t.frames {
+            writeln!(out, "\t\t{f}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes what happened to the tracked objects, as mprof-report prints it.
+pub fn write_tracking(out: &mut dyn Write, events: &[TrackEvent]) -> io::Result<()> {
+    let frames = |out: &mut dyn Write, f: &[String]| -> io::Result<()> {
+        for m in f {
+            writeln!(out, "\t{m}")?;
+        }
+        Ok(())
+    };
+    for e in events {
+        match e {
+            TrackEvent::Created {
+                obj,
+                class,
+                size,
+                secs,
+                frames: f,
+            } => {
+                writeln!(
+                    out,
+                    "Object {} created ({class}, {size} bytes) at {secs:.3} secs.",
+                    ptr(*obj)
+                )?;
+                frames(out, f)?;
+            }
+            TrackEvent::Handle {
+                obj,
+                handle,
+                secs,
+                frames: f,
+            } => {
+                writeln!(
+                    out,
+                    "Object {} referenced from handle {handle} at {secs:.3} secs.",
+                    ptr(*obj)
+                )?;
+                frames(out, f)?;
+            }
+            TrackEvent::MovedTo { obj, to } => {
+                writeln!(out, "Object {} moved to {}", ptr(*obj), ptr(*to))?
+            }
+            TrackEvent::MovedFrom { obj, from } => {
+                writeln!(out, "Object {} moved from {}", ptr(*obj), ptr(*from))?
+            }
+            TrackEvent::Referenced { obj, parent, class } => writeln!(
+                out,
+                "Object {} referenced from {} ({class}).",
+                ptr(*obj),
+                ptr(*parent)
+            )?,
+        }
+    }
+    Ok(())
+}
+
+/// Writes the selected sections as text, laid out like mprof-report (with
+/// [`Report::tracking`], only the tracked objects' events, as mprof-report does).
 pub fn write_text(
     out: &mut dyn Write,
     r: &Report,
     sections: &[&str],
     verbose: bool,
 ) -> io::Result<()> {
+    if let Some(t) = &r.tracking {
+        return write_tracking(out, t);
+    }
     let want = |s: &str| sections.contains(&s);
+    let tr = r.traces.as_ref();
     let h = &r.header;
     if want("header") {
         writeln!(out, "\nMono log profiler data")?;
@@ -1021,6 +856,9 @@ pub fn write_text(
                     "\tGC handles {}: created: {c}, destroyed: {d}, max: {m}",
                     HANDLE_NAMES.get(i).copied().unwrap_or("?")
                 )?;
+                let h = tr.and_then(|t| t.handles.get(i));
+                write_traces(out, h.map(|h| &h.0), "created")?;
+                write_traces(out, h.map(|h| &h.1), "destroyed")?;
             }
         }
     }
@@ -1052,6 +890,7 @@ pub fn write_text(
             tb += b;
             tc += c;
             writeln!(out, "{b:10} {c:10} {:8} {n}", b / (*c).max(1))?;
+            write_traces(out, tr.and_then(|t| t.alloc.get(n)), "bytes")?;
         }
         writeln!(out, "Total memory allocated: {tb} bytes in {tc} objects")?;
     }
@@ -1063,13 +902,14 @@ pub fn write_text(
             "Total(ms)", "Self(ms)", "Calls"
         )?;
         let mut total_calls = 0u64;
-        for (n, s) in &r.calls {
+        for (i, (n, s)) in r.calls.iter().enumerate() {
             total_calls += s.calls;
             let ms = s.total_ns / 1_000_000;
             if ms == 0 && !verbose {
                 continue;
             }
             writeln!(out, "{ms:8} {:8} {:10} {n}", s.self_ns / 1_000_000, s.calls)?;
+            write_traces(out, tr.and_then(|t| t.calls.get(i)), "calls")?;
         }
         writeln!(out, "Total calls: {total_calls}")?;
     }
@@ -1082,6 +922,7 @@ pub fn write_text(
         let (throws, cl) = r.exceptions;
         writeln!(out, "\nException summary")?;
         writeln!(out, "\tThrows: {throws}")?;
+        write_traces(out, tr.map(|t| &t.throws), "throws")?;
         for (i, kind) in [
             (0usize, "catch"),
             (1, "filter"),
@@ -1105,6 +946,7 @@ pub fn write_text(
                 max as f64 / 1e9,
                 wait as f64 / 1e9 / n as f64
             )?;
+            write_traces(out, tr.and_then(|t| t.monitors.get(&o)), "contentions")?;
         }
         writeln!(out, "\tLock contentions: {}", r.monitor_totals.0)?;
         writeln!(out, "\tLock acquired: {}", r.monitor_totals.1)?;
@@ -1158,6 +1000,14 @@ pub fn write_text(
                     )?;
                 }
                 writeln!(out)?;
+                if tr.is_some() {
+                    if let Some((roots, pinning)) = h.root_refs.get(n) {
+                        writeln!(out, "\t\t{roots} root references ({pinning} pinning)")?;
+                    }
+                    for (from, k) in h.refs.get(n).into_iter().flatten() {
+                        writeln!(out, "\t\t{k} references from: {from}")?;
+                    }
+                }
             }
             prev = Some(
                 h.classes
@@ -1214,6 +1064,14 @@ pub fn write_text(
 /// The report as JSON (schema `profkit.mlpd-report/1`).
 pub fn to_json(r: &Report) -> Value {
     let h = &r.header;
+    let tr = r.traces.as_ref();
+    // with traces, an entry carries its backtraces
+    let with = |mut v: Value, key: &str, t: Option<&Vec<Trace>>| -> Value {
+        if let (Some(obj), true) = (v.as_object_mut(), tr.is_some()) {
+            obj.insert(key.into(), traces_json(t));
+        }
+        v
+    };
     let gens: Vec<Value> = r
         .gc_gens
         .iter()
@@ -1227,11 +1085,19 @@ pub fn to_json(r: &Report) -> Value {
         .enumerate()
         .filter(|(_, h)| h.0 > 0 || h.1 > 0)
         .map(|(i, &(c, d, m))| {
-            json!({"type": HANDLE_NAMES.get(i).copied().unwrap_or("?"), "created": c, "destroyed": d, "max": m})
+            let v = json!({"type": HANDLE_NAMES.get(i).copied().unwrap_or("?"), "created": c, "destroyed": d, "max": m});
+            let th = tr.and_then(|t| t.handles.get(i));
+            let v = with(v, "created_traces", th.map(|h| &h.0));
+            with(v, "destroyed_traces", th.map(|h| &h.1))
         })
         .collect();
     let (throws, cl) = r.exceptions;
-    json!({
+    let exceptions = with(
+        json!({"throws": throws, "catch": cl.first(), "filter": cl.get(1), "finally": cl.get(2), "fault": cl.get(4)}),
+        "traces",
+        tr.map(|t| &t.throws),
+    );
+    let mut v = json!({
         "schema": "profkit.mlpd-report/1",
         "header": {
             "major": h.major, "minor": h.minor, "data_version": h.data_version,
@@ -1244,24 +1110,83 @@ pub fn to_json(r: &Report) -> Value {
             "unmanaged": r.samples.1, "managed": r.samples.2, "unresolved": r.samples.3,
             "methods": r.samples.0.iter().map(|(n, c)| json!({"method": n, "hits": c})).collect::<Vec<_>>(),
         },
-        "alloc": r.alloc.iter().map(|(n, b, c)| json!({"class": n, "bytes": b, "count": c})).collect::<Vec<_>>(),
-        "calls": r.calls.iter().filter(|(_, s)| s.calls > 0).map(|(n, s)| json!({
+        "alloc": r.alloc.iter().map(|(n, b, c)| with(
+            json!({"class": n, "bytes": b, "count": c}), "traces", tr.and_then(|t| t.alloc.get(n)),
+        )).collect::<Vec<_>>(),
+        "calls": r.calls.iter().enumerate().filter(|(_, (_, s))| s.calls > 0).map(|(i, (n, s))| with(json!({
             "method": n, "calls": s.calls, "total_ns": s.total_ns, "self_ns": s.self_ns,
             "total_all_activations_ns": s.total_all_ns,
-        })).collect::<Vec<_>>(),
+        }), "traces", tr.and_then(|t| t.calls.get(i)))).collect::<Vec<_>>(),
         "metadata": {"images": r.metadata.0, "assemblies": r.metadata.1},
-        "exceptions": {"throws": throws, "catch": cl.first(), "filter": cl.get(1), "finally": cl.get(2), "fault": cl.get(4)},
-        "monitors": r.monitors.iter().map(|&(o, n, w, m)| json!({"object": o, "contentions": n, "wait_ns": w, "max_wait_ns": m})).collect::<Vec<_>>(),
+        "exceptions": exceptions,
+        "monitors": r.monitors.iter().map(|&(o, n, w, m)| with(
+            json!({"object": o, "contentions": n, "wait_ns": w, "max_wait_ns": m}),
+            "traces", tr.and_then(|t| t.monitors.get(&o)),
+        )).collect::<Vec<_>>(),
         "monitor_totals": {"contentions": r.monitor_totals.0, "acquired": r.monitor_totals.1, "failures": r.monitor_totals.2},
         "threads": r.threads.iter().map(|(t, n)| json!({"id": t, "name": n})).collect::<Vec<_>>(),
         "domains": r.domains.iter().map(|(d, n)| json!({"id": d, "name": n})).collect::<Vec<_>>(),
         "contexts": r.contexts.iter().map(|(c, d)| json!({"id": c, "domain": d})).collect::<Vec<_>>(),
         "heapshots": r.heapshots.iter().map(|h| json!({
             "time_ns": h.time_ns, "size": h.size, "objects": h.objects, "roots": h.roots,
-            "classes": h.classes.iter().map(|(n, b, c)| json!({"class": n, "bytes": b, "count": c})).collect::<Vec<_>>(),
+            "classes": h.classes.iter().map(|(n, b, c)| {
+                let mut v = json!({"class": n, "bytes": b, "count": c});
+                if let (Some(o), true) = (v.as_object_mut(), tr.is_some()) {
+                    let (roots, pinning) = h.root_refs.get(n).copied().unwrap_or((0, 0));
+                    o.insert("root_references".into(), roots.into());
+                    o.insert("pinning_root_references".into(), pinning.into());
+                    o.insert("references_from".into(), h.refs.get(n).into_iter().flatten()
+                        .map(|(f, k)| json!({"class": f, "references": k})).collect::<Vec<_>>().into());
+                }
+                v
+            }).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "counters": r.counters.iter().map(|c| json!({"section": section_name(c.section), "name": c.name, "value": c.value})).collect::<Vec<_>>(),
         "stats": {"buffers": r.buffers, "events": r.events, "problems": r.problems.len(), "skipped_bytes": r.skipped_bytes,
                   "unmatched_leaves": r.unmatched_leaves, "unfinished_frames": r.unfinished},
-    })
+    });
+    if let (Some(t), Some(o)) = (&r.tracking, v.as_object_mut()) {
+        o.insert(
+            "tracking".into(),
+            t.iter().map(track_json).collect::<Vec<_>>().into(),
+        );
+    }
+    v
+}
+
+fn traces_json(t: Option<&Vec<Trace>>) -> Value {
+    t.into_iter()
+        .flatten()
+        .map(|t| json!({"count": t.count, "frames": t.frames}))
+        .collect::<Vec<_>>()
+        .into()
+}
+
+fn track_json(e: &TrackEvent) -> Value {
+    match e {
+        TrackEvent::Created {
+            obj,
+            class,
+            size,
+            secs,
+            frames,
+        } => {
+            json!({"event": "created", "object": obj, "class": class, "size": size, "secs": secs, "frames": frames})
+        }
+        TrackEvent::Handle {
+            obj,
+            handle,
+            secs,
+            frames,
+        } => {
+            json!({"event": "handle", "object": obj, "handle": handle, "secs": secs, "frames": frames})
+        }
+        TrackEvent::MovedTo { obj, to } => json!({"event": "moved_to", "object": obj, "to": to}),
+        TrackEvent::MovedFrom { obj, from } => {
+            json!({"event": "moved_from", "object": obj, "from": from})
+        }
+        TrackEvent::Referenced { obj, parent, class } => {
+            json!({"event": "referenced", "object": obj, "from": parent, "class": class})
+        }
+    }
 }

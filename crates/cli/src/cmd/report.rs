@@ -1,31 +1,32 @@
 //! `profkit report FILE.mlpd`: mprof-report's sections (the logic is in profkit-mlpd's
-//! `report` module; this only parses options and prints).
+//! `report` module; this only parses options, opens the input and prints). Plain files are
+//! mapped; gzip files and stdin are read as a stream, one buffer at a time.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Result};
-use profkit_mlpd::report::{self, Options, SECTIONS};
+use profkit_mlpd::report::{self, AllocSort, Find, MethodSort, Options, SECTIONS};
 
-use super::open_detected;
 use crate::cli::ReportArgs;
-use crate::detect::Format;
+use crate::detect::{detect, Format};
+use crate::input::{self, Opened};
 use crate::output;
 
-fn parse_thread(s: &str) -> Result<u64> {
+fn parse_addr(s: &str, what: &str) -> Result<u64> {
     let t = s.trim();
     let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         Some(h) => u64::from_str_radix(h, 16),
         None => t.parse(),
     };
-    v.map_err(|_| anyhow!("--thread {s:?}: expected a thread id (0x7f... or decimal)"))
+    v.map_err(|_| anyhow!("{what} {s:?}: expected an address or id (0x7f... or decimal)"))
 }
 
 fn parse_time(s: &str) -> Result<(u64, u64)> {
     let (a, b) = s
         .split_once('-')
         .ok_or_else(|| anyhow!("--time {s:?}: expected FROM-TO in seconds"))?;
-    let secs = |x: &str| -> Result<u64> {
+    let secs = |x: &str| -> Result<f64> {
         let f: f64 = x
             .trim()
             .parse()
@@ -33,20 +34,73 @@ fn parse_time(s: &str) -> Result<(u64, u64)> {
         if f.is_nan() || f < 0.0 {
             bail!("--time {s:?}: negative time");
         }
-        Ok((f * 1e9) as u64)
+        Ok(f)
     };
-    Ok((secs(a)?, secs(b)?))
+    let (from, to) = (secs(a)?, secs(b)?);
+    if from > to {
+        bail!("--time {s:?}: FROM is after TO");
+    }
+    Ok(((from * 1e9) as u64, (to * 1e9) as u64))
+}
+
+fn parse_find(specs: &[String]) -> Result<Option<Find>> {
+    if specs.is_empty() {
+        return Ok(None);
+    }
+    let mut f = Find::default();
+    for s in specs {
+        if let Some(n) = s.strip_prefix("S:") {
+            f.min_size = n
+                .trim()
+                .parse()
+                .map_err(|_| anyhow!("--find {s:?}: S: takes a size in bytes"))?;
+        } else if let Some(n) = s.strip_prefix("T:") {
+            f.name = Some(n.to_string());
+        } else {
+            bail!("--find {s:?}: expected S:MINSIZE or T:NAME");
+        }
+    }
+    Ok(Some(f))
+}
+
+fn options(args: &ReportArgs) -> Result<Options> {
+    Ok(Options {
+        thread: args
+            .thread
+            .as_deref()
+            .map(|t| parse_addr(t, "--thread"))
+            .transpose()?,
+        time: args.time.as_deref().map(parse_time).transpose()?,
+        parallel: true,
+        traces: args.traces,
+        maxframes: args.maxframes,
+        method_sort: match args.method_sort.as_str() {
+            "self" => MethodSort::SelfTime,
+            "calls" => MethodSort::Calls,
+            _ => MethodSort::Total,
+        },
+        alloc_sort: match args.alloc_sort.as_str() {
+            "count" => AllocSort::Count,
+            _ => AllocSort::Bytes,
+        },
+        track: args
+            .track
+            .iter()
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| parse_addr(t, "--track"))
+            .collect::<Result<_>>()?,
+        find: parse_find(&args.find)?,
+    })
+}
+
+fn not_mlpd(name: &str, format: Format) -> anyhow::Error {
+    anyhow!(
+        "{name}: `profkit report` reads Mono log profiler files; this is {}",
+        format.description()
+    )
 }
 
 pub fn run(args: &ReportArgs) -> Result<ExitCode> {
-    let (input, format) = open_detected(&args.file, args.input.input_format)?;
-    if format != Format::Mlpd {
-        bail!(
-            "{}: `profkit report` reads Mono log profiler files; this is {}",
-            input.name,
-            format.description()
-        );
-    }
     let sections: Vec<&str> = if args.reports.is_empty() {
         SECTIONS.iter().copied().filter(|&s| s != "stats").collect()
     } else {
@@ -62,14 +116,29 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
         }
         v
     };
-    let opts = Options {
-        thread: args.thread.as_deref().map(parse_thread).transpose()?,
-        time: args.time.as_deref().map(parse_time).transpose()?,
-        parallel: true,
+    let opts = options(args)?;
+    let forced = args.input.input_format.map(Format::from);
+    let (name, r) = match input::open_streaming(&args.file)? {
+        Opened::Data(input) => {
+            match forced.or_else(|| detect(&input.data)) {
+                Some(Format::Mlpd) | None => {}
+                Some(f) => return Err(not_mlpd(&input.name, f)),
+            }
+            let file = profkit_mlpd::File::parse(&input.data)
+                .map_err(|e| anyhow!("{}: {e}", input.name))?;
+            let r = report::compute_with(&file, &opts, &|upto| input.data.release(upto));
+            (input.name, r)
+        }
+        Opened::Stream(mut s) => {
+            match forced.or_else(|| s.peek().ok().and_then(detect)) {
+                Some(Format::Mlpd) | None => {}
+                Some(f) => return Err(not_mlpd(&s.name, f)),
+            }
+            let r =
+                report::compute_stream(s.reader, &opts).map_err(|e| anyhow!("{}: {e}", s.name))?;
+            (s.name, r)
+        }
     };
-    let file =
-        profkit_mlpd::File::parse(&input.data).map_err(|e| anyhow!("{}: {e}", input.name))?;
-    let r = report::compute(&file, &opts);
     let mut out = output::stdout();
     if args.json {
         serde_json::to_writer(&mut out, &report::to_json(&r))?;
@@ -78,9 +147,6 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
         report::write_text(&mut out, &r, &sections, args.verbose)?;
     }
     out.flush()?;
-    if args.traces {
-        output::print_note("--traces is not implemented yet; the report has no backtraces");
-    }
-    super::mlpd::report_problems(&input.name, &r.problems, r.skipped_bytes);
+    super::mlpd::report_problems(&name, &r.problems, r.skipped_bytes);
     Ok(ExitCode::SUCCESS)
 }

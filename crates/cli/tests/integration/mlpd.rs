@@ -253,3 +253,131 @@ fn folded_stacks_from_samples() {
     assert!(out.lines().any(|l| l.contains("Cpu:Work (int)")), "{out}");
     assert!(err.contains("sample"), "{err}");
 }
+
+#[test]
+fn report_streams_gzip_and_stdin_with_the_same_result() {
+    // busy_zip is gzip (read as a stream); the same bytes on stdin, and decompressed on stdin
+    let file = ok(&["report", "--json", "busy_zip.mlpd"]);
+    let raw = std::fs::read(dir().join("busy_zip.mlpd")).unwrap();
+    let piped = |bytes: Vec<u8>| {
+        let o = Command::cargo_bin("profkit")
+            .unwrap()
+            .args(["report", "--json", "-"])
+            .write_stdin(bytes)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    assert_eq!(piped(raw.clone()), file);
+    let mut plain = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&raw[..]), &mut plain).unwrap();
+    assert_eq!(piped(plain), file);
+}
+
+#[test]
+fn report_rejects_other_formats_in_a_stream() {
+    let gz = {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut e, b"DTiJ\x01\x00\x00\x00 a jitdump, not mlpd").unwrap();
+        e.finish().unwrap()
+    };
+    let t = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(t.path(), gz).unwrap();
+    let (_, err, code) = run(&["report", t.path().to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("jitdump"), "{err}");
+}
+
+/// `--traces`: backtraces under each entry, as mprof-report prints them (the library's tests
+/// compare them with mprof-report's output); the JSON carries them too.
+#[test]
+fn report_traces_text_and_json() {
+    let out = ok(&[
+        "report",
+        "--traces",
+        "--reports=alloc,call,exception",
+        "busy_calls_alloc.mlpd",
+    ]);
+    assert!(out.contains(" calls from:\n\t\t"), "{out}");
+    assert!(out.contains(" bytes from:\n\t\t"));
+    let golden = std::fs::read_to_string(dir().join("busy_calls_alloc.traces.txt")).unwrap();
+    let block = "\t27552 bytes from:\n\t\tBusy:Build (int)\n";
+    assert!(golden.contains(block));
+    assert!(out.contains(block), "{out}");
+    let j: serde_json::Value = serde_json::from_str(&ok(&[
+        "report",
+        "--traces",
+        "--json",
+        "busy_calls_alloc.mlpd",
+    ]))
+    .unwrap();
+    let fib = j["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["method"] == "Busy:Fib (int)")
+        .unwrap();
+    let traces = fib["traces"].as_array().unwrap();
+    assert!(!traces.is_empty());
+    assert!(traces[0]["frames"].as_array().unwrap().len() <= 6);
+    assert!(j["alloc"][0]["traces"].is_array());
+    // without --traces there are none
+    let j: serde_json::Value =
+        serde_json::from_str(&ok(&["report", "--json", "busy_calls_alloc.mlpd"])).unwrap();
+    assert!(j["calls"][0].get("traces").is_none());
+}
+
+#[test]
+fn report_sort_find_and_track_options() {
+    let by_calls = ok(&[
+        "report",
+        "--method-sort=calls",
+        "--reports=call",
+        "busy_calls.mlpd",
+    ]);
+    let calls: Vec<u64> = by_calls
+        .lines()
+        .skip_while(|l| !l.starts_with("Total(ms)"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("Total calls"))
+        .map(|l| l.split_whitespace().nth(2).unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        calls.len() > 3 && calls.windows(2).all(|w| w[0] >= w[1]),
+        "{calls:?}"
+    );
+    let by_count = ok(&[
+        "report",
+        "--alloc-sort=count",
+        "--reports=alloc",
+        "busy_alloc_bt.mlpd",
+    ]);
+    assert!(by_count.contains("Allocation summary"));
+    // --find prints only the found objects' events, in mprof-report's words
+    let found = ok(&["report", "--find=S:2000", "busy_alloc_bt.mlpd"]);
+    let golden =
+        std::fs::read_to_string(dir().join("options/alloc_bt.find-size-traces.txt")).unwrap();
+    let created = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| l.starts_with("Object "))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(created(&found), created(&golden));
+    let addr = created(&golden)[0]
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    let tracked = ok(&[
+        "report",
+        &format!("--track={addr}"),
+        "--json",
+        "busy_alloc_bt.mlpd",
+    ]);
+    let j: serde_json::Value = serde_json::from_str(&tracked).unwrap();
+    assert_eq!(j["tracking"][0]["event"], "created");
+    let (_, err, code) = run(&["report", "--find=X:1", "busy_alloc_bt.mlpd"]);
+    assert_eq!(code, 2, "{err}");
+}

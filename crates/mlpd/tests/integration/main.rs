@@ -2,8 +2,11 @@
 //! round trips through the writer for every data version, and malformed input.
 
 mod malformed;
+mod options;
 mod parity;
 mod roundtrip;
+mod stream;
+mod traces;
 
 use std::path::PathBuf;
 
