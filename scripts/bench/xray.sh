@@ -47,6 +47,10 @@ T1=$(ls xray-log.big1.*); T4=$(ls xray-log.big4.*)
 ls -l "$T1" "$T4"
 run() { # label, command...
   local label=$1; shift
+  # Start every timed command with no dirty page-cache backlog from the previous one (llvm's
+  # 6.9 GB YAML would otherwise throttle the next writer), and log how busy the machine is.
+  sync
+  echo "$label start: load $(cut -d' ' -f1-3 /proc/loadavg)"
   /usr/bin/time -f "%e %M" -o time.txt "$@" > out.$label 2> err.$label || echo "($label exited $?)"
   read -r wall rss < <(tail -n 1 time.txt)
   echo "$label wall=${wall}s rss=${rss}KB"

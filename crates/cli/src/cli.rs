@@ -248,17 +248,31 @@ pub struct StackArgs {
     /// Reproduce `llvm-xray stack` (human output; with --folded, its inclusive flame output).
     #[arg(long)]
     pub llvm: bool,
-    /// Folded stacks (`f;g;h VALUE`) for flame-graph tools; exclusive time unless --inclusive.
-    #[arg(long)]
+    /// Folded stacks (`f;g;h VALUE`) for flame-graph tools; exclusive time unless --inclusive
+    /// (`--all-stacks` is llvm-xray's name).
+    #[arg(long, visible_alias = "all-stacks")]
     pub folded: bool,
     /// With --folded: inclusive time (llvm-xray's flame values).
     #[arg(long)]
     pub inclusive: bool,
-    /// One set of stacks per thread.
-    #[arg(long)]
+    /// One set of stacks per thread (`--per-thread-stacks` is llvm-xray's name).
+    #[arg(
+        long,
+        visible_alias = "per-thread-stacks",
+        conflicts_with = "aggregate_threads"
+    )]
     pub per_thread: bool,
-    /// Sum time or count calls.
-    #[arg(long, value_enum, default_value = "time")]
+    /// With --llvm: merge the threads' stacks as `llvm-xray stack --aggregate-threads` does
+    /// (without --llvm, stacks of all threads are merged unless --per-thread).
+    #[arg(long)]
+    pub aggregate_threads: bool,
+    /// Sum time or count calls (`--aggregation-type` is llvm-xray's name).
+    #[arg(
+        long,
+        visible_alias = "aggregation-type",
+        value_enum,
+        default_value = "time"
+    )]
     pub aggregation: StackAggregation,
     /// Accepted for llvm-xray compatibility; profkit always keeps going.
     #[arg(short = 'k', long = "keep-going")]

@@ -27,7 +27,6 @@ const HIST_AFTER: usize = 1024;
 pub struct Durations {
     hist: Vec<u64>,
     hist_on: bool,
-    hist_count: u64,
     list: Vec<u64>,
 }
 
@@ -35,6 +34,17 @@ impl Durations {
     /// Adds one duration.
     #[inline]
     pub fn push(&mut self, d: u64) {
+        if self.hist_on {
+            if let Some(c) = self.hist.get_mut(d as usize) {
+                *c += 1;
+                return;
+            }
+        }
+        self.push_slow(d);
+    }
+
+    #[inline(never)]
+    fn push_slow(&mut self, d: u64) {
         if self.hist_on && d < HIST_LIMIT {
             let i = d as usize;
             if i >= self.hist.len() {
@@ -43,7 +53,6 @@ impl Durations {
             if let Some(c) = self.hist.get_mut(i) {
                 *c += 1;
             }
-            self.hist_count += 1;
         } else {
             self.list.push(d);
             if !self.hist_on && self.list.len() >= HIST_AFTER {
@@ -59,9 +68,15 @@ impl Durations {
         }
     }
 
+    /// Number of durations counted in the histogram (not kept per push: the loop that feeds
+    /// durations stays free of a second memory counter).
+    fn hist_count(&self) -> u64 {
+        self.hist.iter().sum()
+    }
+
     /// Number of durations.
     pub fn len(&self) -> u64 {
-        self.hist_count + self.list.len() as u64
+        self.hist_count() + self.list.len() as u64
     }
 
     /// Whether there are none.
@@ -86,7 +101,6 @@ impl Durations {
         for (a, b) in self.hist.iter_mut().zip(other.hist.iter()) {
             *a += *b;
         }
-        self.hist_count += other.hist_count;
         if self.list.is_empty() {
             self.list = other.list;
         } else {
@@ -129,7 +143,7 @@ impl Durations {
             return row;
         }
         let hist = &self.hist;
-        let hist_count = self.hist_count;
+        let hist_count = self.hist_count();
         let list = &mut self.list;
         let mut at = |k: u64| -> u64 {
             let k = k.min(n - 1);
@@ -212,6 +226,12 @@ impl Accounting {
         if existing != 0 {
             return existing as usize - 1;
         }
+        self.new_slot(func)
+    }
+
+    #[cold]
+    fn new_slot(&mut self, func: FuncId) -> usize {
+        let id = func.0;
         self.funcs.push((func, Durations::default()));
         self.first.push(u64::MAX);
         let n = self.funcs.len() as u32;
@@ -239,7 +259,7 @@ impl Accounting {
 
     /// Records one call and lowers the function's ordering key to `key` (used to merge partial
     /// accountings of one thread's buffers into first-completion order).
-    #[inline]
+    #[inline(always)]
     pub fn record_keyed(&mut self, func: FuncId, duration: u64, key: u64) {
         let i = self.slot(func);
         if let Some((_, v)) = self.funcs.get_mut(i) {

@@ -382,13 +382,7 @@ impl LlvmStackTrie {
     }
 
     fn lineage(&self, n: u32) -> Vec<u32> {
-        let mut v = vec![n];
-        let mut cur = n;
-        while let Some(p) = self.nodes.get(cur as usize).and_then(|x| x.parent) {
-            v.push(p);
-            cur = p;
-        }
-        v
+        lineage(&self.nodes, n)
     }
 
     fn print_stack(&self, out: &mut dyn Write, leaf: u32, names: &FunctionTable) -> io::Result<()> {
@@ -513,28 +507,177 @@ impl LlvmStackTrie {
     ) -> io::Result<()> {
         for tid in self.tids_in_llvm_order() {
             let roots = self.roots.get(&tid).cloned().unwrap_or_default();
-            for r in roots {
-                let mut s = vec![r];
-                while let Some(top) = s.pop() {
-                    let Some(node) = self.nodes.get(top as usize) else {
-                        continue;
-                    };
-                    let mut line = format!("thread_{tid};");
-                    for &n in self.lineage(top).iter().rev() {
-                        if let Some(x) = self.nodes.get(n as usize) {
-                            line.push_str(&names.name(x.func));
-                            line.push(';');
-                        }
-                    }
-                    let v = match agg {
-                        Aggregation::Time => node.inter_sum.wrapping_add(node.term_sum),
-                        Aggregation::Count => node.inter_count + node.term_count,
-                    };
-                    writeln!(out, "{line} {v}")?;
-                    s.extend(node.callees.iter().copied());
-                }
-            }
+            flame(&self.nodes, out, &roots, Some(tid), names, agg)?;
         }
         Ok(())
     }
+
+    /// `llvm-xray stack --aggregate-threads` (human output of the tries merged across threads).
+    pub fn write_human_aggregated(
+        &self,
+        out: &mut dyn Write,
+        names: &FunctionTable,
+    ) -> io::Result<()> {
+        let (nodes, roots) = self.merged_across_threads();
+        let merged = LlvmStackTrie {
+            nodes,
+            ..LlvmStackTrie::default()
+        };
+        merged.print(out, &roots, names)
+    }
+
+    /// `llvm-xray stack --all-stacks --stack-format=flame --aggregate-threads` (no thread
+    /// prefix; values inclusive).
+    pub fn write_flame_aggregated(
+        &self,
+        out: &mut dyn Write,
+        names: &FunctionTable,
+        agg: Aggregation,
+    ) -> io::Result<()> {
+        let (nodes, roots) = self.merged_across_threads();
+        flame(&nodes, out, &roots, None, names, agg)
+    }
+
+    /// llvm's `mergeAcrossThreads`: the roots of every thread (threads in `DenseMap` order),
+    /// a root whose function is already there merged into it (the merged root moves to the
+    /// end). Returns the node arena (this trie's nodes plus the merged ones) and the roots.
+    ///
+    /// As in llvm's `mergeTrieNodes`, a callee found on one side only is not copied: the merged
+    /// node points at the original, whose parent stays in its own thread's trie, so the
+    /// callers printed above such a stack carry that thread's numbers only.
+    fn merged_across_threads(&self) -> (Vec<LNode>, Vec<u32>) {
+        let mut arena = self.nodes.clone();
+        let mut merged: Vec<u32> = Vec::new();
+        let func = |arena: &[LNode], n: u32| arena.get(n as usize).map(|x| x.func);
+        for tid in self.tids_in_llvm_order() {
+            for &r in self.roots.get(&tid).map(Vec::as_slice).unwrap_or_default() {
+                let f = func(&arena, r);
+                match merged.iter().position(|&m| func(&arena, m) == f) {
+                    None => merged.push(r),
+                    Some(i) => {
+                        let m = merged.remove(i);
+                        let n = merge_trie_nodes(&mut arena, m, r, None);
+                        merged.push(n);
+                    }
+                }
+            }
+        }
+        (arena, merged)
+    }
+}
+
+/// llvm's `mergeTrieNodes(left, right, parent)`, iteratively (a trie is as deep as the deepest
+/// stack of an untrusted trace): a new node with both sides' durations; its callees are, in
+/// order, right's callees (merged with left's callee of the same function when there is one,
+/// else right's own node) and then left's unmatched callees in `DenseMap<int32_t>` order.
+fn merge_trie_nodes(arena: &mut Vec<LNode>, left: u32, right: u32, parent: Option<u32>) -> u32 {
+    let mut work: Vec<(u32, u32, Option<u32>, Option<usize>)> = vec![(left, right, parent, None)];
+    let mut top = u32::MAX;
+    while let Some((l, r, parent, slot)) = work.pop() {
+        let (Some(ln), Some(rn)) = (arena.get(l as usize), arena.get(r as usize)) else {
+            continue;
+        };
+        let node = LNode {
+            func: ln.func,
+            parent,
+            callees: Vec::new(),
+            term_count: ln.term_count + rn.term_count,
+            term_sum: ln.term_sum.wrapping_add(rn.term_sum),
+            inter_count: ln.inter_count + rn.inter_count,
+            inter_sum: ln.inter_sum.wrapping_add(rn.inter_sum),
+        };
+        let left_callees = ln.callees.clone();
+        let right_callees = rn.callees.clone();
+        let n = arena.len() as u32;
+        arena.push(node);
+        match (parent, slot) {
+            (Some(p), Some(i)) => {
+                if let Some(c) = arena.get_mut(p as usize).and_then(|p| p.callees.get_mut(i)) {
+                    *c = n;
+                }
+            }
+            _ => top = n,
+        }
+        let func = |arena: &[LNode], n: u32| arena.get(n as usize).map(|x| x.func);
+        let mut unmatched: Vec<Option<u32>> = left_callees.iter().map(|&c| Some(c)).collect();
+        let mut callees = Vec::with_capacity(left_callees.len() + right_callees.len());
+        for rc in right_callees {
+            let rf = func(arena, rc);
+            let hit = unmatched
+                .iter()
+                .position(|c| c.is_some_and(|c| func(arena, c) == rf));
+            match hit
+                .and_then(|i| unmatched.get_mut(i))
+                .and_then(Option::take)
+            {
+                Some(lc) => {
+                    // Merged later; its slot is filled in then.
+                    work.push((lc, rc, Some(n), Some(callees.len())));
+                    callees.push(u32::MAX);
+                }
+                None => callees.push(rc),
+            }
+        }
+        let keys: Vec<u32> = left_callees
+            .iter()
+            .map(|&c| func(arena, c).map_or(0, |f| f.0))
+            .collect();
+        for i in densemap_order(&keys) {
+            if let Some(Some(lc)) = unmatched.get(i) {
+                callees.push(*lc);
+            }
+        }
+        if let Some(node) = arena.get_mut(n as usize) {
+            node.callees = callees;
+        }
+    }
+    top
+}
+
+/// Flame lines of the tries under `roots` (depth first, callees in reverse order as llvm pops
+/// them), each prefixed with `thread_<tid>;` when `tid` is given.
+fn flame(
+    nodes: &[LNode],
+    out: &mut dyn Write,
+    roots: &[u32],
+    tid: Option<u32>,
+    names: &FunctionTable,
+    agg: Aggregation,
+) -> io::Result<()> {
+    for &r in roots {
+        let mut s = vec![r];
+        while let Some(top) = s.pop() {
+            let Some(node) = nodes.get(top as usize) else {
+                continue;
+            };
+            let mut line = match tid {
+                Some(t) => format!("thread_{t};"),
+                None => String::new(),
+            };
+            for &n in lineage(nodes, top).iter().rev() {
+                if let Some(x) = nodes.get(n as usize) {
+                    line.push_str(&names.name(x.func));
+                    line.push(';');
+                }
+            }
+            let v = match agg {
+                Aggregation::Time => node.inter_sum.wrapping_add(node.term_sum),
+                Aggregation::Count => node.inter_count + node.term_count,
+            };
+            writeln!(out, "{line} {v}")?;
+            s.extend(node.callees.iter().copied());
+        }
+    }
+    Ok(())
+}
+
+/// `n` and its ancestors, innermost first.
+fn lineage(nodes: &[LNode], n: u32) -> Vec<u32> {
+    let mut v = vec![n];
+    let mut cur = n;
+    while let Some(p) = nodes.get(cur as usize).and_then(|x| x.parent) {
+        v.push(p);
+        cur = p;
+    }
+    v
 }

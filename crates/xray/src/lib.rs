@@ -60,6 +60,8 @@
 #![warn(missing_docs)]
 
 pub mod error;
+#[doc(hidden)]
+pub mod harness;
 pub mod instr_map;
 pub mod raw;
 pub mod read;
@@ -73,7 +75,8 @@ pub use instr_map::{InstrMap, Sled, SymbolInfo, Symbolizer};
 pub use raw::{BasicRecordType, Endian, FunctionKind, MetadataKind, SledKind, TraceType};
 pub use read::basic::{BasicItem, BasicRecord, BasicRecords};
 pub use read::events::{
-    Args, BufferEvents, Decoded, Event, EventKind, ThreadEvents, ThreadKey, ThreadState, Trace,
+    Args, BufferEvents, BufferItem, CallRecord, Decoded, Event, EventKind, ThreadEvents, ThreadKey,
+    ThreadState, Trace,
 };
 pub use read::fdr::{
     parse_fdr_record, split_packed_id, Buffer, CustomEventTime, FdrEntry, FdrItem, FdrLayout,

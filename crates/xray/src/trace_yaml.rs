@@ -23,7 +23,7 @@ use std::io::{self, Write};
 use crate::error::{Error, Result};
 use crate::raw::TraceType;
 use crate::read::events::{Event, EventKind};
-use crate::read::header::FileHeader;
+use crate::read::header::{is_supported, FileHeader};
 use crate::write::{BasicTraceWriter, FdrTraceWriter, OwnedEvent};
 use crate::yaml::{parse_flow_map, parse_int, scalar};
 
@@ -107,6 +107,13 @@ impl RecordFormatter {
     /// [`RecordFormatter::func_segment`].
     #[inline]
     pub fn format(&self, buf: &mut Vec<u8>, ev: &Event<'_>, func_segment: &[u8]) {
+        Self::prefix(buf, ev, func_segment);
+        buf.extend_from_slice(itoa::Buffer::new().format(ev.tsc).as_bytes());
+        self.suffix(buf, ev);
+    }
+
+    /// Everything before the TSC value: `  - { type: …, func-id: …, …, kind: …, tsc: `.
+    fn prefix(buf: &mut Vec<u8>, ev: &Event<'_>, func_segment: &[u8]) {
         let mut n = itoa::Buffer::new();
         buf.extend_from_slice(b"  - { type: ");
         buf.extend_from_slice(n.format(ev.event_type).as_bytes());
@@ -135,7 +142,11 @@ impl RecordFormatter {
         buf.extend_from_slice(b"kind: ");
         buf.extend_from_slice(ev.kind.llvm_name().as_bytes());
         buf.extend_from_slice(b", tsc: ");
-        buf.extend_from_slice(n.format(ev.tsc).as_bytes());
+    }
+
+    /// Everything after the TSC value: `, data: … }` and the newline.
+    #[inline]
+    fn suffix(&self, buf: &mut Vec<u8>, ev: &Event<'_>) {
         buf.extend_from_slice(b", data: ");
         if ev.data.is_empty() {
             buf.extend_from_slice(&self.empty_data);
@@ -153,6 +164,72 @@ impl RecordFormatter {
             buf.extend_from_slice(b"'");
         }
         buf.extend_from_slice(b" }\n");
+    }
+}
+
+/// What a record line's text before `tsc:` depends on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LineKey {
+    event_type: u16,
+    func_id: u32,
+    cpu: u16,
+    tid: u32,
+    pid: u32,
+    kind: EventKind,
+}
+
+/// A [`RecordFormatter`] that remembers the text before `tsc:` of recent
+/// (type, function, cpu, thread, process, kind) combinations (64 slots, direct-mapped): a
+/// typical function record's line then costs one copy, one number and a constant tail. The
+/// output is the same as [`RecordFormatter::format`]'s.
+#[derive(Clone, Debug)]
+pub struct CachedFormatter<'f> {
+    fmt: &'f RecordFormatter,
+    slots: Vec<Option<(LineKey, Vec<u8>)>>,
+}
+
+impl<'f> CachedFormatter<'f> {
+    /// An empty cache over `fmt`.
+    pub fn new(fmt: &'f RecordFormatter) -> Self {
+        CachedFormatter {
+            fmt,
+            slots: vec![None; 64],
+        }
+    }
+
+    /// Appends the line of `ev` to `buf`, as [`RecordFormatter::format`] does; `func_id` is
+    /// the id `func_segment` was made for.
+    #[inline]
+    pub fn format(&mut self, buf: &mut Vec<u8>, ev: &Event<'_>, func_id: u32, func_segment: &[u8]) {
+        if !ev.args.is_empty() || !ev.data.is_empty() {
+            self.fmt.format(buf, ev, func_segment);
+            return;
+        }
+        let key = LineKey {
+            event_type: ev.event_type,
+            func_id,
+            cpu: ev.cpu,
+            tid: ev.tid,
+            pid: ev.pid,
+            kind: ev.kind,
+        };
+        let h = ((u64::from(func_id) << 3 | ev.kind as u64)
+            ^ (u64::from(ev.tid) << 32)
+            ^ (u64::from(ev.cpu) << 48))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            >> 58;
+        match self.slots.get_mut(h as usize) {
+            Some(Some((k, text))) if *k == key => buf.extend_from_slice(text),
+            Some(slot) => {
+                let mut text = Vec::with_capacity(128);
+                RecordFormatter::prefix(&mut text, ev, func_segment);
+                buf.extend_from_slice(&text);
+                *slot = Some((key, text));
+            }
+            None => RecordFormatter::prefix(buf, ev, func_segment),
+        }
+        buf.extend_from_slice(itoa::Buffer::new().format(ev.tsc).as_bytes());
+        self.fmt.suffix(buf, ev);
     }
 }
 
@@ -277,7 +354,20 @@ pub fn read_yaml(text: &str) -> Result<YamlTrace> {
     let (Some(version), Some(t)) = (version, ttype) else {
         return Err(bad(0, "a header with version and type", ""));
     };
-    let mut h = if t == 1 {
+    let trace_type = match t {
+        0 => TraceType::BASIC,
+        1 => TraceType::FDR,
+        _ => return Err(bad(0, "header type 0 (basic) or 1 (FDR)", &t.to_string())),
+    };
+    if !is_supported(trace_type, version) {
+        // The binary re-encoding of an unsupported version would not read back.
+        return Err(bad(
+            0,
+            "a header version this reader supports (basic 1-3, FDR 1-5)",
+            &format!("{trace_type} version {version}"),
+        ));
+    }
+    let mut h = if trace_type == TraceType::FDR {
         FileHeader::fdr(version)
     } else {
         FileHeader::basic(version)

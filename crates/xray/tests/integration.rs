@@ -55,6 +55,8 @@ mod common {
     }
 }
 
+#[path = "integration/fuzz_regressions.rs"]
+mod fuzz_regressions;
 #[path = "integration/instr.rs"]
 mod instr;
 #[path = "integration/malformed.rs"]

@@ -54,6 +54,7 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
                 args.instr_map.as_deref(),
                 args.symbolize,
                 !args.no_sort,
+                &args.output,
                 &mut out,
             )?;
             return Ok(ExitCode::SUCCESS);

@@ -41,7 +41,13 @@ pub fn run(args: &StackArgs) -> Result<ExitCode> {
                 StackAggregation::Time => Aggregation::Time,
                 StackAggregation::Count => Aggregation::Count,
             };
-            trie.write_flame(&mut out, &names, agg)?;
+            if args.aggregate_threads {
+                trie.write_flame_aggregated(&mut out, &names, agg)?;
+            } else {
+                trie.write_flame(&mut out, &names, agg)?;
+            }
+        } else if args.aggregate_threads {
+            trie.write_human_aggregated(&mut out, &names)?;
         } else if args.per_thread {
             trie.write_human_per_thread(&mut out, &names)?;
         } else {

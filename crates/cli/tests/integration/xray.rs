@@ -204,6 +204,67 @@ fn stack_llvm_matches_golden_and_live() {
 }
 
 #[test]
+fn stack_llvm_aggregate_threads_matches_golden_and_live() {
+    for mode in ["fdr", "basic"] {
+        let trace = format!("demo-{mode}.xray");
+        let human = ok(&[
+            "stack",
+            "--llvm",
+            "--aggregate-threads",
+            "-m",
+            "demo",
+            &trace,
+        ]);
+        assert_eq!(human, golden(&format!("{mode}-stack-aggregate.txt")));
+        let flame = ok(&[
+            "stack",
+            "--llvm",
+            "--aggregate-threads",
+            "--all-stacks",
+            "-m",
+            "demo",
+            &trace,
+        ]);
+        assert_eq!(flame, golden(&format!("{mode}-stack-aggregate-flame.txt")));
+        if let Some(want) = llvm(&[
+            "stack",
+            "-m",
+            "./demo",
+            "-k",
+            "--aggregate-threads",
+            "--all-stacks",
+            "--stack-format=flame",
+            "--aggregation-type=count",
+            &trace,
+        ]) {
+            assert_eq!(
+                ok(&[
+                    "stack",
+                    "--llvm",
+                    "--aggregate-threads",
+                    "--folded",
+                    "--aggregation-type",
+                    "count",
+                    "-m",
+                    "demo",
+                    &trace,
+                ]),
+                want
+            );
+        }
+    }
+    // llvm-xray refuses the combination too.
+    let (_, err, code) = profkit(&[
+        "stack",
+        "--llvm",
+        "--aggregate-threads",
+        "--per-thread-stacks",
+        "demo-fdr.xray",
+    ]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
 fn stack_folded_is_exclusive() {
     let excl = ok(&["stack", "--folded", "-m", "demo", "demo-fdr.xray"]);
     let incl = ok(&[

@@ -8,9 +8,11 @@
 //! unlike llvm-xray), each thread's buffers are decoded lazily in order, and threads are
 //! processed in parallel. Nothing is materialised beyond what the sinks keep.
 
+use std::ops::ControlFlow;
+
 use profkit_xray::{
-    Error, Event, EventKind, FileHeader, InstrMap, Symbolizer, ThreadKey, ThreadState, Trace,
-    TraceType,
+    BufferItem, CallRecord, Error, Event, EventKind, FileHeader, InstrMap, Symbolizer, ThreadKey,
+    ThreadState, Trace, TraceType,
 };
 use rayon::prelude::*;
 
@@ -361,43 +363,36 @@ fn partial(trace: &Trace<'_>, index: usize, state: ThreadState, policy: Mismatch
     let mut p = Partial::default();
     let mut stack: Vec<(FuncId, u64)> = Vec::with_capacity(64);
     let mut peak = 0u32;
+    let mut problems = Vec::new();
+    let mut other = 0u64;
+    let mut fallback = false;
     let mut it = trace.buffer_events(index, state);
     let push_peak = |ops: &mut Vec<Op>, peak: u32| match ops.last_mut() {
         Some(Op::Peak(p)) => *p = (*p).max(peak),
         _ => ops.push(Op::Peak(peak)),
     };
-    for item in it.by_ref() {
-        let ev = match item {
-            Ok(ev) => ev,
-            Err(e) => {
-                p.problems.push(e);
-                continue;
-            }
-        };
-        let Some(kind) = call_kind(ev.kind) else {
-            p.other += 1;
-            continue;
-        };
+    let mut call = |c: CallRecord| {
         p.calls += 1;
-        let func = FuncId(ev.func_id);
-        let tsc = ev.tsc;
+        let func = FuncId(c.func_id);
+        let tsc = c.tsc;
+        let kind = call_kind(c.kind).unwrap_or(CallKind::Enter);
         if kind == CallKind::Enter {
             stack.push((func, tsc));
             peak = peak.max(stack.len() as u32);
-            continue;
+            return ControlFlow::Continue(());
         }
         match stack.last() {
             None => p.ops.push(Op::Exit {
                 kind,
                 func,
                 tsc,
-                offset: ev.offset,
+                offset: c.offset,
             }),
             Some(&(top, start)) if top == func => {
                 stack.pop();
                 p.spans += 1;
                 p.acc
-                    .record_keyed(func, tsc.abs_diff(start), order_key(ev.offset, 0));
+                    .record_keyed(func, tsc.abs_diff(start), order_key(c.offset, 0));
             }
             Some(_) => {
                 if policy == MismatchPolicy::Unwind {
@@ -413,14 +408,14 @@ fn partial(trace: &Trace<'_>, index: usize, state: ThreadState, policy: Mismatch
                                 p.acc.record_keyed(
                                     f,
                                     tsc.abs_diff(start),
-                                    order_key(ev.offset, sub),
+                                    order_key(c.offset, sub),
                                 );
                                 sub += 1;
                             }
                         }
                         None => {
-                            p.fallback = true;
-                            break;
+                            fallback = true;
+                            return ControlFlow::Break(());
                         }
                     }
                 } else {
@@ -432,10 +427,20 @@ fn partial(trace: &Trace<'_>, index: usize, state: ThreadState, policy: Mismatch
             push_peak(&mut p.ops, peak);
             peak = 0;
         }
+        ControlFlow::Continue(())
+    };
+    while let Some(item) = it.visit_calls(&mut call) {
+        match item {
+            BufferItem::Event(_) | BufferItem::Call(_) => other += 1,
+            BufferItem::Problem(e) => problems.push(e),
+        }
     }
     if peak > 0 {
         push_peak(&mut p.ops, peak);
     }
+    p.fallback = fallback;
+    p.problems = problems;
+    p.other = other;
     p.open = stack;
     p.end_state = it.state();
     p.used_unknown_tsc = it.used_unknown_tsc();

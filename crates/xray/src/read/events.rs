@@ -257,6 +257,26 @@ impl<'a> Trace<'a> {
         }
     }
 
+    /// Resumes decoding FDR buffer `index` at byte offset `pos` with the `state` and the
+    /// buffer-local record count a [`BufferEvents`] had there ([`BufferEvents::position`],
+    /// [`BufferEvents::state`], [`BufferEvents::records`]): the events are the ones the
+    /// original walk gave from that point. A `pos` outside the buffer gives no events.
+    pub fn buffer_events_at(
+        &self,
+        index: usize,
+        pos: u64,
+        state: ThreadState,
+        records: u64,
+    ) -> BufferEvents<'a> {
+        let mut it = self.buffer_events(index, state);
+        match usize::try_from(pos) {
+            Ok(p) if p >= it.pos && p <= it.end => it.pos = p,
+            _ => it.pos = it.end,
+        }
+        it.records = records;
+        it
+    }
+
     /// Decodes the whole trace, FDR buffers in parallel (rayon); output is deterministic and equal
     /// to [`Trace::decode_sequential`].
     pub fn decode(&self) -> Decoded<'a> {
@@ -417,6 +437,147 @@ impl BufferEvents<'_> {
     /// Records consumed so far (buffer-local count).
     pub fn records(&self) -> u64 {
         self.records
+    }
+
+    /// Absolute byte offset of the next record to decode.
+    pub fn position(&self) -> u64 {
+        self.pos as u64
+    }
+}
+
+/// A function record as [`BufferEvents::visit`] hands it out: no [`Event`] is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallRecord {
+    /// Enter, Exit, TailExit or EnterArg (a function record followed by CallArgument records is
+    /// an EnterArg whatever its own kind, as in llvm-xray).
+    pub kind: EventKind,
+    /// Function id.
+    pub func_id: u32,
+    /// Absolute TSC.
+    pub tsc: u64,
+    /// Absolute byte offset of the record.
+    pub offset: u64,
+    /// Thread id (from the last NewBuffer).
+    pub tid: u32,
+    /// Process id (0 = unknown).
+    pub pid: u32,
+}
+
+/// One item of [`BufferEvents::visit`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BufferItem<'a> {
+    /// A function record (the bulk of a trace).
+    Call(CallRecord),
+    /// Any other event (custom or typed).
+    Event(Event<'a>),
+    /// A problem (decoding goes on unless the record could not be sized).
+    Problem(Error),
+}
+
+const CALL_ARGUMENT_INTRO_LE: u8 = (6u8 << 1) | 1;
+
+impl<'a> BufferEvents<'a> {
+    /// Decodes the rest of the buffer into `f`, the same items as the iterator gives but
+    /// without building an [`Event`] per function record (see [`BufferEvents::visit_calls`]).
+    /// `f` returns [`ControlFlow::Break`](std::ops::ControlFlow::Break) to stop early.
+    pub fn visit(&mut self, mut f: impl FnMut(BufferItem<'a>) -> std::ops::ControlFlow<()>) {
+        let mut stopped = false;
+        loop {
+            let next = self.visit_calls(&mut |c| {
+                let flow = f(BufferItem::Call(c));
+                stopped = flow.is_break();
+                flow
+            });
+            match next {
+                Some(item) if !stopped => {
+                    if f(item).is_break() {
+                        return;
+                    }
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// Hands every function record to `f` (plain little-endian ones through a tight path
+    /// that only updates the running TSC) and returns the next item that is not a function
+    /// record: another event or a problem. Returns `None` at the end of the buffer, or as
+    /// soon as `f` breaks. Call it again after handling the item it returned.
+    #[inline]
+    pub fn visit_calls(
+        &mut self,
+        f: &mut impl FnMut(CallRecord) -> std::ops::ControlFlow<()>,
+    ) -> Option<BufferItem<'a>> {
+        loop {
+            let c = match self.plain_call() {
+                Some(c) => c,
+                None => match self.next()? {
+                    Err(e) => return Some(BufferItem::Problem(e)),
+                    Ok(ev) => match ev.kind {
+                        EventKind::CustomEvent | EventKind::TypedEvent => {
+                            return Some(BufferItem::Event(ev))
+                        }
+                        kind => CallRecord {
+                            kind,
+                            func_id: ev.func_id,
+                            tsc: ev.tsc,
+                            offset: ev.offset,
+                            tid: ev.tid,
+                            pid: ev.pid,
+                        },
+                    },
+                },
+            };
+            if f(c).is_break() {
+                return None;
+            }
+        }
+    }
+
+    /// Decodes the record at the cursor if it is a little-endian function record of kind 0–3
+    /// not followed by arguments (the bulk of a trace); anything else is left to the general
+    /// decoder.
+    #[inline(always)]
+    fn plain_call(&mut self) -> Option<CallRecord> {
+        const KINDS: [EventKind; 4] = [
+            EventKind::Enter,
+            EventKind::Exit,
+            EventKind::TailExit,
+            EventKind::EnterArg,
+        ];
+        if self.header.endian != Endian::Little || self.done {
+            return None;
+        }
+        let offset = self.pos;
+        let next = offset.checked_add(8)?;
+        if next > self.end {
+            return None;
+        }
+        let w = u64::from_le_bytes(self.data.get(offset..next)?.try_into().ok()?);
+        let lo = w as u32;
+        // Metadata records, invalid kinds and records followed by arguments take the general
+        // path.
+        if lo & 1 != 0 || lo & 0b1000 != 0 || self.data.get(next) == Some(&CALL_ARGUMENT_INTRO_LE) {
+            return None;
+        }
+        if !self.state.tsc_known {
+            self.used_unknown_tsc = true;
+        }
+        let tsc = self.state.tsc.wrapping_add(w >> 32);
+        self.state.tsc = tsc;
+        self.pos = next;
+        self.records += 1;
+        Some(CallRecord {
+            kind: KINDS
+                .get(((lo >> 1) & 3) as usize)
+                .copied()
+                .unwrap_or(EventKind::Enter),
+            func_id: lo >> 4,
+            tsc,
+            offset: offset as u64,
+            tid: self.state.tid,
+            pid: self.state.pid,
+        })
     }
 }
 

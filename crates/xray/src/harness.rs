@@ -1,0 +1,94 @@
+//! Checks shared by the fuzz targets (`fuzz/fuzz_targets/xray_*.rs`) and the test that replays
+//! their saved inputs (`fuzz/regressions/xray_*`), so both run exactly the same code. Not part
+//! of the supported API: each function panics when a reader breaks one of its own promises
+//! (which is what a fuzzer looks for); on any input it must otherwise return normally.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::ops::ControlFlow;
+
+use crate::read::events::{BufferItem, CallRecord, EventKind, ThreadState, Trace};
+use crate::trace_yaml::{read_yaml, write_event, write_footer, write_header, yaml_to_binary};
+
+/// The binary readers on `data`: header parse, buffer scan, full decode (parallel and
+/// sequential must agree), the closure-driven buffer decoder (must give what the iterator
+/// gives), the sequential record walk, the verifier, and the instrumentation-map YAML reader.
+pub fn check_read(data: &[u8]) {
+    let _ = crate::FileHeader::parse(data);
+    if let Ok(trace) = Trace::parse(data) {
+        let decoded = trace.decode();
+        assert_eq!(decoded, trace.decode_sequential());
+        for ev in decoded.events() {
+            let _ = trace.header.ticks_to_ns(ev.tsc);
+            let _ = ev.args.to_vec();
+        }
+        for bi in 0..trace.layout().buffers.len() {
+            check_visit(&trace, bi);
+        }
+        let _ = trace.fdr_records().count();
+        let _ = trace.basic_records().count();
+        let _ = crate::verify(&trace);
+    }
+    let _ = crate::InstrMap::from_yaml(&String::from_utf8_lossy(data));
+}
+
+/// [`crate::BufferEvents::visit`] gives the iterator's items and ends in the same state.
+fn check_visit(trace: &Trace<'_>, bi: usize) {
+    let state = ThreadState::default();
+    let mut a = trace.buffer_events(bi, state);
+    let mut want = Vec::new();
+    for item in a.by_ref() {
+        want.push(match item {
+            Ok(ev) => match ev.kind {
+                EventKind::CustomEvent | EventKind::TypedEvent => BufferItem::Event(ev),
+                kind => BufferItem::Call(CallRecord {
+                    kind,
+                    func_id: ev.func_id,
+                    tsc: ev.tsc,
+                    offset: ev.offset,
+                    tid: ev.tid,
+                    pid: ev.pid,
+                }),
+            },
+            Err(e) => BufferItem::Problem(e),
+        });
+    }
+    let mut b = trace.buffer_events(bi, state);
+    let mut got = Vec::new();
+    b.visit(|item| {
+        got.push(item);
+        ControlFlow::Continue(())
+    });
+    assert_eq!(got, want);
+    assert_eq!(
+        (a.state(), a.records(), a.used_unknown_tsc()),
+        (b.state(), b.records(), b.used_unknown_tsc())
+    );
+}
+
+/// The llvm-xray YAML trace reader on `data`: what it reads must re-encode into a binary trace
+/// that parses and decodes, and that trace written back as YAML must read again.
+pub fn check_yaml(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(y) = read_yaml(text) else {
+        return;
+    };
+    let Ok(bin) = yaml_to_binary(&y) else {
+        return;
+    };
+    let trace = Trace::parse(&bin).expect("yaml_to_binary writes a trace that parses");
+    let decoded = trace.decode();
+    let mut out = Vec::new();
+    write_header(&mut out, &trace.header).unwrap();
+    for ev in decoded.events() {
+        write_event(&mut out, ev, ev.func_id, &ev.func_id.to_string()).unwrap();
+    }
+    write_footer(&mut out).unwrap();
+    read_yaml(&String::from_utf8_lossy(&out)).expect("profkit's own YAML reads back");
+}

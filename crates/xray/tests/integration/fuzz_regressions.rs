@@ -1,0 +1,40 @@
+//! Inputs that once made a fuzz target fail (`fuzz/regressions/xray_read/`,
+//! `fuzz/regressions/xray_yaml/`) run through the same checks as the targets
+//! (`profkit_xray::harness`).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// A target's checks.
+type Check = fn(&[u8]);
+
+#[test]
+fn fuzz_regressions_stay_fixed() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions");
+    let targets: [(&str, Check); 2] = [
+        ("xray_read", profkit_xray::harness::check_read),
+        ("xray_yaml", profkit_xray::harness::check_yaml),
+    ];
+    let mut n = 0;
+    for (target, check) in targets {
+        let Ok(dir) = std::fs::read_dir(root.join(target)) else {
+            continue;
+        };
+        for entry in dir {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            let start = Instant::now();
+            check(&bytes);
+            assert!(
+                start.elapsed().as_secs() < 5,
+                "{target}/{name} is slow again"
+            );
+            n += 1;
+        }
+    }
+    assert!(n >= 1, "regression inputs found: {n}");
+}
