@@ -28,7 +28,8 @@ pub enum Command {
     Dump(DumpArgs),
     /// Spec violations (errors) and named producer quirks (warnings); exit 1 on errors.
     Validate(ValidateArgs),
-    /// Convert between formats: jitdump -> perf map, jitdump -> jitdump (re-encode), perf map -> jitdump.
+    /// Convert a trace for a viewer or tool (Perfetto, Chrome JSON, Firefox Profiler, speedscope,
+    /// folded/SVG flame graph, pprof, Parquet, perf map), or between jitdump, perf map and YAML.
     Convert(ConvertArgs),
     /// Per-function latencies of an XRay trace (`--llvm`: llvm-xray account's exact output).
     Account(AccountArgs),
@@ -38,6 +39,8 @@ pub enum Command {
     Extract(ExtractArgs),
     /// Mono log profiler report (mprof-report's sections, with its bugs fixed; --json).
     Report(ReportArgs),
+    /// The function, inline frames and file:line of JIT code addresses in a jitdump, at a time.
+    Symbolize(SymbolizeArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
 }
@@ -114,15 +117,37 @@ pub struct ValidateArgs {
     pub input: InputOpts,
 }
 
-/// Output formats of `convert`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// Output format of `convert`: a viewer or tool format written by profkit-export, or a format
+/// a format crate writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
-    /// perf map text: one `START SIZE name` line per code load.
-    PerfMap,
+    /// Perfetto, Chrome JSON, Firefox, speedscope, folded, SVG, pprof, Parquet, perf map.
+    Export(profkit_export::Format),
     /// perf jitdump.
     Jitdump,
     /// llvm-xray's YAML trace (XRay input).
     Yaml,
+}
+
+impl OutputFormat {
+    /// Parses `-f`: a profkit-export format name (`perfetto`, `chrome`, …, `perf-map`),
+    /// `jitdump` or `yaml`.
+    pub fn parse(s: &str) -> Result<OutputFormat, String> {
+        match s {
+            "jitdump" | "dump" => Ok(OutputFormat::Jitdump),
+            "yaml" | "yml" => Ok(OutputFormat::Yaml),
+            _ => profkit_export::Format::from_name(s)
+                .map(OutputFormat::Export)
+                .ok_or_else(|| {
+                    let names: Vec<_> = profkit_export::Format::ALL
+                        .iter()
+                        .map(|f| f.name())
+                        .chain(["jitdump", "yaml"])
+                        .collect();
+                    format!("unknown output format; one of: {}", names.join(", "))
+                }),
+        }
+    }
 }
 
 /// Byte order for jitdump output.
@@ -139,8 +164,10 @@ pub struct ConvertArgs {
     /// Output file (`-` for stdout; then --format is required).
     #[arg(short, long)]
     pub output: PathBuf,
-    /// Output format; by default taken from the output's extension (.map, .dump/.jitdump).
-    #[arg(short, long, value_enum)]
+    /// Output format; by default taken from the output's extension (.map, .dump/.jitdump, .yaml,
+    /// .pftrace, .json, .json.gz, .fxprof.json.gz, .speedscope.json, .folded, .svg, .pb.gz,
+    /// .parquet).
+    #[arg(short, long, value_parser = OutputFormat::parse, value_name = "FORMAT")]
     pub format: Option<OutputFormat>,
     /// Byte order of jitdump output (default: the input's, or the host's).
     #[arg(long, value_enum)]
@@ -154,6 +181,41 @@ pub struct ConvertArgs {
     /// XRay YAML: keep the file's order instead of sorting records by TSC.
     #[arg(long)]
     pub no_sort: bool,
+    /// Keep only this time window, in seconds since the trace's start: `FROM-TO`, `FROM-` or
+    /// `-TO` (timeline, stack and table outputs).
+    #[arg(long, value_name = "FROM-TO")]
+    pub time: Option<String>,
+    /// Keep only these threads (thread ids as the trace numbers them; repeat or comma-separate).
+    #[arg(long, value_name = "TID", value_delimiter = ',')]
+    pub thread: Vec<u64>,
+    /// Folded / SVG / pprof from traced calls: weigh stacks by call count instead of time.
+    #[arg(long)]
+    pub counts: bool,
+    /// Folded / SVG: inclusive time (llvm-xray's flame graph behaviour) instead of exclusive.
+    #[arg(long)]
+    pub inclusive: bool,
+    /// Title of SVG flame graphs and Firefox profiles (default: the input's name).
+    #[arg(long)]
+    pub title: Option<String>,
+    /// No progress bar, even on a terminal.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub input: InputOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct SymbolizeArgs {
+    /// The jitdump (`jit-<pid>.dump`, gzip allowed; `-` for stdin).
+    pub file: PathBuf,
+    /// Addresses (hex with 0x, or decimal), each optionally `@TIME`: the dump's clock in ns, or
+    /// seconds with a fraction as `perf script` prints them. Without a time, the code live at
+    /// the end of the dump answers.
+    #[arg(required = true, value_name = "ADDR[@TIME]")]
+    pub addresses: Vec<String>,
+    /// JSON output (schema profkit.symbolize/1).
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub input: InputOpts,
 }

@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         cli::Command::Stack(a) => cmd::stack::run(&a),
         cli::Command::Extract(a) => cmd::extract::run(&a),
         cli::Command::Report(a) => cmd::report::run(&a),
+        cli::Command::Symbolize(a) => cmd::symbolize::run(&a),
         cli::Command::Completions(a) => cmd::completions::run(&a),
     };
     match result {

@@ -26,7 +26,7 @@ pub struct FuncInfo {
 }
 
 /// Interned function table: [`FuncId`] → [`FuncInfo`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FunctionTable {
     map: HashMap<FuncId, FuncInfo>,
 }
@@ -63,6 +63,13 @@ impl FunctionTable {
             Some(n) => n.to_string(),
             None => format!("#{}", id.0),
         }
+    }
+
+    /// Every entry, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (FuncId, &FuncInfo)> {
+        let mut v: Vec<_> = self.map.iter().map(|(k, v)| (*k, v)).collect();
+        v.sort_unstable_by_key(|e| e.0);
+        v.into_iter()
     }
 
     /// The debug location string, if known.

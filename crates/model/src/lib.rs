@@ -3,6 +3,8 @@
 //! # Layout
 //! * [`clock`]: [`Clock`], the conversion from a format's raw time unit (XRay TSC ticks) to
 //!   nanoseconds. Analyses keep raw ticks; outputs convert (and llvm-compatible outputs use ticks).
+//! * [`codemap`]: [`codemap::CodeMap`], the timeline of JIT code regions (loads, moves, address
+//!   reuse) answering address@time → function, inline frames and file:line.
 //! * [`func`]: [`FuncId`] and the [`FunctionTable`] (name, file/line/column, module).
 //! * [`span`]: call events ([`CallKind`] Enter / Exit / TailExit) and the streaming per-thread
 //!   [`SpanBuilder`] that turns them into [`Span`]s with self time, coping with exits that have no
@@ -14,6 +16,9 @@
 //!   folded output; [`stack::LlvmStackTrie`] reproduces `llvm-xray stack`.
 //! * [`llvm`]: helpers that reproduce llvm-xray's formatting and hash-map iteration order.
 //! * [`ingest`]: one module per format feeding the model (`ingest::xray`).
+//! * [`events`]: the event vocabulary exporters consume ([`events::EventSink`]: calls, instants,
+//!   counters, samples, code regions, in ns since the trace's origin) and [`feed`], the drivers
+//!   that read each input format into it.
 //!
 //! ```
 //! use profkit_model::{CallKind, FuncId, SpanBuilder, MismatchPolicy, account::Accounting};
@@ -40,6 +45,9 @@
 
 pub mod account;
 pub mod clock;
+pub mod codemap;
+pub mod events;
+pub mod feed;
 pub mod func;
 pub mod ingest;
 pub mod llvm;

@@ -487,3 +487,9 @@ proptest! {
         prop_assert_eq!(account_fast(&trace, policy), account_via_build(&trace, policy));
     }
 }
+
+// Newer areas, one module each under tests/integration/.
+#[path = "integration/codemap.rs"]
+mod codemap;
+#[path = "integration/feed.rs"]
+mod feed;

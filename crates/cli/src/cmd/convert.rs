@@ -11,7 +11,9 @@ use profkit_jitdump::convert::{
 };
 use profkit_jitdump::{Endian, HeaderOptions, JitDump, JitDumpWriter};
 
-use super::{open_detected, parse_error, unsupported};
+use super::{export, open_detected, parse_error, unsupported};
+use profkit_export::Format as Out;
+
 use crate::cli::{ConvertArgs, EndianArg, OutputFormat};
 use crate::detect::Format;
 use crate::output;
@@ -19,13 +21,13 @@ use crate::output;
 fn format_from_extension(path: &Path) -> Option<OutputFormat> {
     let name = path.file_name()?.to_str()?;
     if name.ends_with(".map") {
-        Some(OutputFormat::PerfMap)
+        Some(OutputFormat::Export(Out::PerfMap))
     } else if name.ends_with(".dump") || name.ends_with(".jitdump") {
         Some(OutputFormat::Jitdump)
     } else if name.ends_with(".yaml") || name.ends_with(".yml") {
         Some(OutputFormat::Yaml)
     } else {
-        None
+        Out::from_path(path).map(OutputFormat::Export)
     }
 }
 
@@ -34,12 +36,23 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
         Some(f) => f,
         None => {
             return Err(anyhow!(
-                "{}: cannot tell the output format from the name; pass -f perf-map or -f jitdump",
+                "{}: cannot tell the output format from the name; pass -f (perfetto, chrome, firefox, speedscope, folded, svg, pprof, parquet, perf-map, jitdump, yaml)",
                 args.output.display()
             ))
         }
     };
     let (input, format) = open_detected(&args.file, args.input.input_format)?;
+    // Viewer formats (and a perf map from anything but jitdump / perf map) go through the
+    // event model.
+    match target {
+        OutputFormat::Export(Out::PerfMap)
+            if matches!(format, Format::Jitdump | Format::PerfMap) => {}
+        OutputFormat::Export(out) => {
+            export::run(args, input, format, out)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ => {}
+    }
     let endian = args.endian.map(|e| match e {
         EndianArg::Little => Endian::Little,
         EndianArg::Big => Endian::Big,
@@ -59,7 +72,7 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
             )?;
             return Ok(ExitCode::SUCCESS);
         }
-        (Format::Jitdump, OutputFormat::PerfMap) => {
+        (Format::Jitdump, OutputFormat::Export(Out::PerfMap)) => {
             let dump = JitDump::parse(&input.data).map_err(|e| parse_error(&input, &e))?;
             jitdump_to_perf_map(&dump, &mut out)
                 .with_context(|| format!("{out_name}: cannot write"))?
@@ -84,7 +97,7 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
             perf_map_to_jitdump(&input.data, pid, &mut w)
                 .with_context(|| format!("{out_name}: cannot write"))?
         }
-        (Format::PerfMap, OutputFormat::PerfMap) => {
+        (Format::PerfMap, OutputFormat::Export(Out::PerfMap)) => {
             let pid = pid_from_file_name(&input.name).unwrap_or(0);
             let mut buf = Vec::new();
             let mut w = JitDumpWriter::new(

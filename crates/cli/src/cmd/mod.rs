@@ -4,11 +4,13 @@ pub mod account;
 pub mod completions;
 pub mod convert;
 pub mod dump;
+pub mod export;
 pub mod extract;
 pub mod info;
 pub mod mlpd;
 pub mod report;
 pub mod stack;
+pub mod symbolize;
 pub mod validate;
 pub mod xray;
 

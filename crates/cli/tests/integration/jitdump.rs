@@ -2,28 +2,12 @@
 
 use std::path::PathBuf;
 
-use assert_cmd::Command;
 use serde_json::Value;
 
+use crate::support::{profkit, run};
+
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/jitdump")
-        .join(name)
-}
-
-fn profkit() -> Command {
-    let mut c = Command::cargo_bin("profkit").unwrap();
-    c.env("NO_COLOR", "1");
-    c
-}
-
-fn run(args: &[&str]) -> (String, String, i32) {
-    let o = profkit().args(args).output().unwrap();
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-        o.status.code().unwrap_or(-1),
-    )
+    PathBuf::from(crate::support::fixture("jitdump", name))
 }
 
 fn json(s: &str) -> Value {
@@ -31,7 +15,7 @@ fn json(s: &str) -> Value {
 }
 
 fn path(name: &str) -> String {
-    fixture(name).display().to_string()
+    crate::support::fixture("jitdump", name)
 }
 
 #[test]
@@ -344,7 +328,7 @@ fn usage_and_unknown_input_exit_2() {
     assert!(err.contains("cannot open"), "{err}");
     let (_, err, code) = run(&["convert", &path("wasmtime-jitdump.dump"), "-o", "x.unknown"]);
     assert_eq!(code, 2);
-    assert!(err.contains("-f perf-map"), "{err}");
+    assert!(err.contains("pass -f (perfetto"), "{err}");
 }
 
 #[test]

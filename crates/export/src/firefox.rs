@@ -1,0 +1,864 @@
+//! Firefox Profiler output: the *processed profile* format (`.json.gz`, or plain JSON when the
+//! name ends in `.json` or the output is standard output), built with
+//! `fxprof-processed-profile` 0.8.1 — none of its types appear in this API.
+//!
+//! What the profile holds:
+//! * **one process per pid and one thread per thread** of the trace (a pid no `process` event
+//!   named becomes `pid N`); the thread whose tid equals the pid is the process's main thread,
+//!   which the Firefox Profiler labels with the process's name;
+//! * **traced calls as weighted samples**: at every enter and exit, the stack that was running
+//!   since the previous enter/exit of the thread becomes one sample weighted by that time in
+//!   nanoseconds. The profile's interval is 1 ns, so the call tree's *running time* is traced
+//!   inclusive time and its *self* time is exclusive (self) time, exactly;
+//! * **sampled stacks** (Mono sample hits) on a thread of their own (named `<thread>
+//!   (samples)` when the thread also has traced calls), each hit weighted by the thread's
+//!   median sampling period (1 ms when it cannot be estimated), so its times are estimates;
+//! * **instants as markers**: the instant's name, one marker type per category and argument
+//!   layout, the arguments as marker fields (numbers as numbers, bytes as UTF-8 or hex text);
+//! * **counters** as counter tracks of their process;
+//! * **JIT code** (code events) as a library per process named `JIT` with a symbol table of
+//!   every code region (name, relative address, size) and a mapping over the code's address
+//!   range, so addresses in that range resolve to function names; each load or move is a
+//!   `JIT code` marker whose stack is the code address (resolved through that library). The
+//!   symbol table has no time: when an address was reused, one of its names wins;
+//! * **categories** from function names and the input format: *JavaScript* (V8 `JS:` and the
+//!   older `LazyCompile:`/`Function:`/`Script:`/`Eval:` prefixes, with the tier marker as
+//!   subcategory: `*` optimized, `^` baseline (Sparkplug), `+` Maglev, `~` interpreted),
+//!   *Builtin* (`Builtin:`, `BytecodeHandler:`, `Stub:`, `Handler:`, `RegExp:`), *Python*
+//!   (`py::`), *Wasm* (`wasm`…), *Managed* (.NET/Mono names, mlpd input), *Native* (XRay
+//!   input), else *Other*.
+//!
+//! The profile is built in memory (the format is one JSON document) and written at
+//! [`EventSink::finish`]; memory grows with the number of distinct stacks and samples.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::sync::Arc;
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use fx::{
+    CategoryColor, CategoryHandle, CategoryPairHandle, CounterHandle, CpuDelta, Frame, FrameFlags,
+    FrameHandle, FrameInfo, LibraryInfo, MarkerFieldFlags, MarkerFieldFormat, MarkerLocations,
+    MarkerTiming, MarkerTypeHandle, ProcessHandle, Profile, ReferenceTimestamp,
+    RuntimeSchemaMarkerField, RuntimeSchemaMarkerSchema, SamplingInterval, StackHandle,
+    StringHandle, Symbol, SymbolTable, ThreadHandle, Timestamp,
+};
+use fxprof_processed_profile as fx;
+use profkit_model::events::{
+    ArgValue, CodeEvent, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo,
+    TraceInfo,
+};
+use profkit_model::span::Span;
+use profkit_model::{FuncId, FunctionTable};
+
+use crate::{Options, Output};
+
+/// A writer into `output`.
+pub fn sink(output: &Output, options: &Options) -> io::Result<Box<dyn EventSink + Send>> {
+    let gzip = match output {
+        Output::Stdout => false,
+        Output::Path(p) => !p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.to_ascii_lowercase().ends_with(".json")),
+    };
+    let w = output.create()?;
+    Ok(Box::new(FirefoxSink::new(w, gzip, options.title.clone())))
+}
+
+/// Default sampling period of sampled stacks when it cannot be estimated: 1 ms.
+const DEFAULT_PERIOD_NS: u64 = 1_000_000;
+
+/// The kind of code a frame runs, which picks its category.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CodeKind {
+    /// JavaScript, with its V8 tier when the name says it.
+    JavaScript(Option<JsTier>),
+    /// V8 builtins, bytecode handlers, stubs, regexp code.
+    Builtin,
+    /// Python (CPython's perf trampolines, `py::`).
+    Python,
+    /// WebAssembly.
+    Wasm,
+    /// .NET / Mono managed code.
+    Managed,
+    /// Native code (C, C++, Rust: XRay-instrumented programs).
+    Native,
+    /// Anything else.
+    Other,
+}
+
+/// A V8 compilation tier, from the marker after `JS:` (or `LazyCompile:` …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JsTier {
+    /// `*`: optimized (TurboFan).
+    Optimized,
+    /// `^`: baseline (Sparkplug).
+    Baseline,
+    /// `+`: mid-tier (Maglev).
+    Maglev,
+    /// `~`: interpreted (Ignition).
+    Interpreted,
+}
+
+/// The kind of code a function named `name` from an input of format `format` (`"xray"`,
+/// `"mlpd"`, `"jitdump"` …) is.
+///
+/// ```
+/// use profkit_export::firefox::{classify, CodeKind, JsTier};
+/// assert_eq!(classify("JS:*fib file.js:1:1", "jitdump"), CodeKind::JavaScript(Some(JsTier::Optimized)));
+/// assert_eq!(classify("LazyCompile:~main x.js:2", "jitdump"), CodeKind::JavaScript(Some(JsTier::Interpreted)));
+/// assert_eq!(classify("Builtin:ArrayMap", "jitdump"), CodeKind::Builtin);
+/// assert_eq!(classify("main", "xray"), CodeKind::Native);
+/// ```
+pub fn classify(name: &str, format: &str) -> CodeKind {
+    const JS: [&str; 6] = [
+        "JS:",
+        "LazyCompile:",
+        "Function:",
+        "Script:",
+        "Eval:",
+        "InterpretedFunction:",
+    ];
+    const BUILTIN: [&str; 6] = [
+        "Builtin:",
+        "BytecodeHandler:",
+        "Stub:",
+        "Handler:",
+        "RegExp:",
+        "InlinedBuiltin:",
+    ];
+    for p in JS {
+        if let Some(rest) = name.strip_prefix(p) {
+            let tier = match rest.as_bytes().first() {
+                Some(b'*') => Some(JsTier::Optimized),
+                Some(b'^') => Some(JsTier::Baseline),
+                Some(b'+') => Some(JsTier::Maglev),
+                Some(b'~') => Some(JsTier::Interpreted),
+                _ => None,
+            };
+            return CodeKind::JavaScript(tier);
+        }
+    }
+    if BUILTIN.iter().any(|p| name.starts_with(p)) {
+        return CodeKind::Builtin;
+    }
+    if name.starts_with("py::") {
+        return CodeKind::Python;
+    }
+    if name.starts_with("wasm") || name.contains("wasm-function[") {
+        return CodeKind::Wasm;
+    }
+    match format {
+        "mlpd" => CodeKind::Managed,
+        "xray" => CodeKind::Native,
+        _ => CodeKind::Other,
+    }
+}
+
+/// The profile's categories.
+#[derive(Clone, Copy, Debug)]
+struct Categories {
+    js: CategoryHandle,
+    js_optimized: CategoryPairHandle,
+    js_baseline: CategoryPairHandle,
+    js_maglev: CategoryPairHandle,
+    js_interpreted: CategoryPairHandle,
+    builtin: CategoryHandle,
+    python: CategoryHandle,
+    wasm: CategoryHandle,
+    managed: CategoryHandle,
+    native: CategoryHandle,
+    jit: CategoryHandle,
+    gc: CategoryHandle,
+    exception: CategoryHandle,
+}
+
+impl Categories {
+    fn new(p: &mut Profile) -> Self {
+        let js = p.add_category("JavaScript", CategoryColor::Yellow);
+        let js_optimized = p.add_subcategory(js, "Optimized");
+        let js_baseline = p.add_subcategory(js, "Baseline");
+        let js_maglev = p.add_subcategory(js, "Maglev");
+        let js_interpreted = p.add_subcategory(js, "Interpreted");
+        Categories {
+            js,
+            js_optimized,
+            js_baseline,
+            js_maglev,
+            js_interpreted,
+            builtin: p.add_category("Builtin", CategoryColor::Orange),
+            python: p.add_category("Python", CategoryColor::Blue),
+            wasm: p.add_category("Wasm", CategoryColor::Brown),
+            managed: p.add_category("Managed", CategoryColor::Green),
+            native: p.add_category("Native", CategoryColor::LightBlue),
+            jit: p.add_category("JIT", CategoryColor::Purple),
+            gc: p.add_category("GC", CategoryColor::Orange),
+            exception: p.add_category("Exception", CategoryColor::Red),
+        }
+    }
+
+    fn frame(&self, kind: CodeKind) -> (CategoryPairHandle, FrameFlags) {
+        match kind {
+            CodeKind::JavaScript(tier) => (
+                match tier {
+                    Some(JsTier::Optimized) => self.js_optimized,
+                    Some(JsTier::Baseline) => self.js_baseline,
+                    Some(JsTier::Maglev) => self.js_maglev,
+                    Some(JsTier::Interpreted) => self.js_interpreted,
+                    None => self.js.into(),
+                },
+                FrameFlags::IS_JS,
+            ),
+            CodeKind::Builtin => (self.builtin.into(), FrameFlags::IS_RELEVANT_FOR_JS),
+            CodeKind::Python => (self.python.into(), FrameFlags::empty()),
+            CodeKind::Wasm => (self.wasm.into(), FrameFlags::empty()),
+            CodeKind::Managed => (self.managed.into(), FrameFlags::empty()),
+            CodeKind::Native => (self.native.into(), FrameFlags::empty()),
+            CodeKind::Other => (CategoryHandle::OTHER.into(), FrameFlags::empty()),
+        }
+    }
+
+    fn marker(&self, category: &str) -> CategoryHandle {
+        match category {
+            "gc" => self.gc,
+            "exception" => self.exception,
+            "jit" => self.jit,
+            _ => CategoryHandle::OTHER,
+        }
+    }
+}
+
+/// A marker field value.
+#[derive(Clone, Copy, Debug)]
+enum FieldValue {
+    Str(StringHandle),
+    Num(f64),
+}
+
+/// A marker with fields laid out by its runtime schema.
+#[derive(Clone, Debug)]
+struct FxMarker {
+    ty: MarkerTypeHandle,
+    name: StringHandle,
+    category: CategoryHandle,
+    empty: StringHandle,
+    fields: Vec<FieldValue>,
+}
+
+impl fx::Marker for FxMarker {
+    fn marker_type(&self, _profile: &mut Profile) -> MarkerTypeHandle {
+        self.ty
+    }
+    fn name(&self, _profile: &mut Profile) -> StringHandle {
+        self.name
+    }
+    fn category(&self, _profile: &mut Profile) -> CategoryHandle {
+        self.category
+    }
+    fn string_field_value(&self, field_index: u32) -> StringHandle {
+        match self.fields.get(field_index as usize) {
+            Some(FieldValue::Str(s)) => *s,
+            _ => self.empty,
+        }
+    }
+    fn number_field_value(&self, field_index: u32) -> f64 {
+        match self.fields.get(field_index as usize) {
+            Some(FieldValue::Num(n)) => *n,
+            _ => 0.0,
+        }
+    }
+}
+
+/// A buffered code event (libraries are built at the end, when every region is known).
+#[derive(Clone, Debug)]
+struct CodeRec {
+    pid: u32,
+    thread: Option<u32>,
+    time: u64,
+    address: u64,
+    size: u64,
+    name: String,
+    moved: bool,
+}
+
+#[derive(Debug)]
+struct ThreadState {
+    pid: u32,
+    tid: u64,
+    name: String,
+    traced: Option<ThreadHandle>,
+    sampled: Option<ThreadHandle>,
+    stack: Vec<StackHandle>,
+    last: u64,
+    frames: HashMap<FuncId, FrameHandle>,
+    sampled_frames: HashMap<FuncId, FrameHandle>,
+    /// Sample inputs kept until the end, when the sampling period is estimated.
+    samples: Vec<(u64, Option<StackHandle>, u64)>,
+}
+
+/// Builds a Firefox Profiler profile in memory and writes it at [`EventSink::finish`].
+pub struct FirefoxSink<W: Write> {
+    out: Option<W>,
+    gzip: bool,
+    title: Option<String>,
+    format: &'static str,
+    profile: Option<Profile>,
+    cats: Option<Categories>,
+    functions: FunctionTable,
+    func_info: HashMap<FuncId, (StringHandle, CategoryPairHandle, FrameFlags)>,
+    processes: HashMap<u32, (ProcessHandle, bool)>,
+    threads: HashMap<u32, ThreadState>,
+    code_threads: HashMap<u32, ThreadHandle>,
+    marker_types: HashMap<(String, Vec<(String, bool)>), MarkerTypeHandle>,
+    counters: HashMap<(u32, String), (CounterHandle, f64)>,
+    code: Vec<CodeRec>,
+}
+
+impl<W: Write> FirefoxSink<W> {
+    /// A writer into `out`, gzip-compressed when `gzip`; `title` names the profile (default:
+    /// the trace's name).
+    pub fn new(out: W, gzip: bool, title: Option<String>) -> Self {
+        FirefoxSink {
+            out: Some(out),
+            gzip,
+            title,
+            format: "",
+            profile: None,
+            cats: None,
+            functions: FunctionTable::new(),
+            func_info: HashMap::new(),
+            processes: HashMap::new(),
+            threads: HashMap::new(),
+            code_threads: HashMap::new(),
+            marker_types: HashMap::new(),
+            counters: HashMap::new(),
+            code: Vec::new(),
+        }
+    }
+}
+
+fn not_begun() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "firefox output: event before begin",
+    )
+}
+
+fn ts(ns: u64) -> Timestamp {
+    Timestamp::from_nanos_since_reference(ns)
+}
+
+/// Splits `weight` ns into `i32`-sized sample weights.
+fn chunks(weight: u64) -> impl Iterator<Item = i32> {
+    let max = i32::MAX as u64;
+    let full = weight / max;
+    let rest = weight % max;
+    std::iter::repeat_n(i32::MAX, full as usize).chain((rest > 0).then_some(rest as i32))
+}
+
+impl<W: Write + Send> FirefoxSink<W> {
+    fn process_handle(&mut self, pid: u32) -> io::Result<ProcessHandle> {
+        if let Some((h, _)) = self.processes.get(&pid) {
+            return Ok(*h);
+        }
+        let p = self.profile.as_mut().ok_or_else(not_begun)?;
+        let h = p.add_process(&format!("pid {pid}"), pid, ts(0));
+        self.processes.insert(pid, (h, false));
+        Ok(h)
+    }
+
+    /// A new fxprof thread. The thread whose tid is the pid (Linux's main thread) is the
+    /// process's main thread, which the Firefox Profiler shows under the process's name;
+    /// `may_be_main` is false for the synthetic JIT thread.
+    fn new_fx_thread(
+        &mut self,
+        pid: u32,
+        tid: u64,
+        name: &str,
+        may_be_main: bool,
+    ) -> io::Result<ThreadHandle> {
+        let process = self.process_handle(pid)?;
+        let is_main = may_be_main
+            && tid == u64::from(pid)
+            && match self.processes.get_mut(&pid) {
+                Some((_, has_main)) => !std::mem::replace(has_main, true),
+                None => false,
+            };
+        let p = self.profile.as_mut().ok_or_else(not_begun)?;
+        let th = p.add_thread(process, tid as u32, ts(0), is_main);
+        p.set_thread_name(th, name);
+        p.set_thread_show_markers_in_timeline(th, true);
+        Ok(th)
+    }
+
+    fn state(&mut self, thread: u32) -> &mut ThreadState {
+        self.threads.entry(thread).or_insert_with(|| ThreadState {
+            pid: 0,
+            tid: u64::from(thread),
+            name: format!("thread {thread}"),
+            traced: None,
+            sampled: None,
+            stack: Vec::new(),
+            last: 0,
+            frames: HashMap::new(),
+            sampled_frames: HashMap::new(),
+            samples: Vec::new(),
+        })
+    }
+
+    fn traced_thread(&mut self, thread: u32) -> io::Result<ThreadHandle> {
+        let st = self.state(thread);
+        if let Some(h) = st.traced {
+            return Ok(h);
+        }
+        let (pid, tid, name) = (st.pid, st.tid, st.name.clone());
+        let h = self.new_fx_thread(pid, tid, &name, true)?;
+        self.state(thread).traced = Some(h);
+        Ok(h)
+    }
+
+    fn sampled_thread(&mut self, thread: u32) -> io::Result<ThreadHandle> {
+        let st = self.state(thread);
+        if let Some(h) = st.sampled {
+            return Ok(h);
+        }
+        let (pid, tid, name) = (st.pid, st.tid, st.name.clone());
+        let h = self.new_fx_thread(pid, tid, &name, true)?;
+        self.state(thread).sampled = Some(h);
+        Ok(h)
+    }
+
+    /// The thread markers of trace thread `thread` go to.
+    fn marker_thread(&mut self, thread: u32) -> io::Result<ThreadHandle> {
+        let st = self.state(thread);
+        match (st.traced, st.sampled) {
+            (Some(h), _) | (None, Some(h)) => Ok(h),
+            (None, None) => self.traced_thread(thread),
+        }
+    }
+
+    fn func(&mut self, func: FuncId) -> io::Result<(StringHandle, CategoryPairHandle, FrameFlags)> {
+        if let Some(f) = self.func_info.get(&func) {
+            return Ok(*f);
+        }
+        let name = self.functions.name(func);
+        let cats = self.cats.ok_or_else(not_begun)?;
+        let (cat, flags) = cats.frame(classify(&name, self.format));
+        let p = self.profile.as_mut().ok_or_else(not_begun)?;
+        let s = p.intern_string(&name);
+        self.func_info.insert(func, (s, cat, flags));
+        Ok((s, cat, flags))
+    }
+
+    fn frame(
+        &mut self,
+        thread: u32,
+        th: ThreadHandle,
+        func: FuncId,
+        sampled: bool,
+    ) -> io::Result<FrameHandle> {
+        let st = self.state(thread);
+        let cache = if sampled {
+            &st.sampled_frames
+        } else {
+            &st.frames
+        };
+        if let Some(f) = cache.get(&func) {
+            return Ok(*f);
+        }
+        let (s, category_pair, flags) = self.func(func)?;
+        let p = self.profile.as_mut().ok_or_else(not_begun)?;
+        let fh = p.intern_frame(
+            th,
+            FrameInfo {
+                frame: Frame::Label(s),
+                category_pair,
+                flags,
+            },
+        );
+        let st = self.state(thread);
+        let cache = if sampled {
+            &mut st.sampled_frames
+        } else {
+            &mut st.frames
+        };
+        cache.insert(func, fh);
+        Ok(fh)
+    }
+
+    /// Emits the sample of the running stack for the time since the thread's last boundary.
+    fn advance(&mut self, thread: u32, th: ThreadHandle, time: u64) -> io::Result<()> {
+        let st = self.state(thread);
+        let (top, last) = (st.stack.last().copied(), st.last);
+        if time > last {
+            st.last = time;
+            if let Some(top) = top {
+                let p = self.profile.as_mut().ok_or_else(not_begun)?;
+                let mut at = last;
+                for w in chunks(time - last) {
+                    let w64 = u64::try_from(w).unwrap_or(0);
+                    p.add_sample(th, ts(at), Some(top), CpuDelta::from_nanos(w64), w);
+                    at += w64;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn marker_type(
+        &mut self,
+        category: &str,
+        layout: Vec<(String, bool)>,
+    ) -> io::Result<MarkerTypeHandle> {
+        let key = (category.to_string(), layout);
+        if let Some(h) = self.marker_types.get(&key) {
+            return Ok(*h);
+        }
+        let n = self
+            .marker_types
+            .keys()
+            .filter(|(c, _)| c == category)
+            .count();
+        let base = if category.is_empty() {
+            "instant"
+        } else {
+            category
+        };
+        let type_name = if n == 0 {
+            base.to_string()
+        } else {
+            format!("{base}#{}", n + 1)
+        };
+        let fields = key
+            .1
+            .iter()
+            .map(|(k, num)| RuntimeSchemaMarkerField {
+                key: k.clone(),
+                label: k.clone(),
+                format: if *num {
+                    MarkerFieldFormat::Decimal
+                } else {
+                    MarkerFieldFormat::String
+                },
+                flags: MarkerFieldFlags::SEARCHABLE,
+            })
+            .collect();
+        let schema = RuntimeSchemaMarkerSchema {
+            type_name,
+            description: Some(format!("{base} events")),
+            locations: MarkerLocations::MARKER_CHART
+                | MarkerLocations::MARKER_TABLE
+                | MarkerLocations::TIMELINE_OVERVIEW,
+            chart_label: None,
+            tooltip_label: None,
+            table_label: None,
+            fields,
+            graphs: Vec::new(),
+        };
+        let p = self.profile.as_mut().ok_or_else(not_begun)?;
+        let h = p.register_marker_type(schema);
+        self.marker_types.insert(key, h);
+        Ok(h)
+    }
+
+    /// Builds the JIT libraries and the code markers.
+    fn finish_code(&mut self) -> io::Result<()> {
+        let code = std::mem::take(&mut self.code);
+        if code.is_empty() {
+            return Ok(());
+        }
+        let cats = self.cats.ok_or_else(not_begun)?;
+        let mut by_pid: HashMap<u32, Vec<(u64, u64, String)>> = HashMap::new();
+        for c in &code {
+            by_pid
+                .entry(c.pid)
+                .or_default()
+                .push((c.address, c.size.max(1), c.name.clone()));
+        }
+        let mut pids: Vec<u32> = by_pid.keys().copied().collect();
+        pids.sort_unstable();
+        for pid in pids {
+            let Some(mut regions) = by_pid.remove(&pid) else {
+                continue;
+            };
+            regions.sort();
+            let process = self.process_handle(pid)?;
+            // Group regions into libraries whose relative addresses fit in 32 bits.
+            let mut groups: Vec<(u64, u64, Vec<Symbol>)> = Vec::new();
+            for (addr, size, name) in regions {
+                let end = addr.saturating_add(size);
+                let fits = groups
+                    .last()
+                    .is_some_and(|(base, _, _)| end - base <= u64::from(u32::MAX));
+                if !fits {
+                    groups.push((addr, end, Vec::new()));
+                }
+                if let Some((base, gend, syms)) = groups.last_mut() {
+                    *gend = (*gend).max(end);
+                    syms.push(Symbol {
+                        address: u32::try_from(addr - *base).unwrap_or(u32::MAX),
+                        size: u32::try_from(size).ok(),
+                        name,
+                    });
+                }
+            }
+            let p = self.profile.as_mut().ok_or_else(not_begun)?;
+            for (i, (base, end, syms)) in groups.into_iter().enumerate() {
+                let path = if i == 0 {
+                    format!("jit-{pid}")
+                } else {
+                    format!("jit-{pid}-{i}")
+                };
+                let lib = p.add_lib(LibraryInfo {
+                    name: "JIT".to_string(),
+                    debug_name: "JIT".to_string(),
+                    path: path.clone(),
+                    debug_path: path,
+                    debug_id: fx::debugid::DebugId::nil(),
+                    code_id: None,
+                    arch: None,
+                    symbol_table: Some(Arc::new(SymbolTable::new(syms))),
+                });
+                p.add_lib_mapping(process, lib, base, end, 0);
+            }
+        }
+        let layout = vec![
+            ("name".to_string(), false),
+            ("address".to_string(), false),
+            ("size".to_string(), true),
+            ("event".to_string(), false),
+        ];
+        let ty = self.marker_type("JIT code", layout)?;
+        for c in code {
+            let th = match c.thread.filter(|t| self.threads.contains_key(t)) {
+                Some(t) => self.marker_thread(t)?,
+                None => match self.code_threads.get(&c.pid) {
+                    Some(h) => *h,
+                    None => {
+                        let h = self.new_fx_thread(c.pid, u64::from(c.pid), "JIT", false)?;
+                        self.code_threads.insert(c.pid, h);
+                        h
+                    }
+                },
+            };
+            let p = self.profile.as_mut().ok_or_else(not_begun)?;
+            let marker = FxMarker {
+                ty,
+                name: p.intern_string("JIT code"),
+                category: cats.jit,
+                empty: p.intern_string(""),
+                fields: vec![
+                    FieldValue::Str(p.intern_string(&c.name)),
+                    FieldValue::Str(p.intern_string(&format!("{:#x}", c.address))),
+                    FieldValue::Num(c.size as f64),
+                    FieldValue::Str(p.intern_string(if c.moved { "move" } else { "load" })),
+                ],
+            };
+            let mh = p.add_marker(th, MarkerTiming::Instant(ts(c.time)), marker);
+            let stack = p.intern_stack_frames(
+                th,
+                std::iter::once(FrameInfo {
+                    frame: Frame::InstructionPointer(c.address),
+                    category_pair: cats.jit.into(),
+                    flags: FrameFlags::empty(),
+                }),
+            );
+            p.set_marker_stack(th, mh, stack);
+        }
+        Ok(())
+    }
+
+    /// Adds the buffered sample inputs, weighted by each thread's sampling period.
+    fn finish_samples(&mut self) -> io::Result<()> {
+        let mut names: Vec<(ThreadHandle, String)> = Vec::new();
+        let p = self.profile.as_mut().ok_or_else(not_begun)?;
+        for st in self.threads.values_mut() {
+            let Some(th) = st.sampled else { continue };
+            let samples = std::mem::take(&mut st.samples);
+            let mut deltas: Vec<u64> = samples
+                .windows(2)
+                .filter_map(|w| match w {
+                    [a, b] if b.0 > a.0 => Some(b.0 - a.0),
+                    _ => None,
+                })
+                .collect();
+            deltas.sort_unstable();
+            let period = deltas
+                .get(deltas.len() / 2)
+                .copied()
+                .unwrap_or(DEFAULT_PERIOD_NS);
+            for (time, stack, weight) in samples {
+                for (at, w) in (time..).zip(chunks(weight.saturating_mul(period))) {
+                    p.add_sample(th, ts(at), stack, CpuDelta::ZERO, w);
+                }
+            }
+            if st.traced.is_some() {
+                names.push((th, format!("{} (samples)", st.name)));
+            }
+        }
+        for (th, name) in names {
+            p.set_thread_name(th, &name);
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write + Send> EventSink for FirefoxSink<W> {
+    fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
+        let title = self.title.clone().unwrap_or_else(|| trace.name.to_string());
+        let mut p = Profile::new(
+            &title,
+            ReferenceTimestamp::from_millis_since_unix_epoch(0.0),
+            SamplingInterval::from_nanos(1),
+        );
+        self.cats = Some(Categories::new(&mut p));
+        p.set_symbolicated(true);
+        self.profile = Some(p);
+        self.format = trace.format;
+        self.functions = trace.functions.clone();
+        Ok(())
+    }
+
+    fn process(&mut self, process: &ProcessInfo<'_>) -> io::Result<()> {
+        match self.processes.get(&process.pid) {
+            Some((h, _)) => {
+                let h = *h;
+                let p = self.profile.as_mut().ok_or_else(not_begun)?;
+                p.set_process_name(h, process.name);
+            }
+            None => {
+                let p = self.profile.as_mut().ok_or_else(not_begun)?;
+                let h = p.add_process(process.name, process.pid, ts(0));
+                self.processes.insert(process.pid, (h, false));
+            }
+        }
+        Ok(())
+    }
+
+    fn thread(&mut self, thread: &ThreadInfo<'_>) -> io::Result<()> {
+        let st = self.state(thread.index);
+        st.pid = thread.pid;
+        st.tid = thread.tid;
+        st.name = thread.name.to_string();
+        Ok(())
+    }
+
+    fn enter(&mut self, thread: u32, func: FuncId, time: u64, _depth: u32) -> io::Result<()> {
+        let th = self.traced_thread(thread)?;
+        self.advance(thread, th, time)?;
+        let frame = self.frame(thread, th, func, false)?;
+        let parent = self.state(thread).stack.last().copied();
+        let p = self.profile.as_mut().ok_or_else(not_begun)?;
+        let stack = p.intern_stack(th, parent, frame);
+        self.state(thread).stack.push(stack);
+        Ok(())
+    }
+
+    fn exit(&mut self, span: &Span) -> io::Result<()> {
+        let th = self.traced_thread(span.thread)?;
+        self.advance(span.thread, th, span.end)?;
+        self.state(span.thread).stack.pop();
+        Ok(())
+    }
+
+    fn instant(&mut self, instant: &Instant<'_>) -> io::Result<()> {
+        let th = self.marker_thread(instant.thread)?;
+        let layout: Vec<(String, bool)> = instant
+            .args
+            .iter()
+            .map(|(k, v)| {
+                let num = matches!(v, ArgValue::U64(_) | ArgValue::I64(_) | ArgValue::F64(_));
+                (k.to_string(), num)
+            })
+            .collect();
+        let ty = self.marker_type(instant.category, layout)?;
+        let cats = self.cats.ok_or_else(not_begun)?;
+        let p = self.profile.as_mut().ok_or_else(not_begun)?;
+        let fields = instant
+            .args
+            .iter()
+            .map(|(_, v)| match *v {
+                ArgValue::U64(n) => FieldValue::Num(n as f64),
+                ArgValue::I64(n) => FieldValue::Num(n as f64),
+                ArgValue::F64(n) => FieldValue::Num(n),
+                ArgValue::Str(_) | ArgValue::Bytes(_) => {
+                    FieldValue::Str(p.intern_string(&v.to_text()))
+                }
+            })
+            .collect();
+        let marker = FxMarker {
+            ty,
+            name: p.intern_string(instant.name),
+            category: cats.marker(instant.category),
+            empty: p.intern_string(""),
+            fields,
+        };
+        p.add_marker(th, MarkerTiming::Instant(ts(instant.time)), marker);
+        Ok(())
+    }
+
+    fn counter(&mut self, counter: &Counter<'_>) -> io::Result<()> {
+        let key = (counter.pid, counter.name.to_string());
+        let (h, last) = match self.counters.get(&key) {
+            Some(c) => *c,
+            None => {
+                let process = self.process_handle(counter.pid)?;
+                let p = self.profile.as_mut().ok_or_else(not_begun)?;
+                let h = p.add_counter(process, counter.name, "profkit", counter.name);
+                (h, 0.0)
+            }
+        };
+        let p = self.profile.as_mut().ok_or_else(not_begun)?;
+        p.add_counter_sample(h, ts(counter.time), counter.value - last, 1);
+        self.counters.insert(key, (h, counter.value));
+        Ok(())
+    }
+
+    fn sample(&mut self, sample: &Sample<'_>) -> io::Result<()> {
+        let th = self.sampled_thread(sample.thread)?;
+        let mut stack = None;
+        for f in sample.stack {
+            let frame = self.frame(sample.thread, th, *f, true)?;
+            let p = self.profile.as_mut().ok_or_else(not_begun)?;
+            stack = Some(p.intern_stack(th, stack, frame));
+        }
+        self.state(sample.thread)
+            .samples
+            .push((sample.time, stack, sample.weight));
+        Ok(())
+    }
+
+    fn code(&mut self, code: &CodeRegion<'_>) -> io::Result<()> {
+        self.code.push(CodeRec {
+            pid: code.pid,
+            thread: code.thread,
+            time: code.time,
+            address: code.address,
+            size: code.size,
+            name: code.name.to_string(),
+            moved: matches!(code.event, CodeEvent::Move { .. }),
+        });
+        Ok(())
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        self.finish_code()?;
+        self.finish_samples()?;
+        let Some(profile) = self.profile.take() else {
+            return Ok(());
+        };
+        let Some(mut out) = self.out.take() else {
+            return Ok(());
+        };
+        if self.gzip {
+            let mut gz = GzEncoder::new(&mut out, Compression::default());
+            serde_json::to_writer(&mut gz, &profile).map_err(io::Error::other)?;
+            gz.finish()?;
+        } else {
+            serde_json::to_writer(&mut out, &profile).map_err(io::Error::other)?;
+        }
+        out.flush()
+    }
+}

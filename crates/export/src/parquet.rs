@@ -1,0 +1,560 @@
+//! Parquet output (feature `parquet`): four tables, written with the `parquet` crate's
+//! low-level column writers (no Arrow), Snappy-compressed, dictionary-encoded where it pays.
+//!
+//! `-o out.parquet` writes the `spans` table to `out.parquet` and the others beside it as
+//! `out.events.parquet`, `out.functions.parquet` and `out.code.parquet`. When the file is
+//! named `spans.parquet` the others are `events.parquet`, `functions.parquet` and
+//! `code.parquet` in the same directory (the layout `docs/fleet.md` uses: one directory per
+//! host). All four files are always written, possibly with no rows. Standard output is not
+//! supported (four files).
+//!
+//! Every table starts with a `source` column, the trace's name, so files from many hosts and
+//! runs can be unioned. Integers are `INT64` (unsigned values are stored bit for bit, so an
+//! address above 2^63 reads as negative), strings are UTF-8 `BYTE_ARRAY (STRING)`.
+//!
+//! | table | columns |
+//! |---|---|
+//! | `spans` | `source`, `process` (pid), `thread` (tid), `function_id`, `function`, `start_ns`, `end_ns`, `depth` (INT32, 0 = outermost), `self_ns` |
+//! | `events` | `source`, `process`, `thread`, `time_ns`, `category`, `name`, `args` (JSON object text) |
+//! | `functions` | `source`, `id`, `name`, `file`?, `line`?, `module`?, `address`? |
+//! | `code` | `source`, `pid`, `address`, `size`, `load_ns`, `unload_ns`?, `name` |
+//!
+//! (`?` = nullable.) Times are ns since the trace's origin; `self_ns` is the call's duration
+//! minus its callees' durations. In `code`, a region's `unload_ns`
+//! is the time it moved away or another region was loaded at its address, else null.
+//!
+//! Streaming: `spans` and `events` rows are buffered per column and flushed as a row group
+//! every [`ROWS_PER_GROUP`] rows, so memory stays bounded whatever the trace's size; the
+//! `code` rows are kept until the end (their `unload_ns` is known only then), and `functions`
+//! is written from the function table.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufWriter};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parquet::basic::Compression;
+use parquet::column::writer::ColumnWriter;
+use parquet::data_type::ByteArray;
+use parquet::file::properties::{WriterProperties, WriterVersion};
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::parser::parse_message_type;
+use profkit_model::events::{
+    ArgValue, CodeEvent, CodeRegion, EventSink, Instant, ThreadInfo, TraceInfo,
+};
+use profkit_model::span::Span;
+use profkit_model::{FuncId, FunctionTable};
+
+use crate::{Options, Output};
+
+/// Rows buffered per table before they are written as one row group.
+pub const ROWS_PER_GROUP: usize = 1 << 20;
+
+const SPANS: &str = "message spans {
+  required binary source (STRING);
+  required int64 process;
+  required int64 thread;
+  required int64 function_id;
+  required binary function (STRING);
+  required int64 start_ns;
+  required int64 end_ns;
+  required int32 depth;
+  required int64 self_ns;
+}";
+
+const EVENTS: &str = "message events {
+  required binary source (STRING);
+  required int64 process;
+  required int64 thread;
+  required int64 time_ns;
+  required binary category (STRING);
+  required binary name (STRING);
+  required binary args (STRING);
+}";
+
+const FUNCTIONS: &str = "message functions {
+  required binary source (STRING);
+  required int64 id;
+  required binary name (STRING);
+  optional binary file (STRING);
+  optional int64 line;
+  optional binary module (STRING);
+  optional int64 address;
+}";
+
+const CODE: &str = "message code {
+  required binary source (STRING);
+  required int64 pid;
+  required int64 address;
+  required int64 size;
+  required int64 load_ns;
+  optional int64 unload_ns;
+  required binary name (STRING);
+}";
+
+/// A writer into `output` (a path; see the module docs for the files).
+pub fn sink(output: &Output, options: &Options) -> io::Result<Box<dyn EventSink + Send>> {
+    let _ = options;
+    match output {
+        Output::Stdout => Err(crate::unsupported(
+            "parquet output writes four files: give a path (-o out.parquet), not standard output",
+        )),
+        Output::Path(p) => Ok(Box::new(ParquetSink::create(p)?)),
+    }
+}
+
+/// The paths of the four tables for `-o path`: spans, events, functions, code.
+pub fn table_paths(path: &Path) -> [PathBuf; 4] {
+    let dir = path.parent().map(PathBuf::from).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = if name.to_ascii_lowercase().ends_with(".parquet") {
+        name.get(..name.len() - ".parquet".len())
+            .unwrap_or(&name)
+            .to_string()
+    } else {
+        name.clone()
+    };
+    let other = |table: &str| {
+        if stem == "spans" {
+            dir.join(format!("{table}.parquet"))
+        } else {
+            dir.join(format!("{stem}.{table}.parquet"))
+        }
+    };
+    [
+        path.to_path_buf(),
+        other("events"),
+        other("functions"),
+        other("code"),
+    ]
+}
+
+fn perr(e: parquet::errors::ParquetError) -> io::Error {
+    io::Error::other(e)
+}
+
+/// One column's buffered values.
+#[derive(Debug)]
+enum Col {
+    I64 {
+        vals: Vec<i64>,
+        defs: Option<Vec<i16>>,
+    },
+    I32(Vec<i32>),
+    Str {
+        vals: Vec<ByteArray>,
+        defs: Option<Vec<i16>>,
+    },
+}
+
+impl Col {
+    fn clear(&mut self) {
+        match self {
+            Col::I64 { vals, defs } => {
+                vals.clear();
+                if let Some(d) = defs {
+                    d.clear();
+                }
+            }
+            Col::I32(v) => v.clear(),
+            Col::Str { vals, defs } => {
+                vals.clear();
+                if let Some(d) = defs {
+                    d.clear();
+                }
+            }
+        }
+    }
+}
+
+/// A Parquet file being written, with its columns' buffers.
+struct Table {
+    writer: Option<SerializedFileWriter<BufWriter<File>>>,
+    cols: Vec<Col>,
+    rows: usize,
+    limit: usize,
+}
+
+impl Table {
+    fn create(path: &Path, schema: &str, limit: usize) -> io::Result<Table> {
+        let schema = Arc::new(parse_message_type(schema).map_err(perr)?);
+        let props = Arc::new(
+            WriterProperties::builder()
+                .set_compression(Compression::SNAPPY)
+                .set_writer_version(WriterVersion::PARQUET_1_0)
+                .set_created_by(format!("profkit {}", env!("CARGO_PKG_VERSION")))
+                .build(),
+        );
+        let cols = schema
+            .get_fields()
+            .iter()
+            .map(|f| {
+                let optional = f.is_optional();
+                let defs = optional.then(Vec::new);
+                match f.get_physical_type() {
+                    parquet::basic::Type::INT32 => Col::I32(Vec::new()),
+                    parquet::basic::Type::INT64 => Col::I64 {
+                        vals: Vec::new(),
+                        defs,
+                    },
+                    _ => Col::Str {
+                        vals: Vec::new(),
+                        defs,
+                    },
+                }
+            })
+            .collect();
+        let file = BufWriter::with_capacity(1 << 20, File::create(path)?);
+        let writer = SerializedFileWriter::new(file, schema, props).map_err(perr)?;
+        Ok(Table {
+            writer: Some(writer),
+            cols,
+            rows: 0,
+            limit,
+        })
+    }
+
+    fn i64(&mut self, col: usize, v: i64) {
+        if let Some(Col::I64 { vals, defs }) = self.cols.get_mut(col) {
+            vals.push(v);
+            if let Some(d) = defs {
+                d.push(1);
+            }
+        }
+    }
+
+    fn opt_i64(&mut self, col: usize, v: Option<i64>) {
+        if let Some(Col::I64 { vals, defs }) = self.cols.get_mut(col) {
+            if let Some(v) = v {
+                vals.push(v);
+            }
+            if let Some(d) = defs {
+                d.push(i16::from(v.is_some()));
+            }
+        }
+    }
+
+    fn i32(&mut self, col: usize, v: i32) {
+        if let Some(Col::I32(vals)) = self.cols.get_mut(col) {
+            vals.push(v);
+        }
+    }
+
+    fn str(&mut self, col: usize, v: ByteArray) {
+        self.opt_str(col, Some(v));
+    }
+
+    fn opt_str(&mut self, col: usize, v: Option<ByteArray>) {
+        if let Some(Col::Str { vals, defs }) = self.cols.get_mut(col) {
+            let some = v.is_some();
+            if let Some(v) = v {
+                vals.push(v);
+            }
+            if let Some(d) = defs {
+                d.push(i16::from(some));
+            }
+        }
+    }
+
+    /// Ends a row; writes a row group when the buffers are full.
+    fn end_row(&mut self) -> io::Result<()> {
+        self.rows += 1;
+        if self.rows >= self.limit {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the buffered rows as one row group.
+    fn flush(&mut self) -> io::Result<()> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let Some(writer) = self.writer.as_mut() else {
+            return Ok(());
+        };
+        let mut rg = writer.next_row_group().map_err(perr)?;
+        for col in &mut self.cols {
+            let Some(mut cw) = rg.next_column().map_err(perr)? else {
+                return Err(io::Error::other("parquet: fewer columns than buffers"));
+            };
+            match (cw.untyped(), &*col) {
+                (ColumnWriter::Int64ColumnWriter(w), Col::I64 { vals, defs }) => {
+                    w.write_batch(vals, defs.as_deref(), None).map_err(perr)?;
+                }
+                (ColumnWriter::Int32ColumnWriter(w), Col::I32(vals)) => {
+                    w.write_batch(vals, None, None).map_err(perr)?;
+                }
+                (ColumnWriter::ByteArrayColumnWriter(w), Col::Str { vals, defs }) => {
+                    w.write_batch(vals, defs.as_deref(), None).map_err(perr)?;
+                }
+                _ => return Err(io::Error::other("parquet: column type mismatch")),
+            }
+            cw.close().map_err(perr)?;
+            col.clear();
+        }
+        rg.close().map_err(perr)?;
+        self.rows = 0;
+        Ok(())
+    }
+
+    fn close(&mut self) -> io::Result<()> {
+        self.flush()?;
+        if let Some(w) = self.writer.take() {
+            let inner = w.into_inner().map_err(perr)?;
+            let mut inner = inner;
+            io::Write::flush(&mut inner)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct ThreadIds {
+    pid: i64,
+    tid: i64,
+}
+
+/// A row of the `code` table, kept until the end.
+#[derive(Clone, Debug)]
+struct CodeRow {
+    pid: u32,
+    address: u64,
+    size: u64,
+    load: u64,
+    unload: Option<u64>,
+    name: String,
+}
+
+/// Writes the four tables; see the [module docs](self).
+pub struct ParquetSink {
+    spans: Table,
+    events: Table,
+    functions_t: Table,
+    code_t: Table,
+    source: ByteArray,
+    functions: FunctionTable,
+    names: HashMap<FuncId, ByteArray>,
+    threads: HashMap<u32, ThreadIds>,
+    code: Vec<CodeRow>,
+    live: HashMap<(u32, u64), usize>,
+    /// Per thread, the callees' total duration of each open call.
+    open: HashMap<u32, Vec<u64>>,
+}
+
+impl ParquetSink {
+    /// Creates the four files for `-o path` (see [`table_paths`]).
+    pub fn create(path: &Path) -> io::Result<ParquetSink> {
+        Self::with_row_group_size(path, ROWS_PER_GROUP)
+    }
+
+    /// Like [`ParquetSink::create`], writing a row group every `rows` rows (at least 1).
+    pub fn with_row_group_size(path: &Path, rows: usize) -> io::Result<ParquetSink> {
+        let rows = rows.max(1);
+        let [s, e, f, c] = table_paths(path);
+        Ok(ParquetSink {
+            spans: Table::create(&s, SPANS, rows)?,
+            events: Table::create(&e, EVENTS, rows)?,
+            functions_t: Table::create(&f, FUNCTIONS, rows)?,
+            code_t: Table::create(&c, CODE, rows)?,
+            source: ByteArray::from(Vec::new()),
+            functions: FunctionTable::new(),
+            names: HashMap::new(),
+            threads: HashMap::new(),
+            code: Vec::new(),
+            live: HashMap::new(),
+            open: HashMap::new(),
+        })
+    }
+
+    fn name(&mut self, func: FuncId) -> ByteArray {
+        if let Some(n) = self.names.get(&func) {
+            return n.clone();
+        }
+        let n = ByteArray::from(self.functions.name(func).into_bytes());
+        self.names.insert(func, n.clone());
+        n
+    }
+
+    fn ids(&self, thread: u32) -> ThreadIds {
+        self.threads.get(&thread).copied().unwrap_or(ThreadIds {
+            pid: 0,
+            tid: i64::from(thread),
+        })
+    }
+
+    fn write_functions(&mut self) -> io::Result<()> {
+        let rows: Vec<_> = self
+            .functions
+            .iter()
+            .map(|(id, f)| (id, f.clone()))
+            .collect();
+        for (id, f) in rows {
+            let t = &mut self.functions_t;
+            t.str(0, self.source.clone());
+            t.i64(1, i64::from(id.0));
+            let name = f.name.clone().unwrap_or_else(|| format!("#{}", id.0));
+            t.str(2, ByteArray::from(name.into_bytes()));
+            t.opt_str(3, f.file.map(|s| ByteArray::from(s.into_bytes())));
+            t.opt_i64(4, (f.line != 0).then_some(i64::from(f.line)));
+            t.opt_str(5, f.module.map(|s| ByteArray::from(s.into_bytes())));
+            t.opt_i64(6, f.address.map(|a| a as i64));
+            t.end_row()?;
+        }
+        Ok(())
+    }
+
+    fn write_code(&mut self) -> io::Result<()> {
+        for row in std::mem::take(&mut self.code) {
+            let t = &mut self.code_t;
+            t.str(0, self.source.clone());
+            t.i64(1, i64::from(row.pid));
+            t.i64(2, row.address as i64);
+            t.i64(3, row.size as i64);
+            t.i64(4, row.load as i64);
+            t.opt_i64(5, row.unload.map(|u| u as i64));
+            t.str(6, ByteArray::from(row.name.into_bytes()));
+            t.end_row()?;
+        }
+        Ok(())
+    }
+}
+
+/// Appends `s` as a JSON string.
+fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// The arguments of an instant as a JSON object.
+pub fn args_json(args: &[(&str, ArgValue<'_>)]) -> String {
+    let mut out = String::from("{");
+    for (i, (k, v)) in args.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        json_str(&mut out, k);
+        out.push(':');
+        match *v {
+            ArgValue::U64(n) => out.push_str(&n.to_string()),
+            ArgValue::I64(n) => out.push_str(&n.to_string()),
+            ArgValue::F64(n) if n.is_finite() => out.push_str(&n.to_string()),
+            ArgValue::F64(_) => out.push_str("null"),
+            ArgValue::Str(_) | ArgValue::Bytes(_) => json_str(&mut out, &v.to_text()),
+        }
+    }
+    out.push('}');
+    out
+}
+
+impl EventSink for ParquetSink {
+    fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
+        self.source = ByteArray::from(trace.name.as_bytes().to_vec());
+        self.functions = trace.functions.clone();
+        Ok(())
+    }
+
+    fn thread(&mut self, thread: &ThreadInfo<'_>) -> io::Result<()> {
+        self.threads.insert(
+            thread.index,
+            ThreadIds {
+                pid: i64::from(thread.pid),
+                tid: thread.tid as i64,
+            },
+        );
+        Ok(())
+    }
+
+    fn enter(&mut self, thread: u32, _func: FuncId, _time: u64, _depth: u32) -> io::Result<()> {
+        self.open.entry(thread).or_default().push(0);
+        Ok(())
+    }
+
+    fn exit(&mut self, span: &Span) -> io::Result<()> {
+        // Self time from the spans themselves: the duration minus the callees' durations.
+        let duration = span.duration();
+        let stack = self.open.entry(span.thread).or_default();
+        let self_ns = match stack.pop() {
+            Some(callees) => duration.saturating_sub(callees),
+            None => span.self_time,
+        };
+        if let Some(parent) = stack.last_mut() {
+            *parent = parent.saturating_add(duration);
+        }
+        let ids = self.ids(span.thread);
+        let name = self.name(span.func);
+        let t = &mut self.spans;
+        t.str(0, self.source.clone());
+        t.i64(1, ids.pid);
+        t.i64(2, ids.tid);
+        t.i64(3, i64::from(span.func.0));
+        t.str(4, name);
+        t.i64(5, span.start as i64);
+        t.i64(6, span.end as i64);
+        t.i32(7, i32::try_from(span.depth).unwrap_or(i32::MAX));
+        t.i64(8, self_ns as i64);
+        t.end_row()
+    }
+
+    fn instant(&mut self, instant: &Instant<'_>) -> io::Result<()> {
+        let ids = self.ids(instant.thread);
+        let t = &mut self.events;
+        t.str(0, self.source.clone());
+        t.i64(1, ids.pid);
+        t.i64(2, ids.tid);
+        t.i64(3, instant.time as i64);
+        t.str(4, ByteArray::from(instant.category.as_bytes().to_vec()));
+        t.str(5, ByteArray::from(instant.name.as_bytes().to_vec()));
+        t.str(6, ByteArray::from(args_json(instant.args).into_bytes()));
+        t.end_row()
+    }
+
+    fn code(&mut self, code: &CodeRegion<'_>) -> io::Result<()> {
+        if let CodeEvent::Move { old_address } = code.event {
+            if let Some(i) = self.live.remove(&(code.pid, old_address)) {
+                if let Some(r) = self.code.get_mut(i) {
+                    r.unload = Some(code.time);
+                }
+            }
+        }
+        if let Some(i) = self.live.remove(&(code.pid, code.address)) {
+            if let Some(r) = self.code.get_mut(i) {
+                r.unload = Some(code.time);
+            }
+        }
+        self.live.insert((code.pid, code.address), self.code.len());
+        self.code.push(CodeRow {
+            pid: code.pid,
+            address: code.address,
+            size: code.size,
+            load: code.time,
+            unload: None,
+            name: code.name.to_string(),
+        });
+        Ok(())
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        self.write_functions()?;
+        self.write_code()?;
+        self.spans.close()?;
+        self.events.close()?;
+        self.functions_t.close()?;
+        self.code_t.close()
+    }
+}

@@ -1,0 +1,407 @@
+//! pprof output: a gzip-compressed `perftools.profiles.Profile` protobuf (`.pb.gz`; a path
+//! ending in `.pb` gets the raw protobuf), encoded with [`crate::protobuf`].
+//!
+//! Stacks are aggregated in a trie (one root per thread) while the events stream in, so the
+//! memory is the number of distinct stacks, not the number of calls. At the end the profile is
+//! written with these sample types, in this order, each present only when the trace has the
+//! data:
+//! * `calls/count` and `time/nanoseconds` for traced calls: each completed call adds 1 and
+//!   its **exclusive** (self) time — its duration minus its callees' durations — to the stack
+//!   that ends with it, so pprof's *flat* column is self time and *cum* is inclusive time
+//!   (recursion counted once per stack, as pprof does);
+//! * `samples/count` for sampled stacks (Mono sample hits), their weights.
+//!
+//! `default_sample_type` is `time` (or `calls` with [`Options::counts`]) when calls were
+//! traced, else `samples`. Each sample has a `thread` (name) string label and `pid` / `tid`
+//! numeric labels, so `pprof -tagfocus` selects threads. There is one location and one
+//! function per function of the trace: name, file and start line from the
+//! [`FunctionTable`], the entry address when known. The
+//! string table starts with `""` as the format requires. `duration_nanos` is the last event
+//! time; `time_nanos` stays 0 (the trace clock is not wall time).
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use profkit_model::events::{EventSink, Sample, ThreadInfo, TraceInfo};
+use profkit_model::span::Span;
+use profkit_model::{FuncId, FunctionTable};
+
+use crate::protobuf::Message;
+use crate::{Options, Output};
+
+/// A writer into `output`.
+pub fn sink(output: &Output, options: &Options) -> io::Result<Box<dyn EventSink + Send>> {
+    let gzip = match output {
+        Output::Stdout => true,
+        Output::Path(p) => !p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.to_ascii_lowercase().ends_with(".pb")),
+    };
+    let w = output.create()?;
+    Ok(Box::new(PprofSink::new(w, gzip, options.counts)))
+}
+
+/// Sentinel parent of the thread roots.
+const NO_PARENT: u32 = u32::MAX;
+
+/// A node of the stack trie: a thread root (`func == None`) or a frame.
+#[derive(Clone, Copy, Debug, Default)]
+struct Node {
+    parent: u32,
+    func: Option<FuncId>,
+    /// Thread index of the root this node hangs under.
+    thread: u32,
+    calls: u64,
+    time: u64,
+    samples: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+struct ThreadState {
+    root: Option<u32>,
+    /// Open calls: trie node and the time spent in their completed callees.
+    stack: Vec<(u32, u64)>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct ThreadMeta {
+    pid: u32,
+    tid: u64,
+    name: String,
+}
+
+/// Aggregates stacks and writes a pprof profile at [`EventSink::finish`].
+pub struct PprofSink<W: Write> {
+    out: Option<W>,
+    gzip: bool,
+    counts: bool,
+    functions: FunctionTable,
+    nodes: Vec<Node>,
+    children: HashMap<(u32, FuncId), u32>,
+    threads: HashMap<u32, ThreadState>,
+    meta: HashMap<u32, ThreadMeta>,
+    traced: bool,
+    sampled: bool,
+    last_time: u64,
+}
+
+impl<W: Write> PprofSink<W> {
+    /// A writer into `out`, gzip-compressed when `gzip`; `counts` makes `calls` the default
+    /// sample type.
+    pub fn new(out: W, gzip: bool, counts: bool) -> Self {
+        PprofSink {
+            out: Some(out),
+            gzip,
+            counts,
+            functions: FunctionTable::new(),
+            nodes: Vec::new(),
+            children: HashMap::new(),
+            threads: HashMap::new(),
+            meta: HashMap::new(),
+            traced: false,
+            sampled: false,
+            last_time: 0,
+        }
+    }
+
+    fn root(&mut self, thread: u32) -> u32 {
+        let st = self.threads.entry(thread).or_default();
+        if let Some(r) = st.root {
+            return r;
+        }
+        let id = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            parent: NO_PARENT,
+            func: None,
+            thread,
+            ..Node::default()
+        });
+        st.root = Some(id);
+        id
+    }
+
+    fn child(&mut self, parent: u32, func: FuncId, thread: u32) -> u32 {
+        let next = self.nodes.len() as u32;
+        let id = *self.children.entry((parent, func)).or_insert(next);
+        if id == next {
+            self.nodes.push(Node {
+                parent,
+                func: Some(func),
+                thread,
+                ..Node::default()
+            });
+        }
+        id
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut strings = Strings::default();
+        let mut p = Message::with_capacity(1 << 16);
+
+        // Sample types.
+        let mut types: Vec<(&str, &str)> = Vec::new();
+        if self.traced {
+            types.push(("calls", "count"));
+            types.push(("time", "nanoseconds"));
+        }
+        if self.sampled || !self.traced {
+            types.push(("samples", "count"));
+        }
+        let type_ids: Vec<(u64, u64)> = types
+            .iter()
+            .map(|(t, u)| (strings.id(t), strings.id(u)))
+            .collect();
+        for (t, u) in &type_ids {
+            p.message(1, |m| {
+                m.uint64(1, *t);
+                m.uint64(2, *u);
+            });
+        }
+
+        // Locations (one per function used), in first-use order.
+        let mut loc_of: HashMap<FuncId, u64> = HashMap::new();
+        let mut funcs: Vec<FuncId> = Vec::new();
+        for n in &self.nodes {
+            if let Some(f) = n.func {
+                loc_of.entry(f).or_insert_with(|| {
+                    funcs.push(f);
+                    funcs.len() as u64
+                });
+            }
+        }
+
+        // Samples: every node with a value, leaf first.
+        let k_thread = strings.id("thread");
+        let k_pid = strings.id("pid");
+        let k_tid = strings.id("tid");
+        let mut locs: Vec<u64> = Vec::with_capacity(64);
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.func.is_none() || (n.calls == 0 && n.time == 0 && n.samples == 0) {
+                continue;
+            }
+            locs.clear();
+            let mut cur = i as u32;
+            while let Some(node) = self.nodes.get(cur as usize) {
+                match node.func {
+                    Some(f) => locs.push(loc_of.get(&f).copied().unwrap_or(0)),
+                    None => break,
+                }
+                cur = node.parent;
+            }
+            let mut values: Vec<u64> = Vec::with_capacity(3);
+            if self.traced {
+                values.push(n.calls);
+                values.push(n.time);
+            }
+            if self.sampled || !self.traced {
+                values.push(n.samples);
+            }
+            let meta = self.meta.get(&n.thread);
+            let tname = meta.map_or_else(|| format!("thread {}", n.thread), |m| m.name.clone());
+            let tname_id = strings.id(&tname);
+            p.message(2, |m| {
+                m.packed_uint64(1, locs.iter().copied());
+                m.packed_uint64(2, values.iter().copied());
+                m.message(3, |l| {
+                    l.uint64(1, k_thread);
+                    l.uint64(2, tname_id);
+                });
+                if let Some(meta) = meta {
+                    m.message(3, |l| {
+                        l.uint64(1, k_pid);
+                        l.uint64(3, u64::from(meta.pid));
+                    });
+                    m.message(3, |l| {
+                        l.uint64(1, k_tid);
+                        l.uint64(3, meta.tid);
+                    });
+                }
+            });
+        }
+
+        // Locations and functions share ids.
+        for (i, f) in funcs.iter().enumerate() {
+            let id = i as u64 + 1;
+            let info = self.functions.get(*f);
+            let line = info.map_or(0, |f| f.line);
+            let address = info.and_then(|f| f.address).unwrap_or(0);
+            p.message(4, |m| {
+                m.uint64(1, id);
+                if address != 0 {
+                    m.uint64(3, address);
+                }
+                m.message(4, |l| {
+                    l.uint64(1, id);
+                    if line != 0 {
+                        l.int64(2, i64::from(line));
+                    }
+                });
+            });
+        }
+        for (i, f) in funcs.iter().enumerate() {
+            let id = i as u64 + 1;
+            let info = self.functions.get(*f);
+            let name = strings.id(&self.functions.name(*f));
+            let file = info
+                .and_then(|f| f.file.as_deref())
+                .map_or(0, |s| strings.id(s));
+            let line = info.map_or(0, |f| f.line);
+            p.message(5, |m| {
+                m.uint64(1, id);
+                m.uint64(2, name);
+                m.uint64(3, name);
+                if file != 0 {
+                    m.uint64(4, file);
+                }
+                if line != 0 {
+                    m.int64(5, i64::from(line));
+                }
+            });
+        }
+
+        let default_type = if self.traced {
+            if self.counts {
+                "calls"
+            } else {
+                "time"
+            }
+        } else {
+            "samples"
+        };
+        let default_id = strings.id(default_type);
+        let period_type = type_ids.iter().find(|(t, _)| *t == default_id).copied();
+        // Fields 6 (strings) and the scalars may come in any order.
+        p.uint64(10, self.last_time);
+        if let Some((t, u)) = period_type {
+            p.message(11, |m| {
+                m.uint64(1, t);
+                m.uint64(2, u);
+            });
+            p.uint64(12, 1);
+        }
+        p.uint64(14, default_id);
+        for s in &strings.list {
+            p.string(6, s);
+        }
+        p.into_bytes()
+    }
+}
+
+/// The profile's string table: index 0 is `""`.
+#[derive(Debug)]
+struct Strings {
+    list: Vec<String>,
+    ids: HashMap<String, u64>,
+}
+
+impl Default for Strings {
+    fn default() -> Self {
+        let mut ids = HashMap::new();
+        ids.insert(String::new(), 0);
+        Strings {
+            list: vec![String::new()],
+            ids,
+        }
+    }
+}
+
+impl Strings {
+    fn id(&mut self, s: &str) -> u64 {
+        if let Some(id) = self.ids.get(s) {
+            return *id;
+        }
+        let id = self.list.len() as u64;
+        self.list.push(s.to_string());
+        self.ids.insert(s.to_string(), id);
+        id
+    }
+}
+
+impl<W: Write + Send> EventSink for PprofSink<W> {
+    fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
+        self.functions = trace.functions.clone();
+        Ok(())
+    }
+
+    fn thread(&mut self, thread: &ThreadInfo<'_>) -> io::Result<()> {
+        self.meta.insert(
+            thread.index,
+            ThreadMeta {
+                pid: thread.pid,
+                tid: thread.tid,
+                name: thread.name.to_string(),
+            },
+        );
+        Ok(())
+    }
+
+    fn enter(&mut self, thread: u32, func: FuncId, time: u64, _depth: u32) -> io::Result<()> {
+        self.traced = true;
+        self.last_time = self.last_time.max(time);
+        let root = self.root(thread);
+        let parent = self
+            .threads
+            .get(&thread)
+            .and_then(|t| t.stack.last().map(|e| e.0))
+            .unwrap_or(root);
+        let node = self.child(parent, func, thread);
+        if let Some(t) = self.threads.get_mut(&thread) {
+            t.stack.push((node, 0));
+        }
+        Ok(())
+    }
+
+    fn exit(&mut self, span: &Span) -> io::Result<()> {
+        self.last_time = self.last_time.max(span.end);
+        let Some(t) = self.threads.get_mut(&span.thread) else {
+            return Ok(());
+        };
+        let Some((node, callees)) = t.stack.pop() else {
+            return Ok(());
+        };
+        // Self time from the spans themselves: the duration minus the callees' durations.
+        let duration = span.duration();
+        if let Some(parent) = t.stack.last_mut() {
+            parent.1 = parent.1.saturating_add(duration);
+        }
+        if let Some(n) = self.nodes.get_mut(node as usize) {
+            n.calls += 1;
+            n.time += duration.saturating_sub(callees);
+        }
+        Ok(())
+    }
+
+    fn sample(&mut self, sample: &Sample<'_>) -> io::Result<()> {
+        if sample.stack.is_empty() {
+            return Ok(());
+        }
+        self.sampled = true;
+        self.last_time = self.last_time.max(sample.time);
+        let mut node = self.root(sample.thread);
+        for f in sample.stack {
+            node = self.child(node, *f, sample.thread);
+        }
+        if let Some(n) = self.nodes.get_mut(node as usize) {
+            n.samples += sample.weight;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        let bytes = self.encode();
+        let Some(mut out) = self.out.take() else {
+            return Ok(());
+        };
+        if self.gzip {
+            let mut gz = GzEncoder::new(&mut out, Compression::default());
+            gz.write_all(&bytes)?;
+            gz.finish()?;
+        } else {
+            out.write_all(&bytes)?;
+        }
+        out.flush()
+    }
+}

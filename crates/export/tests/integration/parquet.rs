@@ -1,0 +1,359 @@
+//! Parquet (feature `parquet`): the synthetic trace written as the four tables and read back
+//! by DuckDB (PyPI): row counts, per-function totals equal to profkit-model's accounting,
+//! JSON args, code regions with unload times, several row groups, and docs/fleet.md's main
+//! query run over two "hosts".
+#![cfg(feature = "parquet")]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use profkit_export::parquet::{table_paths, ParquetSink};
+use profkit_export::{Format, Options, Output};
+use profkit_model::account::Accounting;
+use profkit_model::events::{CodeEvent, CodeRegion, EventSink, Recorded, RecordedEvent, TraceInfo};
+use profkit_model::{Clock, FunctionTable};
+use serde_json::Value;
+
+use crate::synthetic::{self, call_count, check_output, deps_dir, external, scratch};
+
+/// The venv's Python when it can import duckdb (scripts/ci/install-export-py.sh).
+pub fn duckdb_python(test: &str) -> Option<PathBuf> {
+    let py = external(
+        test,
+        "the Python venv with duckdb (scripts/ci/install-export-py.sh)",
+        deps_dir().join("venv/bin/python"),
+    )?;
+    let ok = Command::new(&py)
+        .args(["-c", "import duckdb"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        return Some(py);
+    }
+    let what = "duckdb in the Python venv (scripts/ci/install-export-py.sh)";
+    if std::env::var_os("PROFKIT_REQUIRE_EXTERNAL").is_some_and(|v| v == "1") {
+        panic!("{test}: {what} not installed");
+    }
+    eprintln!("{test}: skipped: {what} not installed");
+    None
+}
+
+/// Runs `sql` statements (one per element) in DuckDB with `cwd` as working directory and
+/// returns each result as a JSON array of rows.
+pub fn duckdb(py: &Path, cwd: &Path, sql: &[&str]) -> Vec<Value> {
+    let script = r#"
+import duckdb, json, sys
+con = duckdb.connect()
+out = []
+for q in json.loads(sys.argv[1]):
+    out.append([list(r) for r in con.execute(q).fetchall()])
+print(json.dumps(out, default=str))
+"#;
+    let out = check_output(
+        Command::new(py)
+            .current_dir(cwd)
+            .arg("-c")
+            .arg(script)
+            .arg(serde_json::to_string(sql).unwrap()),
+    );
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    v.as_array().unwrap().clone()
+}
+
+fn write_synthetic(dir: &Path, file: &str, rows: usize) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join(file);
+    synthetic::run(ParquetSink::with_row_group_size(&path, rows).unwrap());
+    path
+}
+
+/// (count, sum of durations) per function id, from profkit-model's accounting of the spans.
+fn accounting() -> BTreeMap<u64, (u64, u64)> {
+    let rec = synthetic::run(Recorded::default());
+    let mut acc = Accounting::default();
+    for e in &rec.events {
+        if let RecordedEvent::Exit(span) = e {
+            acc.record(span.func, span.duration());
+        }
+    }
+    acc.rows()
+        .into_iter()
+        .map(|r| (u64::from(r.func.0), (r.count, r.sum)))
+        .collect()
+}
+
+#[test]
+fn table_paths_beside_the_output() {
+    let [s, e, f, c] = table_paths(Path::new("/x/out.parquet"));
+    assert_eq!(s, Path::new("/x/out.parquet"));
+    assert_eq!(e, Path::new("/x/out.events.parquet"));
+    assert_eq!(f, Path::new("/x/out.functions.parquet"));
+    assert_eq!(c, Path::new("/x/out.code.parquet"));
+    let [_, e, f, c] = table_paths(Path::new("host1/spans.parquet"));
+    assert_eq!(e, Path::new("host1/events.parquet"));
+    assert_eq!(f, Path::new("host1/functions.parquet"));
+    assert_eq!(c, Path::new("host1/code.parquet"));
+    assert!(profkit_export::open(Format::Parquet, &Output::Stdout, &Options::default()).is_err());
+}
+
+#[test]
+fn duckdb_reads_the_tables() {
+    let Some(py) = duckdb_python("duckdb_reads_the_tables") else {
+        return;
+    };
+    let dir = scratch("parquet-synthetic");
+    // 3 rows per row group: several row groups per table.
+    write_synthetic(&dir, "out.parquet", 3);
+    let r = duckdb(
+        &py,
+        &dir,
+        &[
+            "SELECT count(*), count(DISTINCT source), min(source) FROM 'out.parquet'",
+            "SELECT function_id, count(*), sum(end_ns - start_ns), sum(self_ns) FROM 'out.parquet' GROUP BY 1 ORDER BY 1",
+            "SELECT count(*) FROM parquet_metadata('out.parquet') WHERE column_id = 0",
+            "SELECT process, thread, time_ns, category, name, json_extract(args, '$.n')::BIGINT, json_extract_string(args, '$.payload') FROM 'out.events.parquet' ORDER BY time_ns",
+            "SELECT id, name, file, line, module, address FROM 'out.functions.parquet' ORDER BY id",
+            "SELECT pid, address, size, load_ns, unload_ns, name FROM 'out.code.parquet' ORDER BY load_ns",
+            "SELECT sum(self_ns) FROM 'out.parquet'",
+            "SELECT function, depth FROM 'out.parquet' WHERE thread = 139638282147448",
+        ],
+    );
+    assert_eq!(
+        r[0][0],
+        serde_json::json!([call_count(), 1, "synthetic trace"])
+    );
+    let acc = accounting();
+    let mut got = BTreeMap::new();
+    for row in r[1].as_array().unwrap() {
+        let id = row[0].as_u64().unwrap();
+        got.insert(id, (row[1].as_u64().unwrap(), row[2].as_u64().unwrap()));
+    }
+    assert_eq!(
+        got, acc,
+        "per-function count and total = the model's accounting"
+    );
+    assert!(r[2][0][0].as_u64().unwrap() > 1, "several row groups");
+    let events = r[3].as_array().unwrap();
+    assert_eq!(events.len(), 2);
+    assert_eq!(
+        events[0],
+        serde_json::json!([
+            100,
+            100,
+            300,
+            "xray.custom",
+            "custom event",
+            5,
+            "hello \"xray\""
+        ])
+    );
+    assert_eq!(events[1][0], 100);
+    assert_eq!(events[1][1], 101);
+    assert_eq!(events[1][6], "00ff01");
+    let functions = r[4].as_array().unwrap();
+    assert_eq!(functions.len(), 6);
+    assert_eq!(
+        functions[0],
+        serde_json::json!([1, "main", "main.c", 10, null, null])
+    );
+    assert_eq!(functions[2][2], Value::Null);
+    let code = r[5].as_array().unwrap();
+    assert_eq!(code.len(), 2);
+    assert_eq!(
+        code[0],
+        serde_json::json!([100, 4096, 64, 50, null, "JIT fn A"])
+    );
+    let traced: u64 = synthetic::calls()
+        .iter()
+        .flat_map(|(_, cs)| cs.iter().map(|c| c.end - c.start))
+        .sum();
+    assert_eq!(r[6][0][0].as_u64().unwrap(), traced);
+    // Thread 2's 64-bit tid (0x7f00_1234_5678) survives.
+    assert_eq!(r[7].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn code_unload_times_from_moves_and_reuse() {
+    let Some(py) = duckdb_python("code_unload_times_from_moves_and_reuse") else {
+        return;
+    };
+    let dir = scratch("parquet-code");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("code-test.parquet");
+    let mut s = ParquetSink::create(&path).unwrap();
+    let t = FunctionTable::new();
+    s.begin(&TraceInfo {
+        format: "jitdump",
+        functions: &t,
+        clock: Clock::default(),
+        origin_ns: 0,
+        name: "node.dump",
+    })
+    .unwrap();
+    let r = |time, address, name, event| CodeRegion {
+        thread: None,
+        pid: 9,
+        time,
+        address,
+        size: 16,
+        name,
+        event,
+        code_index: None,
+    };
+    s.code(&r(1, 0x100, "a", CodeEvent::Load)).unwrap();
+    s.code(&r(2, 0x200, "b", CodeEvent::Load)).unwrap();
+    s.code(&r(3, 0x300, "a", CodeEvent::Move { old_address: 0x100 }))
+        .unwrap();
+    s.code(&r(4, 0x200, "c", CodeEvent::Load)).unwrap();
+    s.finish().unwrap();
+    let rows = duckdb(
+        &py,
+        &dir,
+        &["SELECT address, load_ns, unload_ns, name, source FROM 'code-test.code.parquet' ORDER BY load_ns"],
+    );
+    assert_eq!(
+        rows[0],
+        serde_json::json!([
+            [256, 1, 3, "a", "node.dump"],
+            [512, 2, 4, "b", "node.dump"],
+            [768, 3, null, "a", "node.dump"],
+            [512, 4, null, "c", "node.dump"]
+        ])
+    );
+    // The other tables exist and are empty.
+    let rows = duckdb(
+        &py,
+        &dir,
+        &[
+            "SELECT count(*) FROM 'code-test.parquet'",
+            "SELECT count(*) FROM 'code-test.events.parquet'",
+        ],
+    );
+    assert_eq!(
+        rows,
+        vec![serde_json::json!([[0]]), serde_json::json!([[0]])]
+    );
+}
+
+/// The SQL of docs/fleet.md's main query (the block after `<!-- fleet-main-query -->`).
+fn fleet_query() -> String {
+    let doc = std::fs::read_to_string(synthetic::workspace().join("docs/fleet.md")).unwrap();
+    let after = doc
+        .split("<!-- fleet-main-query -->")
+        .nth(1)
+        .expect("docs/fleet.md marks its main query");
+    let block = after.split("```sql").nth(1).unwrap();
+    block.split("```").next().unwrap().trim().to_string()
+}
+
+#[test]
+fn fleet_doc_query_aggregates_hosts() {
+    let Some(py) = duckdb_python("fleet_doc_query_aggregates_hosts") else {
+        return;
+    };
+    let dir = scratch("parquet-fleet");
+    let _ = std::fs::remove_dir_all(&dir);
+    for host in ["host1", "host2"] {
+        write_synthetic(&dir.join(host), "spans.parquet", 1 << 20);
+        assert!(dir.join(host).join("functions.parquet").exists());
+    }
+    let q = fleet_query();
+    let rows = duckdb(&py, &dir, &[q.as_str()]);
+    // Columns: function, calls, total_ns, self_ns, (hosts).
+    let acc = accounting();
+    let names = synthetic::functions();
+    let mut want: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for (id, (count, sum)) in &acc {
+        let n = names.name(profkit_model::FuncId(*id as u32));
+        let e = want.entry(n).or_default();
+        e.0 += 2 * count;
+        e.1 += 2 * sum;
+    }
+    let mut got: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for row in rows[0].as_array().unwrap() {
+        got.insert(
+            row[0].as_str().unwrap().to_string(),
+            (row[1].as_u64().unwrap(), row[2].as_u64().unwrap()),
+        );
+    }
+    assert_eq!(got, want);
+}
+
+fn vm_hwm_kib() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// 8M calls on 4 threads: the peak memory stays that of a few row groups, not of the trace
+/// (run with `--ignored`; prints rows/s and the peak).
+#[test]
+#[ignore]
+fn large_stream_memory_is_bounded() {
+    use profkit_model::events::ThreadInfo;
+    use profkit_model::span::Span;
+    use profkit_model::{FuncId, FuncInfo};
+
+    let dir = scratch("parquet-large");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut t = FunctionTable::new();
+    for i in 0..1000 {
+        t.insert(
+            FuncId(i),
+            FuncInfo {
+                name: Some(format!("namespace::function_{i}")),
+                ..FuncInfo::default()
+            },
+        );
+    }
+    let before = vm_hwm_kib();
+    let started = std::time::Instant::now();
+    let mut s = ParquetSink::create(&dir.join("large.parquet")).unwrap();
+    s.begin(&TraceInfo {
+        format: "xray",
+        functions: &t,
+        clock: Clock::default(),
+        origin_ns: 0,
+        name: "large",
+    })
+    .unwrap();
+    const N: u64 = 2_000_000;
+    for th in 0..4u32 {
+        s.thread(&ThreadInfo {
+            index: th,
+            pid: 1,
+            tid: u64::from(th),
+            name: "t",
+        })
+        .unwrap();
+        for i in 0..N {
+            let (start, f) = (i * 10, FuncId((i % 1000) as u32));
+            s.enter(th, f, start, 0).unwrap();
+            s.exit(&Span {
+                func: f,
+                thread: th,
+                start,
+                end: start + 7,
+                depth: 0,
+                self_time: 7,
+            })
+            .unwrap();
+        }
+    }
+    s.finish().unwrap();
+    let secs = started.elapsed().as_secs_f64();
+    let peak = vm_hwm_kib();
+    let size = std::fs::metadata(dir.join("large.parquet")).unwrap().len();
+    eprintln!(
+        "{} rows in {secs:.2} s ({:.1} M rows/s), peak RSS {} MiB (was {} MiB), file {} MiB",
+        4 * N,
+        4.0 * N as f64 / secs / 1e6,
+        peak / 1024,
+        before / 1024,
+        size >> 20
+    );
+    assert!(peak - before < 1024 * 1024, "peak grew by more than 1 GiB");
+}

@@ -1,0 +1,389 @@
+//! The committed real files (tests/fixtures: clang-14 XRay FDR, Mono 6.8 log profiler, node
+//! `--perf-prof` jitdump) fed through profkit-model's drivers into the Firefox, pprof, perf map
+//! and Parquet writers, checked against the same stream recorded in memory.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::path::PathBuf;
+
+use profkit_export::firefox::FirefoxSink;
+use profkit_export::perfmap::PerfMapSink;
+use profkit_export::pprof::PprofSink;
+use profkit_export::Output;
+use profkit_model::events::{CodeEvent, EventSink, Recorded, RecordedEvent};
+use profkit_model::{feed, ingest};
+use serde_json::Value;
+
+use crate::synthetic::scratch;
+
+fn fixture(dir: &str, name: &str) -> Vec<u8> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(dir)
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// An input of the fixtures.
+#[derive(Clone, Copy, Debug)]
+pub enum Input {
+    /// XRay FDR trace of the demo program, symbolized from its binary.
+    XrayFdr,
+    /// A Mono log profiler file.
+    Mlpd(&'static str),
+    /// node `--perf-prof` jitdump (2210 code loads).
+    NodeJitdump,
+}
+
+/// Feeds `input` to `sink` through profkit-model's driver.
+pub fn feed(input: Input, sink: &mut dyn EventSink) {
+    match input {
+        Input::XrayFdr => {
+            let bin = fixture("xray", "demo");
+            let map = profkit_xray::InstrMap::from_object(&bin).unwrap();
+            let sym = profkit_xray::Symbolizer::new(&bin).ok();
+            let names = ingest::xray::function_table(&map, sym.as_ref());
+            let data = fixture("xray", "demo-fdr.xray");
+            let trace = profkit_xray::Trace::parse(&data).unwrap();
+            feed::xray::feed(&trace, &names, "demo-fdr.xray", sink, &mut |_, _| {}).unwrap();
+        }
+        Input::Mlpd(file) => {
+            let data = fixture("mlpd", file);
+            let f = profkit_mlpd::File::parse(&data).unwrap();
+            let methods = ingest::mlpd::methods(&f);
+            feed::mlpd::feed(&f, &methods, file, sink).unwrap();
+        }
+        Input::NodeJitdump => {
+            let gz = fixture("jitdump", "node-perf-prof.dump.gz");
+            let mut data = Vec::new();
+            flate2::read::GzDecoder::new(&gz[..])
+                .read_to_end(&mut data)
+                .unwrap();
+            feed::jitdump::feed(&data, "node-perf-prof.dump", sink).unwrap();
+        }
+    }
+}
+
+/// The stream of `input` recorded in memory.
+pub fn recorded(input: Input) -> Recorded {
+    let mut r = Recorded::default();
+    feed(input, &mut r);
+    r
+}
+
+/// Exclusive time per thread index, from the recorded spans' durations and depths (a call's
+/// duration minus its callees').
+fn self_per_thread(r: &Recorded) -> BTreeMap<u32, u64> {
+    let mut out = BTreeMap::new();
+    let mut callees: HashMap<u32, Vec<u64>> = HashMap::new();
+    for e in &r.events {
+        if let RecordedEvent::Exit(s) = e {
+            let c = callees.entry(s.thread).or_default();
+            let d = s.depth as usize;
+            if c.len() < d + 2 {
+                c.resize(d + 2, 0);
+            }
+            let inner = std::mem::take(&mut c[d + 1]);
+            c[d] += s.duration();
+            *out.entry(s.thread).or_default() += s.duration() - inner;
+        }
+    }
+    out
+}
+
+fn firefox(input: Input) -> Value {
+    let mut out = Vec::new();
+    {
+        let mut s = FirefoxSink::new(&mut out, false, None);
+        feed(input, &mut s);
+    }
+    serde_json::from_slice(&out).unwrap()
+}
+
+fn weights(t: &Value) -> u64 {
+    t["samples"]["weight"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn firefox_xray_weights_are_traced_time() {
+    let r = recorded(Input::XrayFdr);
+    let want: u64 = self_per_thread(&r).values().sum();
+    let p = firefox(Input::XrayFdr);
+    let threads = p["threads"].as_array().unwrap();
+    let got: u64 = threads.iter().map(weights).sum();
+    assert_eq!(
+        got, want,
+        "total sample weight = total exclusive (traced) time"
+    );
+    let markers: u64 = threads
+        .iter()
+        .map(|t| t["markers"]["length"].as_u64().unwrap())
+        .sum();
+    let instants = r
+        .events
+        .iter()
+        .filter(|e| matches!(e, RecordedEvent::Instant { .. }))
+        .count() as u64;
+    assert_eq!(markers, instants);
+    assert!(markers > 0, "the custom events");
+    // Function names from the instrumentation map's symbols.
+    let names: Vec<&str> = threads
+        .iter()
+        .flat_map(|t| t["stringArray"].as_array().unwrap())
+        .filter_map(|s| s.as_str())
+        .collect();
+    assert!(names.iter().any(|n| n.contains("fib")), "{names:?}");
+}
+
+#[test]
+fn firefox_node_jitdump_code_resolves() {
+    let r = recorded(Input::NodeJitdump);
+    let code: Vec<(u64, String)> = r
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            RecordedEvent::Code { address, name, .. } => Some((*address, name.clone())),
+            _ => None,
+        })
+        .collect();
+    assert!(code.len() > 2000);
+    let p = firefox(Input::NodeJitdump);
+    assert!(p["libs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l["name"] == "JIT"));
+    let mut resolved = 0;
+    for t in p["threads"].as_array().unwrap() {
+        let m = &t["markers"];
+        for i in 0..m["length"].as_u64().unwrap() as usize {
+            let data = &m["data"][i];
+            let name = t["stringArray"][data["name"].as_u64().unwrap() as usize]
+                .as_str()
+                .unwrap();
+            let stack = data["cause"]["stack"].as_u64().unwrap() as usize;
+            let frame = t["stackTable"]["frame"][stack].as_u64().unwrap() as usize;
+            let func = t["frameTable"]["func"][frame].as_u64().unwrap() as usize;
+            let fname = t["stringArray"][t["funcTable"]["name"][func].as_u64().unwrap() as usize]
+                .as_str()
+                .unwrap();
+            assert_eq!(fname, name, "the marker's address resolves to its code");
+            resolved += 1;
+        }
+    }
+    assert_eq!(resolved, code.len());
+    // V8 names get the JavaScript category.
+    let cats: Vec<&str> = p["meta"]["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(cats.contains(&"JavaScript"));
+}
+
+#[test]
+fn firefox_mono_samples_and_calls() {
+    for file in ["cpu_sample.mlpd", "busy_calls.mlpd"] {
+        let r = recorded(Input::Mlpd(file));
+        let p = firefox(Input::Mlpd(file));
+        let threads = p["threads"].as_array().unwrap();
+        let samples = r
+            .events
+            .iter()
+            .filter(|e| matches!(e, RecordedEvent::Sample { .. }))
+            .count();
+        let traced: u64 = self_per_thread(&r).values().sum();
+        let total: u64 = threads.iter().map(weights).sum();
+        if samples == 0 {
+            assert_eq!(total, traced, "{file}");
+        } else {
+            assert!(total >= traced, "{file}");
+            let lengths: u64 = threads
+                .iter()
+                .map(|t| t["samples"]["length"].as_u64().unwrap())
+                .sum();
+            assert!(lengths as usize >= samples, "{file}");
+        }
+        assert!(p["libs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["name"] == "JIT"));
+    }
+}
+
+#[test]
+fn pprof_totals_on_real_inputs() {
+    for input in [
+        Input::XrayFdr,
+        Input::Mlpd("busy_calls.mlpd"),
+        Input::Mlpd("cpu_sample.mlpd"),
+    ] {
+        let r = recorded(input);
+        let mut pb = Vec::new();
+        {
+            let mut s = PprofSink::new(&mut pb, false, false);
+            feed(input, &mut s);
+        }
+        let d = crate::pprof::decode(&pb);
+        assert_eq!(d.strings[0], "");
+        let col = |name: &str| d.sample_types.iter().position(|t| t.0 == name);
+        let sum = |i: usize| d.samples.iter().map(|s| s.1[i]).sum::<u64>();
+        let exits = r
+            .events
+            .iter()
+            .filter(|e| matches!(e, RecordedEvent::Exit(_)))
+            .count() as u64;
+        let traced: u64 = self_per_thread(&r).values().sum();
+        let hits: u64 = r
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                RecordedEvent::Sample { weight, .. } => Some(*weight),
+                _ => None,
+            })
+            .sum();
+        if exits > 0 {
+            assert_eq!(sum(col("calls").unwrap()), exits, "{input:?}");
+            assert_eq!(sum(col("time").unwrap()), traced, "{input:?}");
+        }
+        if hits > 0 {
+            assert_eq!(sum(col("samples").unwrap()), hits, "{input:?}");
+        }
+    }
+}
+
+#[test]
+fn perf_map_from_jitdump_and_xray() {
+    // node: every code load, no reuse in this file.
+    let r = recorded(Input::NodeJitdump);
+    let mut live: HashMap<u64, String> = HashMap::new();
+    for e in &r.events {
+        if let RecordedEvent::Code {
+            address,
+            name,
+            event,
+            ..
+        } = e
+        {
+            if let CodeEvent::Move { old_address } = event {
+                live.remove(old_address);
+            }
+            live.insert(*address, name.replace('\n', " "));
+        }
+    }
+    let path = scratch("real-node.map");
+    {
+        let mut s = PerfMapSink::new(Output::Path(path.clone()));
+        feed(Input::NodeJitdump, &mut s);
+    }
+    let text = std::fs::read(&path).unwrap();
+    let mut got = HashMap::new();
+    for e in profkit_jitdump::perfmap::entries(&text) {
+        let e = e.unwrap();
+        got.insert(e.start, String::from_utf8(e.name.to_vec()).unwrap());
+    }
+    assert_eq!(got, live);
+    assert!(profkit_jitdump::perfmap::looks_like_perf_map(&text));
+
+    // XRay: the instrumented functions' addresses from the instrumentation map.
+    let path = scratch("real-xray.map");
+    {
+        let mut s = PerfMapSink::new(Output::Path(path.clone()));
+        feed(Input::XrayFdr, &mut s);
+    }
+    let text = std::fs::read(&path).unwrap();
+    let entries: Vec<_> = profkit_jitdump::perfmap::entries(&text)
+        .map(|e| e.unwrap())
+        .collect();
+    let with_addr = r_xray_addresses();
+    assert_eq!(entries.len(), with_addr);
+    assert!(entries.iter().all(|e| e.size > 0));
+}
+
+fn r_xray_addresses() -> usize {
+    let r = recorded(Input::XrayFdr);
+    let mut a: Vec<u64> = r
+        .functions
+        .unwrap()
+        .iter()
+        .filter_map(|(_, f)| f.address)
+        .collect();
+    a.sort_unstable();
+    a.dedup();
+    a.len()
+}
+
+/// Parquet of the XRay trace and the node jitdump, read by DuckDB: per-function counts and
+/// totals equal profkit-model's accounting of the same spans; one code row per code event.
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_real_inputs_in_duckdb() {
+    use profkit_export::parquet::ParquetSink;
+    use profkit_model::account::Accounting;
+
+    use crate::parquet::{duckdb, duckdb_python};
+
+    let Some(py) = duckdb_python("parquet_real_inputs_in_duckdb") else {
+        return;
+    };
+    let dir = scratch("parquet-real");
+    std::fs::create_dir_all(&dir).unwrap();
+    {
+        let mut s = ParquetSink::create(&dir.join("xray.parquet")).unwrap();
+        feed(Input::XrayFdr, &mut s);
+        let mut s = ParquetSink::create(&dir.join("node.parquet")).unwrap();
+        feed(Input::NodeJitdump, &mut s);
+    }
+    let r = recorded(Input::XrayFdr);
+    let mut acc = Accounting::default();
+    for e in &r.events {
+        if let RecordedEvent::Exit(s) = e {
+            acc.record(s.func, s.duration());
+        }
+    }
+    let want: BTreeMap<u64, (u64, u64)> = acc
+        .rows()
+        .into_iter()
+        .map(|row| (u64::from(row.func.0), (row.count, row.sum)))
+        .collect();
+    let node_code = recorded(Input::NodeJitdump)
+        .events
+        .iter()
+        .filter(|e| matches!(e, RecordedEvent::Code { .. }))
+        .count();
+    let out = duckdb(
+        &py,
+        &dir,
+        &[
+            "SELECT function_id, count(*), sum(end_ns - start_ns) FROM 'xray.parquet' GROUP BY 1",
+            "SELECT count(*), count(DISTINCT address), min(source) FROM 'node.code.parquet'",
+            "SELECT count(*) FROM 'xray.events.parquet'",
+            "SELECT sum(self_ns) FROM 'xray.parquet'",
+        ],
+    );
+    let got: BTreeMap<u64, (u64, u64)> = out[0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row[0].as_u64().unwrap(),
+                (row[1].as_u64().unwrap(), row[2].as_u64().unwrap()),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(out[1][0][0].as_u64().unwrap() as usize, node_code);
+    assert_eq!(out[1][0][2], "node-perf-prof.dump");
+    assert!(out[2][0][0].as_u64().unwrap() > 0, "custom events");
+    let traced: u64 = self_per_thread(&r).values().sum();
+    assert!(traced > 0);
+    assert_eq!(out[3][0][0].as_u64().unwrap(), traced);
+}

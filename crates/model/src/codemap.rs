@@ -1,0 +1,615 @@
+//! The code map: a timeline of JIT code regions answering "which function was at this address
+//! at this time", with line tables and inline frames.
+//!
+//! Built from a jitdump ([`CodeMap::from_jitdump`]): every JIT_CODE_LOAD opens a region; a
+//! later load that overlaps a live region (address reuse after the runtime freed the code)
+//! ends it at that time; JIT_CODE_MOVE ends the region at its old address and opens one at the
+//! new address; JIT_CODE_CLOSE ends everything. DEBUG_INFO and DEBUG_INFO2 records attach to
+//! the next load of the same code address (line tables; the inline tree). V8 and LLVM write
+//! DEBUG_INFO addresses biased by +0x40 (+0x34 on 32-bit); the bias is detected over the
+//! whole dump and removed. V8's corrupt DEBUG_INFO records are recovered (fixed-stride walk)
+//! so their lines are kept.
+//!
+//! Lookups ([`CodeMap::lookup`]) binary-search the regions by start address and walk back
+//! only as far as a region could still cover the address (a running maximum of end
+//! addresses bounds the walk).
+
+use std::collections::{BTreeMap, HashMap};
+
+use profkit_jitdump::read::{DebugInfo, DebugInfo2};
+use profkit_jitdump::{JitDump, Record};
+
+/// One line-table row: code from `offset` (bytes from the region's start) on is `file:line`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineRow {
+    /// Offset from the region's start.
+    pub offset: u64,
+    /// Index into the region's file list.
+    pub file: u32,
+    /// Line, 1-based (0 = unknown).
+    pub line: u32,
+    /// Column (0 = unknown).
+    pub column: u32,
+}
+
+/// An inlined call (DEBUG_INFO2): `function` was inlined at `call_line` of its parent and
+/// covers `ranges` (offsets from the region's start).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InlineCall {
+    /// Depth: 0 = called from the outer function.
+    pub depth: u32,
+    /// Name of the inlined function.
+    pub function: String,
+    /// File of the inlined function, if known.
+    pub function_file: Option<String>,
+    /// Where the parent calls it.
+    pub call_line: u32,
+    /// Column of the call.
+    pub call_column: u32,
+    /// `(start, size)` offset ranges.
+    pub ranges: Vec<(u64, u64)>,
+}
+
+/// Debug information of a region.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DebugTable {
+    /// Source files.
+    pub files: Vec<String>,
+    /// Rows sorted by offset; for DEBUG_INFO2, locations inside the deepest inline.
+    pub rows: Vec<LineRow>,
+    /// Inline calls in depth-first order (DEBUG_INFO2 only).
+    pub inlines: Vec<InlineCall>,
+    /// File of the outer function (DEBUG_INFO2).
+    pub outer_file: Option<String>,
+    /// Where the table came from: `"DEBUG_INFO"`, `"DEBUG_INFO (recovered)"`, `"DEBUG_INFO2"`.
+    pub source: &'static str,
+}
+
+/// A region of code, live from `load_time` until `end_time`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// Start address.
+    pub start: u64,
+    /// Size in bytes (at least 1 for lookups).
+    pub size: u64,
+    /// Function name.
+    pub name: String,
+    /// When it became live (the record's timestamp).
+    pub load_time: u64,
+    /// When it stopped being live (`None` = still live at the end of the dump).
+    pub end_time: Option<u64>,
+    /// The producer's code index.
+    pub code_index: u64,
+    /// Thread that loaded it.
+    pub tid: u32,
+    /// Index of the record that opened it.
+    pub record: usize,
+    /// Line tables and inline tree, if the dump had them.
+    pub debug: Option<DebugTable>,
+    /// Why the region ended (`"address reused"`, `"moved"`, `"close"`).
+    pub end_reason: Option<&'static str>,
+}
+
+impl Region {
+    /// One past the last address.
+    pub fn end(&self) -> u64 {
+        self.start.saturating_add(self.size.max(1))
+    }
+
+    /// Whether the region was live at `time`.
+    pub fn live_at(&self, time: u64) -> bool {
+        self.load_time <= time && self.end_time.is_none_or(|e| time < e)
+    }
+}
+
+/// A frame of a symbolized address, innermost first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Function name.
+    pub function: String,
+    /// Source file, if known.
+    pub file: Option<String>,
+    /// Line (0 = unknown).
+    pub line: u32,
+    /// Column (0 = unknown).
+    pub column: u32,
+    /// Whether this frame was inlined into the next one.
+    pub inlined: bool,
+}
+
+/// The answer to a lookup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Symbolized<'a> {
+    /// The region.
+    pub region: &'a Region,
+    /// Offset of the address in the region.
+    pub offset: u64,
+    /// Frames, innermost first; the last is the region's own function.
+    pub frames: Vec<Frame>,
+}
+
+/// The code map of a dump. See the [module docs](self).
+#[derive(Clone, Debug, Default)]
+pub struct CodeMap {
+    regions: Vec<Region>,
+    /// Region indices sorted by start address.
+    by_start: Vec<usize>,
+    /// `max_end[i]` = the largest end among `by_start[..=i]`.
+    max_end: Vec<u64>,
+    /// Time of the last record.
+    last_time: u64,
+    /// The DEBUG_INFO address bias that was removed (0, 0x34 or 0x40).
+    pub debug_bias: u64,
+    /// Problems met while building (records that did not decode), as text with offsets.
+    pub problems: Vec<String>,
+}
+
+struct PendingDebug {
+    table: DebugTable,
+    /// Raw DEBUG_INFO addresses, bias not yet removed.
+    addrs: Vec<u64>,
+}
+
+impl CodeMap {
+    /// Every region, in load order.
+    pub fn regions(&self) -> &[Region] {
+        &self.regions
+    }
+
+    /// Time of the last record of the dump (the default lookup time).
+    pub fn last_time(&self) -> u64 {
+        self.last_time
+    }
+
+    /// Builds the code map of `dump`.
+    pub fn from_jitdump(dump: &JitDump<'_>) -> CodeMap {
+        let mut map = CodeMap::default();
+        let mut pending: HashMap<u64, PendingDebug> = HashMap::new();
+        let mut pending2: HashMap<u64, DebugTable> = HashMap::new();
+        // Live regions by start address (live regions never overlap).
+        let mut live: BTreeMap<u64, usize> = BTreeMap::new();
+        let mut by_index: HashMap<u64, usize> = HashMap::new();
+        let mut bias_votes = BiasVotes::default();
+        let mut raw_debug: Vec<(usize, Vec<u64>)> = Vec::new();
+        for raw in dump.records() {
+            let raw = match raw {
+                Ok(r) => r,
+                Err(e) => {
+                    map.problems.push(e.to_string());
+                    continue;
+                }
+            };
+            let h = raw.header();
+            map.last_time = map.last_time.max(h.timestamp);
+            let rec = match raw.parse() {
+                Ok(r) => r,
+                Err(e) => {
+                    map.problems.push(e.to_string());
+                    continue;
+                }
+            };
+            match rec {
+                Record::DebugInfo(d) => {
+                    let p = debug_info_table(&d);
+                    pending.insert(d.code_addr, p);
+                }
+                Record::DebugInfo2(d) => {
+                    // DEBUG_INFO2 names no address: it attaches to the next LOAD.
+                    pending2.insert(u64::MAX, debug_info2_table(&d));
+                }
+                Record::CodeLoad(l) => {
+                    let idx = map.regions.len();
+                    end_overlapping(
+                        &mut map.regions,
+                        &mut live,
+                        l.code_addr,
+                        l.code_size,
+                        h.timestamp,
+                        "address reused",
+                    );
+                    let mut debug = pending2.remove(&u64::MAX);
+                    if let Some(p) = pending.remove(&l.code_addr) {
+                        bias_votes.vote(&p.addrs, l.code_addr, l.code_size);
+                        raw_debug.push((idx, p.addrs));
+                        if debug.is_none() {
+                            debug = Some(p.table);
+                        }
+                    }
+                    let name = String::from_utf8_lossy(l.name).into_owned();
+                    if let Some(t) = debug.as_mut() {
+                        complete_recovered_files(t, &name);
+                    }
+                    map.regions.push(Region {
+                        start: l.code_addr,
+                        size: l.code_size,
+                        name,
+                        load_time: h.timestamp,
+                        end_time: None,
+                        code_index: l.code_index,
+                        tid: l.tid,
+                        record: h.index,
+                        debug,
+                        end_reason: None,
+                    });
+                    live.insert(l.code_addr, idx);
+                    by_index.insert(l.code_index, idx);
+                }
+                Record::CodeMove(m) => {
+                    let Some(&old) = by_index.get(&m.code_index) else {
+                        continue;
+                    };
+                    let Some(prev) = map.regions.get(old).cloned() else {
+                        continue;
+                    };
+                    if let Some(r) = map.regions.get_mut(old) {
+                        if r.end_time.is_none() {
+                            r.end_time = Some(h.timestamp);
+                            r.end_reason = Some("moved");
+                        }
+                    }
+                    live.remove(&prev.start);
+                    end_overlapping(
+                        &mut map.regions,
+                        &mut live,
+                        m.new_code_addr,
+                        m.code_size,
+                        h.timestamp,
+                        "address reused",
+                    );
+                    let idx = map.regions.len();
+                    map.regions.push(Region {
+                        start: m.new_code_addr,
+                        size: m.code_size,
+                        load_time: h.timestamp,
+                        end_time: None,
+                        record: h.index,
+                        end_reason: None,
+                        ..prev
+                    });
+                    live.insert(m.new_code_addr, idx);
+                    by_index.insert(m.code_index, idx);
+                }
+                Record::CodeClose => {
+                    for (_, i) in std::mem::take(&mut live) {
+                        if let Some(r) = map.regions.get_mut(i) {
+                            r.end_time = Some(h.timestamp);
+                            r.end_reason = Some("close");
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Offsets of DEBUG_INFO rows, with the dump's bias removed.
+        map.debug_bias = bias_votes.bias();
+        for (idx, addrs) in raw_debug {
+            let Some(r) = map.regions.get_mut(idx) else {
+                continue;
+            };
+            let start = r.start;
+            if let Some(t) = r.debug.as_mut().filter(|t| t.source != "DEBUG_INFO2") {
+                for (row, a) in t.rows.iter_mut().zip(addrs) {
+                    row.offset = a.wrapping_sub(start).wrapping_sub(map.debug_bias);
+                }
+                t.rows.sort_by_key(|r| r.offset);
+            }
+        }
+        map.index();
+        map
+    }
+
+    fn index(&mut self) {
+        let mut order: Vec<usize> = (0..self.regions.len()).collect();
+        order.sort_by_key(|&i| self.regions.get(i).map_or(0, |r| r.start));
+        let mut run = 0u64;
+        self.max_end = order
+            .iter()
+            .map(|&i| {
+                run = run.max(self.regions.get(i).map_or(0, Region::end));
+                run
+            })
+            .collect();
+        self.by_start = order;
+    }
+
+    /// Every region that contains `addr` (at any time), most recently loaded first.
+    pub fn regions_at(&self, addr: u64) -> Vec<&Region> {
+        let n = self
+            .by_start
+            .partition_point(|&i| self.regions.get(i).is_some_and(|r| r.start <= addr));
+        let mut out = Vec::new();
+        for k in (0..n).rev() {
+            if self.max_end.get(k).is_none_or(|&e| e <= addr) {
+                break;
+            }
+            if let Some(r) = self.by_start.get(k).and_then(|&i| self.regions.get(i)) {
+                if addr < r.end() {
+                    out.push(r);
+                }
+            }
+        }
+        out.sort_by(|a, b| b.load_time.cmp(&a.load_time).then(b.record.cmp(&a.record)));
+        out
+    }
+
+    /// The function at `addr` at `time` (`None` = the end of the dump), with its inline frames
+    /// and source location.
+    pub fn lookup(&self, addr: u64, time: Option<u64>) -> Option<Symbolized<'_>> {
+        let regions = self.regions_at(addr);
+        let region = match time {
+            Some(t) => regions.into_iter().find(|r| r.live_at(t))?,
+            None => regions
+                .iter()
+                .find(|r| r.end_time.is_none())
+                .or(regions.first())
+                .copied()?,
+        };
+        let offset = addr - region.start;
+        Some(Symbolized {
+            region,
+            offset,
+            frames: frames(region, offset),
+        })
+    }
+}
+
+/// V8 names its JS code `JS:*fib /path/script.js:7:13`; a recovered DEBUG_INFO file name is only
+/// the tail of that path (its start was overwritten), so take the full path from the name when
+/// it ends with the tail.
+fn complete_recovered_files(t: &mut DebugTable, function: &str) {
+    if t.source != "DEBUG_INFO (recovered)" {
+        return;
+    }
+    for f in &mut t.files {
+        if f.is_empty() {
+            continue;
+        }
+        let full = function.split_whitespace().find_map(|tok| {
+            // Strip a trailing `:line:col` / `:line`.
+            let mut path = tok;
+            for _ in 0..2 {
+                if let Some((p, n)) = path.rsplit_once(':') {
+                    if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+                        path = p;
+                    }
+                }
+            }
+            (path.len() > f.len() && path.ends_with(f.as_str())).then(|| path.to_string())
+        });
+        if let Some(full) = full {
+            *f = full;
+        }
+    }
+}
+
+/// Ends every live region overlapping `[start, start+size)` at `time`.
+fn end_overlapping(
+    regions: &mut [Region],
+    live: &mut BTreeMap<u64, usize>,
+    start: u64,
+    size: u64,
+    time: u64,
+    why: &'static str,
+) {
+    let end = start.saturating_add(size.max(1));
+    let mut hit = Vec::new();
+    if let Some((&s, &i)) = live.range(..start).next_back() {
+        if regions.get(i).is_some_and(|r| r.end() > start) {
+            hit.push(s);
+        }
+    }
+    hit.extend(live.range(start..end).map(|(&s, _)| s));
+    for s in hit {
+        if let Some(i) = live.remove(&s) {
+            if let Some(r) = regions.get_mut(i) {
+                r.end_time = Some(time);
+                r.end_reason = Some(why);
+            }
+        }
+    }
+}
+
+/// Counts, over the dump, which DEBUG_INFO address bias makes the tables fit their code.
+#[derive(Default)]
+struct BiasVotes {
+    at_0x40: u64,
+    at_0x34: u64,
+    at_0: u64,
+}
+
+impl BiasVotes {
+    fn vote(&mut self, addrs: &[u64], start: u64, size: u64) {
+        let Some(&min) = addrs.iter().min() else {
+            return;
+        };
+        let max = addrs.iter().copied().max().unwrap_or(min);
+        let off = min.wrapping_sub(start);
+        let fits = |b: u64| min >= start + b && max - b < start + size.max(1);
+        if off == 0 {
+            self.at_0 += 1;
+        } else if off == 0x40 || (min >= start + 0x40 && fits(0x40) && max >= start + size) {
+            self.at_0x40 += 1;
+        } else if off == 0x34 || (min >= start + 0x34 && fits(0x34) && max >= start + size) {
+            self.at_0x34 += 1;
+        }
+    }
+
+    fn bias(&self) -> u64 {
+        if self.at_0x40 > self.at_0 && self.at_0x40 >= self.at_0x34 {
+            0x40
+        } else if self.at_0x34 > self.at_0 {
+            0x34
+        } else {
+            0
+        }
+    }
+}
+
+fn debug_info_table(d: &DebugInfo<'_>) -> PendingDebug {
+    let mut files: Vec<String> = Vec::new();
+    let mut file_ids: HashMap<String, u32> = HashMap::new();
+    let mut rows = Vec::new();
+    let mut addrs = Vec::new();
+    let mut push = |addr: u64, name: String, line: u32, column: u32| {
+        let id = *file_ids.entry(name.clone()).or_insert_with(|| {
+            files.push(name);
+            (files.len() - 1) as u32
+        });
+        addrs.push(addr);
+        rows.push(LineRow {
+            offset: 0,
+            file: id,
+            line,
+            column,
+        });
+    };
+    let exact = matches!(
+        d.walk_end(),
+        profkit_jitdump::read::DebugWalkEnd::Exact { .. }
+    );
+    let stride = if exact { None } else { d.fixed_stride() };
+    let source = match stride {
+        Some(stride) => {
+            for i in 0..usize::try_from(d.nr_entry).unwrap_or(0) {
+                if let Some(e) = d.entry_at_stride(stride, i) {
+                    let name = profkit_jitdump::validate::recovered_name_tail(e.file);
+                    push(e.addr, name, e.line, e.discrim);
+                }
+            }
+            "DEBUG_INFO (recovered)"
+        }
+        None => {
+            for e in d.entries() {
+                let name = String::from_utf8_lossy(e.file).into_owned();
+                push(e.addr, name, e.line, e.discrim);
+            }
+            if exact {
+                "DEBUG_INFO"
+            } else {
+                "DEBUG_INFO (partial)"
+            }
+        }
+    };
+    PendingDebug {
+        table: DebugTable {
+            files,
+            rows,
+            inlines: Vec::new(),
+            outer_file: None,
+            source,
+        },
+        addrs,
+    }
+}
+
+fn debug_info2_table(d: &DebugInfo2<'_>) -> DebugTable {
+    let files: Vec<String> = d
+        .files()
+        .map(|f| String::from_utf8_lossy(f).into_owned())
+        .collect();
+    let names: Vec<String> = d
+        .function_names()
+        .map(|f| String::from_utf8_lossy(f).into_owned())
+        .collect();
+    let functions: Vec<_> = d.functions().collect();
+    let func_name = |i: u32| {
+        functions
+            .get(i as usize)
+            .and_then(|f| names.get(f.function_name_index as usize))
+            .cloned()
+            .unwrap_or_else(|| format!("<function {i}>"))
+    };
+    let func_file = |i: u32| {
+        functions
+            .get(i as usize)
+            .and_then(|f| files.get(f.file_index as usize))
+            .cloned()
+    };
+    let mut ranges = d.ranges();
+    let inlines = d
+        .inline_calls()
+        .map(|c| InlineCall {
+            depth: c.depth,
+            function: func_name(c.function_index),
+            function_file: func_file(c.function_index),
+            call_line: c.call_line_number,
+            call_column: c.call_column_number,
+            ranges: ranges
+                .by_ref()
+                .take(c.range_count as usize)
+                .map(|r| (u64::from(r.start_offset), u64::from(r.size)))
+                .collect(),
+        })
+        .collect();
+    let mut rows: Vec<LineRow> = d
+        .lines()
+        .map(|l| LineRow {
+            offset: u64::from(l.code_offset),
+            file: l.file_index,
+            line: l.line_number,
+            column: l.column_number,
+        })
+        .collect();
+    rows.sort_by_key(|r| r.offset);
+    let outer_file = func_file(0);
+    DebugTable {
+        files,
+        rows,
+        inlines,
+        outer_file,
+        source: "DEBUG_INFO2",
+    }
+}
+
+/// The frames at `offset` of `region`, innermost first.
+fn frames(region: &Region, offset: u64) -> Vec<Frame> {
+    let outer = |file: Option<String>, line: u32, column: u32, inlined: bool| Frame {
+        function: region.name.clone(),
+        file,
+        line,
+        column,
+        inlined,
+    };
+    let Some(t) = &region.debug else {
+        return vec![outer(None, 0, 0, false)];
+    };
+    let row = t
+        .rows
+        .get(..t.rows.partition_point(|r| r.offset <= offset))
+        .and_then(|r| r.last());
+    let (file, line, column) = match row {
+        Some(r) => (t.files.get(r.file as usize).cloned(), r.line, r.column),
+        None => (None, 0, 0),
+    };
+    // The chain of inline calls covering the offset.
+    let mut chain: Vec<&InlineCall> = Vec::new();
+    for c in &t.inlines {
+        let d = c.depth as usize;
+        if !chain.is_empty() && d < chain.len() {
+            break;
+        }
+        if d == chain.len() && c.ranges.iter().any(|&(s, n)| s <= offset && offset < s + n) {
+            chain.push(c);
+        }
+    }
+    let mut out = Vec::with_capacity(chain.len() + 1);
+    let (mut file, mut line, mut column) = (file, line, column);
+    for (j, c) in chain.iter().enumerate().rev() {
+        out.push(Frame {
+            function: c.function.clone(),
+            file: file.take(),
+            line,
+            column,
+            inlined: true,
+        });
+        // The caller's location is the call site, in the caller's file.
+        file = match j.checked_sub(1) {
+            None => t.outer_file.clone(),
+            Some(p) => chain.get(p).and_then(|c| c.function_file.clone()),
+        };
+        line = c.call_line;
+        column = c.call_column;
+    }
+    out.push(outer(file, line, column, false));
+    out
+}

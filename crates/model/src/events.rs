@@ -1,0 +1,440 @@
+//! The event vocabulary every exporter consumes: a trace as a stream of calls, instants,
+//! counters, samples and code regions, in nanoseconds since the trace's origin.
+//!
+//! A format's driver ([`crate::feed`]) reads a file and calls an [`EventSink`]; each output
+//! format (Perfetto, Chrome JSON, speedscope, Parquet, …) implements the sink once and so works
+//! for every input format. The order of calls is:
+//!
+//! 1. [`EventSink::begin`] once, with the [`TraceInfo`] (function table, origin, format);
+//! 2. [`EventSink::process`] and [`EventSink::thread`] declare a process or thread before any
+//!    event refers to it;
+//! 3. events: [`EventSink::enter`] / [`EventSink::exit`] (calls), [`EventSink::instant`],
+//!    [`EventSink::counter`], [`EventSink::sample`], [`EventSink::code`];
+//! 4. [`EventSink::finish`] once.
+//!
+//! Ordering guarantees (what lets exporters stream): the events of one thread arrive in time
+//! order, and a thread's enters and exits are balanced and properly nested (every `exit` closes
+//! the innermost open `enter` of its thread; calls still open when the thread's events end are
+//! closed at the thread's last time, calls whose enter was never seen are not reported). Events
+//! of different threads may interleave in any way — drivers usually emit one thread after
+//! another. Counters of one name arrive in time order. Times are `u64` nanoseconds since
+//! [`TraceInfo::origin_ns`]; events before the origin are clamped to 0.
+
+use std::io;
+
+use crate::clock::Clock;
+use crate::func::{FuncId, FunctionTable};
+use crate::span::Span;
+
+/// What an exporter needs to know about the trace before its events.
+#[derive(Clone, Copy, Debug)]
+pub struct TraceInfo<'a> {
+    /// The input format, e.g. `"xray"`, `"mlpd"`, `"jitdump"`.
+    pub format: &'static str,
+    /// Names and locations of every [`FuncId`] the events use.
+    pub functions: &'a FunctionTable,
+    /// The trace's own clock (raw units → ns) — kept for outputs that show raw values.
+    pub clock: Clock,
+    /// Absolute time of time 0 in nanoseconds on the trace's clock (XRay: TSC converted; mlpd:
+    /// the profiler's clock; jitdump: the header timestamp's clock).
+    pub origin_ns: u64,
+    /// A human name for the trace (usually the input file name).
+    pub name: &'a str,
+}
+
+/// A process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcessInfo<'a> {
+    /// Process id (0 when the format does not record one).
+    pub pid: u32,
+    /// Display name (the program, the command line, or a synthetic `"xray pid 12"`).
+    pub name: &'a str,
+}
+
+/// A thread. Events name a thread by its `index`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadInfo<'a> {
+    /// Dense index, unique in the trace (the [`Span::thread`] and event `thread` field).
+    pub index: u32,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id as the format records it.
+    pub tid: u64,
+    /// Display name (a name the trace gives, or `"thread <tid>"`).
+    pub name: &'a str,
+}
+
+/// An argument value of an instant event.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ArgValue<'a> {
+    /// Text.
+    Str(&'a str),
+    /// Unsigned integer.
+    U64(u64),
+    /// Signed integer.
+    I64(i64),
+    /// Floating point.
+    F64(f64),
+    /// Opaque bytes (XRay custom event payloads); text outputs show them as UTF-8 when they
+    /// are valid UTF-8, else as hex.
+    Bytes(&'a [u8]),
+}
+
+/// A named argument.
+pub type Arg<'a> = (&'a str, ArgValue<'a>);
+
+/// A point event: an XRay custom or typed event, an exception, a GC phase, a JIT code load.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Instant<'a> {
+    /// The thread it happened on.
+    pub thread: u32,
+    /// When (ns since the origin).
+    pub time: u64,
+    /// Display name.
+    pub name: &'a str,
+    /// Category (`"xray.custom"`, `"xray.typed"`, `"exception"`, `"gc"`, `"jit"`, …).
+    pub category: &'a str,
+    /// Payload.
+    pub args: &'a [Arg<'a>],
+}
+
+/// A counter value at a time (Mono performance counters, GC heap size).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Counter<'a> {
+    /// The process it belongs to.
+    pub pid: u32,
+    /// Counter name, unique in the process.
+    pub name: &'a str,
+    /// When (ns since the origin).
+    pub time: u64,
+    /// Value.
+    pub value: f64,
+}
+
+/// A sampled stack (Mono sample hits with their managed backtraces).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample<'a> {
+    /// The thread sampled.
+    pub thread: u32,
+    /// When (ns since the origin).
+    pub time: u64,
+    /// Frames, outermost first, leaf last.
+    pub stack: &'a [FuncId],
+    /// Weight (1 per hit).
+    pub weight: u64,
+}
+
+/// What happened to a region of JIT code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodeEvent {
+    /// Code was loaded at the region's address.
+    Load,
+    /// Code moved from `old_address` to the region's address.
+    Move {
+        /// Where it was before.
+        old_address: u64,
+    },
+}
+
+/// A region of JIT or instrumented code (jitdump loads and moves, Mono JIT events).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodeRegion<'a> {
+    /// The thread that loaded it (`None` when unknown).
+    pub thread: Option<u32>,
+    /// Process id.
+    pub pid: u32,
+    /// When (ns since the origin).
+    pub time: u64,
+    /// Start address.
+    pub address: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Function name.
+    pub name: &'a str,
+    /// Load or move.
+    pub event: CodeEvent,
+    /// The producer's code index (jitdump), if any.
+    pub code_index: Option<u64>,
+}
+
+/// Receives a trace as events. See the [module docs](self) for the order of calls. Every
+/// method but [`EventSink::begin`] and [`EventSink::finish`] has a default that ignores the
+/// event, so an exporter implements what its output can show.
+pub trait EventSink {
+    /// Called once before anything else.
+    fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()>;
+    /// Declares a process.
+    fn process(&mut self, _process: &ProcessInfo<'_>) -> io::Result<()> {
+        Ok(())
+    }
+    /// Declares a thread.
+    fn thread(&mut self, _thread: &ThreadInfo<'_>) -> io::Result<()> {
+        Ok(())
+    }
+    /// `func` was entered on `thread` at `time`, at `depth` (0 = outermost).
+    fn enter(&mut self, _thread: u32, _func: FuncId, _time: u64, _depth: u32) -> io::Result<()> {
+        Ok(())
+    }
+    /// The innermost open call of `span.thread` returned; `span` holds its start, end, depth
+    /// and self time, in ns since the origin.
+    fn exit(&mut self, _span: &Span) -> io::Result<()> {
+        Ok(())
+    }
+    /// A point event.
+    fn instant(&mut self, _instant: &Instant<'_>) -> io::Result<()> {
+        Ok(())
+    }
+    /// A counter value.
+    fn counter(&mut self, _counter: &Counter<'_>) -> io::Result<()> {
+        Ok(())
+    }
+    /// A sampled stack.
+    fn sample(&mut self, _sample: &Sample<'_>) -> io::Result<()> {
+        Ok(())
+    }
+    /// A code region was loaded or moved.
+    fn code(&mut self, _code: &CodeRegion<'_>) -> io::Result<()> {
+        Ok(())
+    }
+    /// Called once after the last event; writers flush here.
+    fn finish(&mut self) -> io::Result<()>;
+}
+
+/// Forwards every method to the sink behind a pointer type.
+macro_rules! forward_sink {
+    ($($ty:ty),*) => {$(
+        impl<S: EventSink + ?Sized> EventSink for $ty {
+            fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
+                (**self).begin(trace)
+            }
+            fn process(&mut self, process: &ProcessInfo<'_>) -> io::Result<()> {
+                (**self).process(process)
+            }
+            fn thread(&mut self, thread: &ThreadInfo<'_>) -> io::Result<()> {
+                (**self).thread(thread)
+            }
+            fn enter(&mut self, thread: u32, func: FuncId, time: u64, depth: u32) -> io::Result<()> {
+                (**self).enter(thread, func, time, depth)
+            }
+            fn exit(&mut self, span: &Span) -> io::Result<()> {
+                (**self).exit(span)
+            }
+            fn instant(&mut self, instant: &Instant<'_>) -> io::Result<()> {
+                (**self).instant(instant)
+            }
+            fn counter(&mut self, counter: &Counter<'_>) -> io::Result<()> {
+                (**self).counter(counter)
+            }
+            fn sample(&mut self, sample: &Sample<'_>) -> io::Result<()> {
+                (**self).sample(sample)
+            }
+            fn code(&mut self, code: &CodeRegion<'_>) -> io::Result<()> {
+                (**self).code(code)
+            }
+            fn finish(&mut self) -> io::Result<()> {
+                (**self).finish()
+            }
+        }
+    )*};
+}
+
+forward_sink!(&mut S, Box<S>);
+
+/// A sink that records every event in memory, in order — for tests and small inputs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Recorded {
+    /// The function table given to `begin` (cloned).
+    pub functions: Option<FunctionTable>,
+    /// Format and origin from `begin`.
+    pub format: &'static str,
+    /// Origin from `begin`.
+    pub origin_ns: u64,
+    /// Everything after `begin`, in order.
+    pub events: Vec<RecordedEvent>,
+    /// Whether `finish` was called.
+    pub finished: bool,
+}
+
+/// One event kept by [`Recorded`], owning its strings.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RecordedEvent {
+    /// [`EventSink::process`].
+    Process {
+        /// Pid.
+        pid: u32,
+        /// Name.
+        name: String,
+    },
+    /// [`EventSink::thread`].
+    Thread {
+        /// Index.
+        index: u32,
+        /// Pid.
+        pid: u32,
+        /// Tid.
+        tid: u64,
+        /// Name.
+        name: String,
+    },
+    /// [`EventSink::enter`].
+    Enter {
+        /// Thread index.
+        thread: u32,
+        /// Function.
+        func: FuncId,
+        /// Time.
+        time: u64,
+        /// Depth.
+        depth: u32,
+    },
+    /// [`EventSink::exit`].
+    Exit(Span),
+    /// [`EventSink::instant`].
+    Instant {
+        /// Thread index.
+        thread: u32,
+        /// Time.
+        time: u64,
+        /// Name.
+        name: String,
+        /// Category.
+        category: String,
+        /// Arguments, values rendered as text.
+        args: Vec<(String, String)>,
+    },
+    /// [`EventSink::counter`].
+    Counter {
+        /// Pid.
+        pid: u32,
+        /// Name.
+        name: String,
+        /// Time.
+        time: u64,
+        /// Value.
+        value: f64,
+    },
+    /// [`EventSink::sample`].
+    Sample {
+        /// Thread index.
+        thread: u32,
+        /// Time.
+        time: u64,
+        /// Frames, outermost first.
+        stack: Vec<FuncId>,
+        /// Weight.
+        weight: u64,
+    },
+    /// [`EventSink::code`].
+    Code {
+        /// Time.
+        time: u64,
+        /// Address.
+        address: u64,
+        /// Size.
+        size: u64,
+        /// Name.
+        name: String,
+        /// Load or move.
+        event: CodeEvent,
+    },
+}
+
+impl ArgValue<'_> {
+    /// The value as text: numbers in decimal, bytes as UTF-8 when valid, else lowercase hex.
+    pub fn to_text(&self) -> String {
+        match *self {
+            ArgValue::Str(s) => s.to_string(),
+            ArgValue::U64(v) => v.to_string(),
+            ArgValue::I64(v) => v.to_string(),
+            ArgValue::F64(v) => v.to_string(),
+            ArgValue::Bytes(b) => match std::str::from_utf8(b) {
+                Ok(s) => s.to_string(),
+                Err(_) => b.iter().map(|x| format!("{x:02x}")).collect(),
+            },
+        }
+    }
+}
+
+impl EventSink for Recorded {
+    fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
+        self.functions = Some(trace.functions.clone());
+        self.format = trace.format;
+        self.origin_ns = trace.origin_ns;
+        Ok(())
+    }
+    fn process(&mut self, p: &ProcessInfo<'_>) -> io::Result<()> {
+        self.events.push(RecordedEvent::Process {
+            pid: p.pid,
+            name: p.name.to_string(),
+        });
+        Ok(())
+    }
+    fn thread(&mut self, t: &ThreadInfo<'_>) -> io::Result<()> {
+        self.events.push(RecordedEvent::Thread {
+            index: t.index,
+            pid: t.pid,
+            tid: t.tid,
+            name: t.name.to_string(),
+        });
+        Ok(())
+    }
+    fn enter(&mut self, thread: u32, func: FuncId, time: u64, depth: u32) -> io::Result<()> {
+        self.events.push(RecordedEvent::Enter {
+            thread,
+            func,
+            time,
+            depth,
+        });
+        Ok(())
+    }
+    fn exit(&mut self, span: &Span) -> io::Result<()> {
+        self.events.push(RecordedEvent::Exit(*span));
+        Ok(())
+    }
+    fn instant(&mut self, i: &Instant<'_>) -> io::Result<()> {
+        self.events.push(RecordedEvent::Instant {
+            thread: i.thread,
+            time: i.time,
+            name: i.name.to_string(),
+            category: i.category.to_string(),
+            args: i
+                .args
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_text()))
+                .collect(),
+        });
+        Ok(())
+    }
+    fn counter(&mut self, c: &Counter<'_>) -> io::Result<()> {
+        self.events.push(RecordedEvent::Counter {
+            pid: c.pid,
+            name: c.name.to_string(),
+            time: c.time,
+            value: c.value,
+        });
+        Ok(())
+    }
+    fn sample(&mut self, s: &Sample<'_>) -> io::Result<()> {
+        self.events.push(RecordedEvent::Sample {
+            thread: s.thread,
+            time: s.time,
+            stack: s.stack.to_vec(),
+            weight: s.weight,
+        });
+        Ok(())
+    }
+    fn code(&mut self, c: &CodeRegion<'_>) -> io::Result<()> {
+        self.events.push(RecordedEvent::Code {
+            time: c.time,
+            address: c.address,
+            size: c.size,
+            name: c.name.to_string(),
+            event: c.event,
+        });
+        Ok(())
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        self.finished = true;
+        Ok(())
+    }
+}

@@ -1,0 +1,125 @@
+//! jitdump files → [`EventSink`]: every JIT_CODE_LOAD and JIT_CODE_MOVE becomes a
+//! [`CodeRegion`] on the thread that wrote it. A jitdump has no calls; exporters show code
+//! regions as JIT activity (instants on a timeline, a library with symbols, a `code` table, a
+//! perf map).
+//!
+//! The origin is the earliest record timestamp (the header's own timestamp is wall-clock time
+//! in some producers, see the jitdump note).
+
+use std::collections::HashMap;
+use std::io;
+
+use profkit_jitdump::{JitDump, Record};
+
+use super::FeedSummary;
+use crate::events::{CodeEvent, CodeRegion, EventSink, ProcessInfo, ThreadInfo, TraceInfo};
+use crate::func::FunctionTable;
+
+/// Feeds the dump in `data` to `sink`. Records that do not decode are reported in the summary
+/// and skipped; a cut-off file yields everything before the cut.
+pub fn feed(data: &[u8], name: &str, sink: &mut dyn EventSink) -> io::Result<FeedSummary> {
+    let dump = JitDump::parse(data).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let mut summary = FeedSummary::default();
+    let origin = dump
+        .records()
+        .filter_map(|r| r.ok())
+        .map(|r| r.header().timestamp)
+        .min()
+        .unwrap_or(0);
+    let functions = FunctionTable::new();
+    sink.begin(&TraceInfo {
+        format: "jitdump",
+        functions: &functions,
+        clock: crate::Clock::NANOSECONDS,
+        origin_ns: origin,
+        name,
+    })?;
+    let pid = dump.header().pid;
+    sink.process(&ProcessInfo { pid, name })?;
+    let mut threads: HashMap<u32, u32> = HashMap::new();
+    let mut tname = String::new();
+    // code_index → name, so a MOVE carries the name of the code it moves.
+    let mut names: HashMap<u64, String> = HashMap::new();
+    let mut records = dump.records();
+    for raw in records.by_ref() {
+        let raw = match raw {
+            Ok(r) => r,
+            Err(e) => {
+                summary.problems.push(e.to_string());
+                continue;
+            }
+        };
+        let time = raw.header().timestamp.saturating_sub(origin);
+        let rec = match raw.parse() {
+            Ok(r) => r,
+            Err(e) => {
+                summary.problems.push(e.to_string());
+                continue;
+            }
+        };
+        let (rpid, tid, address, size, event, code_index, fname) = match rec {
+            Record::CodeLoad(l) => (
+                l.pid,
+                l.tid,
+                l.code_addr,
+                l.code_size,
+                CodeEvent::Load,
+                l.code_index,
+                String::from_utf8_lossy(l.name),
+            ),
+            Record::CodeMove(m) => (
+                m.pid,
+                m.tid,
+                m.new_code_addr,
+                m.code_size,
+                CodeEvent::Move {
+                    old_address: m.old_code_addr,
+                },
+                m.code_index,
+                names
+                    .get(&m.code_index)
+                    .map_or(std::borrow::Cow::Borrowed(""), |n| {
+                        std::borrow::Cow::Owned(n.clone())
+                    }),
+            ),
+            _ => continue,
+        };
+        if let CodeEvent::Load = event {
+            names.insert(code_index, fname.to_string());
+        }
+        let next = threads.len() as u32;
+        let index = match threads.get(&tid) {
+            Some(&i) => i,
+            None => {
+                threads.insert(tid, next);
+                tname.clear();
+                tname.push_str("thread ");
+                tname.push_str(itoa::Buffer::new().format(tid));
+                sink.thread(&ThreadInfo {
+                    index: next,
+                    pid: rpid,
+                    tid: u64::from(tid),
+                    name: &tname,
+                })?;
+                next
+            }
+        };
+        summary.other_events += 1;
+        sink.code(&CodeRegion {
+            thread: Some(index),
+            pid: rpid,
+            time,
+            address,
+            size,
+            name: &fname,
+            event,
+            code_index: Some(code_index),
+        })?;
+    }
+    if let Some(t) = records.truncation() {
+        summary.truncation = Some(t.to_string());
+    }
+    summary.threads = threads.len() as u32;
+    sink.finish()?;
+    Ok(summary)
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the external checkers profkit-export's tests use, idempotently:
+#   * DuckDB in the Python venv $PROFKIT_EXPORT_DEPS/venv (reads the Parquet tables, runs
+#     docs/fleet.md's queries);
+#   * the npm package pprof-format in $PROFKIT_EXPORT_DEPS/npm (decodes the pprof output).
+# PROFKIT_EXPORT_DEPS defaults to target/export-deps in the workspace, the directory the
+# other export checks (scripts/ci/install-export-deps.sh) share. The tests look there; with
+# PROFKIT_REQUIRE_EXTERNAL=1 a missing checker fails the test instead of skipping it.
+# Usage: bash scripts/ci/install-export-py.sh   (from anywhere; ~10 s when already installed)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+deps="${PROFKIT_EXPORT_DEPS:-$root/target/export-deps}"
+venv="$deps/venv"
+node_dir="$deps/npm"
+DUCKDB_VERSION="${DUCKDB_VERSION:-1.4.4}"
+PPROF_FORMAT_VERSION="${PPROF_FORMAT_VERSION:-2.3.2}"
+
+mkdir -p "$deps"
+if ! "$venv/bin/python" -c "import duckdb" 2>/dev/null; then
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "duckdb==$DUCKDB_VERSION"
+fi
+"$venv/bin/python" -c "import duckdb; print('duckdb', duckdb.__version__)"
+
+if command -v npm >/dev/null 2>&1; then
+    if [ ! -f "$node_dir/node_modules/pprof-format/package.json" ]; then
+        mkdir -p "$node_dir"
+        npm install --silent --no-audit --no-fund --prefix "$node_dir" "pprof-format@$PPROF_FORMAT_VERSION"
+    fi
+    node -e "console.log('pprof-format', require('$node_dir/node_modules/pprof-format/package.json').version)"
+else
+    echo "install-export-py: npm not found; the pprof-format check will be skipped" >&2
+fi
