@@ -26,7 +26,8 @@
 //!   subcategory: `*` optimized, `^` baseline (Sparkplug), `+` Maglev, `~` interpreted),
 //!   *Builtin* (`Builtin:`, `BytecodeHandler:`, `Stub:`, `Handler:`, `RegExp:`), *Python*
 //!   (`py::`), *Wasm* (`wasm`…), *Managed* (.NET/Mono names, mlpd input), *Native* (XRay
-//!   input), else *Other*.
+//!   input), else *Other*; JIT code whose jitdump has a SAMPLY_JIT_TIER record gets a category
+//!   named after its tier, in the tier's colour (its `JIT code` markers and their stacks).
 //!
 //! The profile is built in memory (the format is one JSON document) and written at
 //! [`EventSink::finish`]; memory grows with the number of distinct stacks and samples.
@@ -157,6 +158,31 @@ pub fn classify(name: &str, format: &str) -> CodeKind {
     }
 }
 
+/// The Firefox Profiler colour of a JIT_TIER colour index (docs/extension-records.md's list;
+/// past the list: grey).
+fn tier_color(index: u32) -> CategoryColor {
+    const COLORS: [CategoryColor; 14] = [
+        CategoryColor::Transparent,
+        CategoryColor::LightBlue,
+        CategoryColor::Red,
+        CategoryColor::LightRed,
+        CategoryColor::Orange,
+        CategoryColor::Blue,
+        CategoryColor::Green,
+        CategoryColor::Purple,
+        CategoryColor::Yellow,
+        CategoryColor::Brown,
+        CategoryColor::Magenta,
+        CategoryColor::LightGreen,
+        CategoryColor::Gray,
+        CategoryColor::DarkGray,
+    ];
+    COLORS
+        .get(index as usize)
+        .copied()
+        .unwrap_or(CategoryColor::Gray)
+}
+
 /// The profile's categories.
 #[derive(Clone, Copy, Debug)]
 struct Categories {
@@ -281,6 +307,8 @@ struct CodeRec {
     size: u64,
     name: String,
     moved: bool,
+    /// JIT tier (name, colour index, runs JS).
+    tier: Option<(String, u32, bool)>,
 }
 
 #[derive(Debug)]
@@ -631,6 +659,8 @@ impl<W: Write + Send> FirefoxSink<W> {
             ("event".to_string(), false),
         ];
         let ty = self.marker_type("JIT code", layout)?;
+        // A category per JIT tier (SAMPLY_JIT_TIER), in the tier's colour.
+        let mut tiers: HashMap<String, CategoryHandle> = HashMap::new();
         for c in code {
             let th = match c.thread.filter(|t| self.threads.contains_key(t)) {
                 Some(t) => self.marker_thread(t)?,
@@ -644,10 +674,24 @@ impl<W: Write + Send> FirefoxSink<W> {
                 },
             };
             let p = self.profile.as_mut().ok_or_else(not_begun)?;
+            let (category, flags) = match &c.tier {
+                Some((name, color, js)) => {
+                    let cat = *tiers
+                        .entry(name.clone())
+                        .or_insert_with(|| p.add_category(name, tier_color(*color)));
+                    let flags = if *js {
+                        FrameFlags::IS_JS
+                    } else {
+                        FrameFlags::empty()
+                    };
+                    (cat, flags)
+                }
+                None => (cats.jit, FrameFlags::empty()),
+            };
             let marker = FxMarker {
                 ty,
                 name: p.intern_string("JIT code"),
-                category: cats.jit,
+                category,
                 empty: p.intern_string(""),
                 fields: vec![
                     FieldValue::Str(p.intern_string(&c.name)),
@@ -661,8 +705,8 @@ impl<W: Write + Send> FirefoxSink<W> {
                 th,
                 std::iter::once(FrameInfo {
                     frame: Frame::InstructionPointer(c.address),
-                    category_pair: cats.jit.into(),
-                    flags: FrameFlags::empty(),
+                    category_pair: category.into(),
+                    flags,
                 }),
             );
             p.set_marker_stack(th, mh, stack);
@@ -839,6 +883,7 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
             size: code.size,
             name: code.name.to_string(),
             moved: matches!(code.event, CodeEvent::Move { .. }),
+            tier: code.tier.map(|t| (t.name.to_string(), t.color, t.js)),
         });
         Ok(())
     }

@@ -136,6 +136,19 @@ pub enum CodeEvent {
     },
 }
 
+/// The JIT tier that produced a code region (jitdump SAMPLY_JIT_TIER, see
+/// docs/extension-records.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodeTier<'a> {
+    /// Tier name ("Baseline", "Turbofan", "Tier0" …).
+    pub name: &'a str,
+    /// Colour index into the Firefox Profiler's category colours (0 transparent … 13
+    /// darkgray; larger values mean grey).
+    pub color: u32,
+    /// Whether the tier runs JavaScript-like source (flag bit 0).
+    pub js: bool,
+}
+
 /// A region of JIT or instrumented code (jitdump loads and moves, Mono JIT events).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CodeRegion<'a> {
@@ -155,6 +168,8 @@ pub struct CodeRegion<'a> {
     pub event: CodeEvent,
     /// The producer's code index (jitdump), if any.
     pub code_index: Option<u64>,
+    /// The JIT tier that produced it, when the producer says (jitdump JIT_TIER).
+    pub tier: Option<CodeTier<'a>>,
 }
 
 /// Receives a trace as events. See the [module docs](self) for the order of calls. Every
@@ -336,6 +351,8 @@ pub enum RecordedEvent {
         name: String,
         /// Load or move.
         event: CodeEvent,
+        /// Tier name, if any.
+        tier: Option<String>,
     },
 }
 
@@ -430,6 +447,7 @@ impl EventSink for Recorded {
             size: c.size,
             name: c.name.to_string(),
             event: c.event,
+            tier: c.tier.map(|t| t.name.to_string()),
         });
         Ok(())
     }

@@ -200,3 +200,34 @@ fn symbolize_rejects_other_formats_and_bad_addresses() {
     assert_eq!(code, 2);
     assert!(err.contains("hex"), "{err}");
 }
+
+#[test]
+fn firefox_categories_come_from_jit_tier_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("all.firefox.json");
+    let input = fixture("jitdump", "handmade/all-records-le.dump");
+    let (err, code) = convert(&input, None, out.to_str().unwrap(), &[]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let cats: Vec<(String, String)> = v["meta"]["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["color"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    // all-records-le.dump: `JS:*outer` from a green "Turbofan" tier, `Baseline: helper` from
+    // a lightblue "Baseline" tier (colour indices 6 and 1).
+    assert!(
+        cats.contains(&("Turbofan".into(), "green".into())),
+        "{cats:?}"
+    );
+    assert!(
+        cats.contains(&("Baseline".into(), "lightblue".into())),
+        "{cats:?}"
+    );
+}

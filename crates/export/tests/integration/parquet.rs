@@ -200,6 +200,7 @@ fn code_unload_times_from_moves_and_reuse() {
         name,
         event,
         code_index: None,
+        tier: None,
     };
     s.code(&r(1, 0x100, "a", CodeEvent::Load)).unwrap();
     s.code(&r(2, 0x200, "b", CodeEvent::Load)).unwrap();

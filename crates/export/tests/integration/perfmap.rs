@@ -54,6 +54,7 @@ fn region(
         name,
         event,
         code_index: None,
+        tier: None,
     }
 }
 

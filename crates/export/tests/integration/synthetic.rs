@@ -244,6 +244,7 @@ fn codes() -> Vec<CodeRegion<'static>> {
             name: "JIT fn A",
             event: CodeEvent::Load,
             code_index: Some(1),
+            tier: None,
         },
         CodeRegion {
             thread: None,
@@ -256,6 +257,7 @@ fn codes() -> Vec<CodeRegion<'static>> {
                 old_address: 0x1000,
             },
             code_index: None,
+            tier: None,
         },
     ]
 }

@@ -1,5 +1,6 @@
 //! jitdump files → [`EventSink`]: every JIT_CODE_LOAD and JIT_CODE_MOVE becomes a
-//! [`CodeRegion`] on the thread that wrote it. A jitdump has no calls; exporters show code
+//! [`CodeRegion`] on the thread that wrote it, with the tier of a preceding SAMPLY_JIT_TIER for
+//! the same code address. A jitdump has no calls; exporters show code
 //! regions as JIT activity (instants on a timeline, a library with symbols, a `code` table, a
 //! perf map).
 //!
@@ -12,8 +13,18 @@ use std::io;
 use profkit_jitdump::{JitDump, Record};
 
 use super::FeedSummary;
-use crate::events::{CodeEvent, CodeRegion, EventSink, ProcessInfo, ThreadInfo, TraceInfo};
+use crate::events::{
+    CodeEvent, CodeRegion, CodeTier, EventSink, ProcessInfo, ThreadInfo, TraceInfo,
+};
 use crate::func::FunctionTable;
+
+/// An owned JIT_TIER.
+#[derive(Clone, Debug)]
+struct Tier {
+    name: String,
+    color: u32,
+    js: bool,
+}
 
 /// Feeds the dump in `data` to `sink`. Records that do not decode are reported in the summary
 /// and skipped; a cut-off file yields everything before the cut.
@@ -38,8 +49,10 @@ pub fn feed(data: &[u8], name: &str, sink: &mut dyn EventSink) -> io::Result<Fee
     sink.process(&ProcessInfo { pid, name })?;
     let mut threads: HashMap<u32, u32> = HashMap::new();
     let mut tname = String::new();
-    // code_index → name, so a MOVE carries the name of the code it moves.
-    let mut names: HashMap<u64, String> = HashMap::new();
+    // code_index → name and tier, so a MOVE carries what the LOAD said.
+    let mut names: HashMap<u64, (String, Option<Tier>)> = HashMap::new();
+    // JIT_TIER records wait for the next LOAD of their code_addr.
+    let mut pending_tiers: HashMap<u64, Tier> = HashMap::new();
     let mut records = dump.records();
     for raw in records.by_ref() {
         let raw = match raw {
@@ -58,6 +71,17 @@ pub fn feed(data: &[u8], name: &str, sink: &mut dyn EventSink) -> io::Result<Fee
             }
         };
         let (rpid, tid, address, size, event, code_index, fname) = match rec {
+            Record::JitTier(t) => {
+                pending_tiers.insert(
+                    t.code_addr,
+                    Tier {
+                        name: String::from_utf8_lossy(t.name).into_owned(),
+                        color: t.color,
+                        js: t.flags & 1 != 0,
+                    },
+                );
+                continue;
+            }
             Record::CodeLoad(l) => (
                 l.pid,
                 l.tid,
@@ -79,14 +103,19 @@ pub fn feed(data: &[u8], name: &str, sink: &mut dyn EventSink) -> io::Result<Fee
                 names
                     .get(&m.code_index)
                     .map_or(std::borrow::Cow::Borrowed(""), |n| {
-                        std::borrow::Cow::Owned(n.clone())
+                        std::borrow::Cow::Owned(n.0.clone())
                     }),
             ),
             _ => continue,
         };
-        if let CodeEvent::Load = event {
-            names.insert(code_index, fname.to_string());
-        }
+        let tier = match event {
+            CodeEvent::Load => {
+                let tier = pending_tiers.remove(&address);
+                names.insert(code_index, (fname.to_string(), tier.clone()));
+                tier
+            }
+            CodeEvent::Move { .. } => names.get(&code_index).and_then(|n| n.1.clone()),
+        };
         let next = threads.len() as u32;
         let index = match threads.get(&tid) {
             Some(&i) => i,
@@ -114,6 +143,11 @@ pub fn feed(data: &[u8], name: &str, sink: &mut dyn EventSink) -> io::Result<Fee
             name: &fname,
             event,
             code_index: Some(code_index),
+            tier: tier.as_ref().map(|t| CodeTier {
+                name: &t.name,
+                color: t.color,
+                js: t.js,
+            }),
         })?;
     }
     if let Some(t) = records.truncation() {

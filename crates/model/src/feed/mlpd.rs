@@ -315,6 +315,7 @@ pub fn feed(
                         name: &String::from_utf8_lossy(name),
                         event: CodeEvent::Load,
                         code_index: None,
+                        tier: None,
                     })?;
                 }
                 _ => {}

@@ -185,6 +185,23 @@ fn jitdump_loads_and_moves() {
             _ => None,
         })
         .collect();
+    // JIT_TIER records attach to the next LOAD of their address, and a MOVE keeps the tier.
+    let tiers: Vec<_> = r
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            RecordedEvent::Code { tier, .. } => Some(tier.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        tiers,
+        vec![
+            Some("Turbofan".to_string()),
+            Some("Baseline".to_string()),
+            Some("Baseline".to_string())
+        ]
+    );
     use profkit_model::events::CodeEvent;
     assert_eq!(
         code,
