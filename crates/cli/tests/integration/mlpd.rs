@@ -4,30 +4,18 @@
 
 use std::path::PathBuf;
 
-use assert_cmd::Command;
+use crate::support;
 
 fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/mlpd")
+    support::fixture_dir("mlpd")
 }
 
 fn run(args: &[&str]) -> (String, String, i32) {
-    let o = Command::cargo_bin("profkit")
-        .unwrap()
-        .current_dir(dir())
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-        o.status.code().unwrap_or(-1),
-    )
+    support::run_in("mlpd", args)
 }
 
 fn ok(args: &[&str]) -> String {
-    let (out, err, code) = run(args);
-    assert_eq!(code, 0, "profkit {args:?} failed: {err}");
-    out
+    support::ok_in("mlpd", args)
 }
 
 /// The lines of one section of a report text (from its title to the next blank line).
@@ -260,8 +248,7 @@ fn report_streams_gzip_and_stdin_with_the_same_result() {
     let file = ok(&["report", "--json", "busy_zip.mlpd"]);
     let raw = std::fs::read(dir().join("busy_zip.mlpd")).unwrap();
     let piped = |bytes: Vec<u8>| {
-        let o = Command::cargo_bin("profkit")
-            .unwrap()
+        let o = support::profkit()
             .args(["report", "--json", "-"])
             .write_stdin(bytes)
             .output()

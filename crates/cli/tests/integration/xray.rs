@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 
-use assert_cmd::Command;
+use crate::support;
 
 fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/xray")
+    support::fixture_dir("xray")
 }
 
 fn golden(name: &str) -> String {
@@ -16,23 +16,11 @@ fn golden(name: &str) -> String {
 }
 
 fn profkit(args: &[&str]) -> (String, String, i32) {
-    let o = Command::cargo_bin("profkit")
-        .unwrap()
-        .current_dir(dir())
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-        o.status.code().unwrap_or(-1),
-    )
+    support::run_in("xray", args)
 }
 
 fn ok(args: &[&str]) -> String {
-    let (out, err, code) = profkit(args);
-    assert_eq!(code, 0, "profkit {args:?} failed: {err}");
-    out
+    support::ok_in("xray", args)
 }
 
 /// Runs llvm-xray if installed (it is on every profkit machine; skip quietly elsewhere).
