@@ -387,3 +387,40 @@ fn parquet_real_inputs_in_duckdb() {
     assert!(traced > 0);
     assert_eq!(out[3][0][0].as_u64().unwrap(), traced);
 }
+
+/// Golden outputs of the Firefox, pprof and perf map writers on the real fixtures (the Chrome,
+/// Perfetto, speedscope and folded goldens are in `viewer_fixtures`); `PROFKIT_BLESS=1`
+/// rewrites them after a deliberate change.
+#[test]
+fn golden_outputs_of_real_files() {
+    use crate::synthetic::golden;
+    for (input, tag) in [
+        (Input::XrayFdr, "demo-fdr.xray"),
+        (Input::Mlpd("cpu_sample.mlpd"), "cpu_sample.mlpd"),
+        (Input::Mlpd("hello_calls.mlpd"), "hello_calls.mlpd"),
+    ] {
+        let mut json = Vec::new();
+        {
+            let mut s = FirefoxSink::new(&mut json, false, None);
+            feed(input, &mut s);
+        }
+        // Pretty-printed so a difference reads as a diff.
+        let v: Value = serde_json::from_slice(&json).unwrap();
+        golden(
+            &format!("{tag}.firefox.json"),
+            serde_json::to_string_pretty(&v).unwrap().as_bytes(),
+        );
+        let mut pb = Vec::new();
+        {
+            let mut s = PprofSink::new(&mut pb, false, false);
+            feed(input, &mut s);
+        }
+        golden(&format!("{tag}.pprof.pb"), &pb);
+    }
+    let path = scratch("golden-node.map");
+    {
+        let mut s = PerfMapSink::new(Output::Path(path.clone()));
+        feed(Input::NodeJitdump, &mut s);
+    }
+    golden("node-perf-prof.dump.map", &std::fs::read(&path).unwrap());
+}
