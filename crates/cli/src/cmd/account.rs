@@ -4,9 +4,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use profkit_model::account::{self, Report, SortKey};
-use profkit_model::ingest;
-use profkit_model::MismatchPolicy;
+use profkit_model::account::{self, Accounting, Report, SortKey};
+use profkit_model::{ingest, BuilderStats, Clock, FunctionTable, MismatchPolicy};
 
 use super::xray;
 use crate::cli::{AccountArgs, AccountFormat, AccountSort, SortOrder};
@@ -28,7 +27,31 @@ pub fn run(args: &AccountArgs) -> Result<ExitCode> {
     let ing = ingest::xray::account(&trace, policy, &|s, e| loaded.release(s, e));
     let stats = ing.stats;
     xray::report_problems(&input.name, &ing.problems, ing.truncation.as_ref());
-    let mut acc = ing.accounting;
+    print_accounting(
+        args,
+        ing.accounting,
+        &names,
+        ingest::xray::clock(&trace.header),
+        &stats,
+    )?;
+    if !args.json && (stats.unfinished > 0 || stats.unmatched_exits > 0) {
+        output::print_note(&format!(
+            "{}: {} call(s) never returned, {} exit(s) had no enter (not counted)",
+            input.name, stats.unfinished, stats.unmatched_exits
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Sorts and cuts (`-s`, `-r`, `-p`) the rows of `acc` and prints them in the layout `args`
+/// asks for. Shared by every input format.
+pub fn print_accounting(
+    args: &AccountArgs,
+    mut acc: Accounting,
+    names: &FunctionTable,
+    clock: Clock,
+    stats: &BuilderStats,
+) -> Result<()> {
     let mut rows = acc.rows();
     let total = rows.len();
     let key = match args.sort {
@@ -42,31 +65,24 @@ pub fn run(args: &AccountArgs) -> Result<ExitCode> {
         AccountSort::Sum => SortKey::Sum,
         AccountSort::Func => SortKey::Func,
     };
-    account::sort_rows(&mut rows, key, args.sortorder == SortOrder::Dsc, &names);
+    account::sort_rows(&mut rows, key, args.sortorder == SortOrder::Dsc, names);
     if let Some(n) = args.top.filter(|&n| n > 0) {
         rows.truncate(n);
     }
     let report = Report {
         rows: &rows,
         total_functions: total,
-        names: &names,
-        clock: ingest::xray::clock(&trace.header),
+        names,
+        clock,
         unfinished: stats.unfinished,
         unmatched_exits: stats.unmatched_exits,
     };
-    print_report(args, &report)?;
-    if !args.json && (stats.unfinished > 0 || stats.unmatched_exits > 0) {
-        output::print_note(&format!(
-            "{}: {} call(s) never returned, {} exit(s) had no enter (not counted)",
-            input.name, stats.unfinished, stats.unmatched_exits
-        ));
-    }
-    Ok(ExitCode::SUCCESS)
+    print_report(args, &report)
 }
 
 /// Prints an accounting report in the layout `args` asks for (`--json`, `--llvm [-f csv]`, or
-/// the default table). Shared by every input format.
-pub fn print_report(args: &AccountArgs, report: &Report<'_>) -> Result<()> {
+/// the default table).
+fn print_report(args: &AccountArgs, report: &Report<'_>) -> Result<()> {
     let mut out = output::stdout();
     if args.json {
         account::write_json(&mut out, report)?;

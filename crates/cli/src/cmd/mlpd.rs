@@ -418,8 +418,7 @@ pub fn is_mlpd(path: &std::path::Path, forced: Option<crate::cli::InputFormat>) 
 
 /// `profkit account` on a Mono `calls` file.
 pub fn account(args: &crate::cli::AccountArgs) -> Result<ExitCode> {
-    use crate::cli::{AccountSort, SortOrder};
-    use profkit_model::account::{self, Accounting, Report, SortKey};
+    use profkit_model::account::Accounting;
     use profkit_model::{ingest, MismatchPolicy};
     let input = crate::input::open(&args.file)?;
     let file = parse(&input)?;
@@ -433,37 +432,7 @@ pub fn account(args: &crate::cli::AccountArgs) -> Result<ExitCode> {
     for (_, a, _) in ing.threads {
         acc.merge(a);
     }
-    let mut rows = acc.rows();
-    let total = rows.len();
-    let key = match args.sort {
-        AccountSort::Funcid => SortKey::FuncId,
-        AccountSort::Count => SortKey::Count,
-        AccountSort::Min => SortKey::Min,
-        AccountSort::Med => SortKey::Med,
-        AccountSort::P90 => SortKey::P90,
-        AccountSort::P99 => SortKey::P99,
-        AccountSort::Max => SortKey::Max,
-        AccountSort::Sum => SortKey::Sum,
-        AccountSort::Func => SortKey::Func,
-    };
-    account::sort_rows(
-        &mut rows,
-        key,
-        args.sortorder == SortOrder::Dsc,
-        &methods.table,
-    );
-    if let Some(n) = args.top.filter(|&n| n > 0) {
-        rows.truncate(n);
-    }
-    let report = Report {
-        rows: &rows,
-        total_functions: total,
-        names: &methods.table,
-        clock: ingest::mlpd::clock(),
-        unfinished: stats.unfinished,
-        unmatched_exits: stats.unmatched_exits,
-    };
-    super::account::print_report(args, &report)?;
+    super::account::print_accounting(args, acc, &methods.table, ingest::mlpd::clock(), &stats)?;
     if ing.calls == 0 {
         output::print_note(&format!(
             "{}: no ENTER/LEAVE events (profile with `--profile=log:calls`)",
