@@ -79,10 +79,13 @@ pub fn detect(data: &[u8]) -> Option<Format> {
 /// XRay's 32-byte file header: u16 version and u16 type (0 basic v1-3, 1 FDR v1-5),
 /// little-endian, then a full record or at least the header's 32 bytes.
 fn is_xray_header(data: &[u8]) -> bool {
+    let Some(&[v0, v1, k0, k1]) = data.get(..4) else {
+        return false;
+    };
     if data.len() < 32 {
         return false;
     }
-    let version = u16::from_le_bytes([data[0], data[1]]);
-    let kind = u16::from_le_bytes([data[2], data[3]]);
+    let version = u16::from_le_bytes([v0, v1]);
+    let kind = u16::from_le_bytes([k0, k1]);
     matches!((kind, version), (0, 1..=3) | (1, 1..=5))
 }

@@ -155,7 +155,7 @@ pub fn open_streaming(path: &Path) -> Result<Opened> {
         if is_file && !(n == 2 && magic == GZIP_MAGIC) {
             return open(path).map(Opened::Data);
         }
-        let head = io::Cursor::new(magic[..n].to_vec());
+        let head = io::Cursor::new(magic.get(..n).unwrap_or_default().to_vec());
         (
             name,
             Box::new(io::BufReader::with_capacity(BUF, head.chain(file))),

@@ -15,16 +15,6 @@
 //! * [`pprof`]: pprof protobuf profiles (`.pb.gz`).
 //! * [`parquet`] (feature `parquet`): the `spans`, `events`, `functions` and `code` tables.
 //! * [`perfmap`]: perf map (`perf-<pid>.map`) from any code source.
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-#![warn(missing_docs)]
 
 use std::fmt;
 use std::io::{self, Write};

@@ -1,4 +1,10 @@
 //! Integration tests of profkit-export: one binary, one module per output format.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 #[path = "integration/chrome.rs"]
 mod chrome;
 #[path = "integration/firefox.rs"]

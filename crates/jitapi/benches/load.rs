@@ -4,6 +4,12 @@
 //!
 //! `cargo bench -p profkit-jitapi --bench load` (or scripts/bench/jitapi.sh). Prints a
 //! Markdown table; `BENCH_SCALE=0.1` shortens it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use std::sync::Mutex;
 use std::time::Instant;

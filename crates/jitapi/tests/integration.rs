@@ -1,4 +1,10 @@
 //! Integration tests: one binary, one module per area.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod support;
 

@@ -15,6 +15,12 @@
 //! `PROFKIT_BENCH_ROUNDS` sets the number of alternating rounds (default 20);
 //! `PROFKIT_BENCH_ONLY=profkit|lpd|lpd1m|scan|read` times only that contender on the generated dump,
 //! for as many rounds, without the comparison (for `perf record`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use std::fs::{self, File};
 use std::hint::black_box;

@@ -1,5 +1,11 @@
 //! Writes the hand-made jitdump fixtures to `tests/fixtures/jitdump/handmade/`:
 //! `cargo run -p profkit-jitdump --example make_fixtures [DIR]`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 #[path = "../tests/support/handmade.rs"]
 mod handmade;

@@ -31,16 +31,6 @@
 //! assert_eq!(loads, 1);
 //! # Ok::<(), profkit_jitdump::Error>(())
 //! ```
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-#![warn(missing_docs)]
 
 pub mod convert;
 pub mod error;

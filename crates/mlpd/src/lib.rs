@@ -30,16 +30,6 @@
 //! assert!(matches!(evs[1].kind, EventKind::Leave { method: 0x5000 }));
 //! assert_eq!(evs[1].time, 1020);
 //! ```
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-#![warn(missing_docs)]
 
 pub mod cursor;
 pub mod error;

@@ -32,16 +32,6 @@
 //! assert_eq!(rows[1].func, FuncId(1)); // rows come in order of first completion
 //! assert_eq!(rows[1].sum, 10);
 //! ```
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-#![warn(missing_docs)]
 
 pub mod account;
 pub mod clock;

@@ -1,5 +1,11 @@
 //! profkit-model integration tests: the span builder's edge cases, llvm-xray's percentile
 //! definitions, and XRay ingest on the committed fixtures and synthetic traces.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use std::path::PathBuf;
 

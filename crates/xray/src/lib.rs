@@ -48,16 +48,6 @@
 //! let decoded = trace.decode();
 //! assert_eq!(decoded.threads[0].events[0].func_id, 1);
 //! ```
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-#![warn(missing_docs)]
 
 pub mod error;
 #[doc(hidden)]

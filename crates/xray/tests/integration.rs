@@ -1,4 +1,10 @@
 //! profkit-xray integration tests (one binary; modules per area).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod common {
     use std::path::PathBuf;

@@ -1,5 +1,11 @@
 //! End-to-end tests of the `profkit` binary. One test binary for the crate; one module per
 //! format or area, and `support` for what they share.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod export;
 mod jitdump;

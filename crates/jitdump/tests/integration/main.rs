@@ -1,5 +1,11 @@
 //! Integration tests of profkit-jitdump: real fixtures, hand-made files, round trips,
 //! truncation and hostile input. One test binary (link time matters on 2 cores).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 #[path = "../support/handmade.rs"]
 mod handmade;

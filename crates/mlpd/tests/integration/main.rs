@@ -1,5 +1,11 @@
 //! profkit-mlpd's integration tests (one binary): parity with mprof-report's committed outputs,
 //! round trips through the writer for every data version, and malformed input.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod malformed;
 mod options;

@@ -1,0 +1,31 @@
+//! The vocabulary every profkit format crate shares to describe a file, so that `profkit
+//! validate` and `profkit info` say the same things the same way for every format.
+//!
+//! * [`finding`]: [`Finding`] (a stable code, a [`Severity`], the byte offset, the record index
+//!   and a message), [`Findings`] (collects them, capping each code) and [`Validation`] (what a
+//!   format's `validate` returns).
+//! * [`truncation`]: [`Truncation`], the outcome of a file that ends inside a record: everything
+//!   before [`Truncation::offset`] was used.
+//! * [`summary`]: [`Summary`], what `profkit info` shows of a file, one shape for every format.
+//! * [`json`]: the one JSON string escaper of the workspace.
+//!
+//! This crate is a leaf: it depends on nothing, and the format crates depend on it alone.
+//!
+//! ```
+//! use profkit_common::{Findings, Severity, Truncation};
+//! const CODES: &[(&str, Severity, &str)] = &[("bad-magic", Severity::Error, "the magic is wrong")];
+//! let mut f = Findings::new(CODES);
+//! f.push("bad-magic", 0, None, "expected DTiJ");
+//! let v = f.finish(0, Some(Truncation::new(40, Some(0), "record header needs 16 bytes, 3 remain")));
+//! assert_eq!(v.errors().count(), 2); // bad-magic, and the cut as `truncated`
+//! assert!(v.has_errors());
+//! ```
+
+pub mod finding;
+pub mod json;
+pub mod summary;
+pub mod truncation;
+
+pub use finding::{Finding, Findings, Severity, Validation};
+pub use summary::{Summary, ThreadSummary, TimeSpan, Value};
+pub use truncation::Truncation;
