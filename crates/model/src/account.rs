@@ -10,6 +10,7 @@ use std::io::{self, Write};
 use crate::clock::Clock;
 use crate::func::{FuncId, FunctionTable};
 use crate::llvm::{densemap_order, format_e};
+use crate::replay::Fold;
 use crate::span::{Span, SpanSink};
 
 /// Function ids below this index a dense table; larger ones go through a hash map.
@@ -185,6 +186,18 @@ impl SpanSink for Accounting {
     #[inline]
     fn span(&mut self, span: &Span) {
         self.record(span.func, span.duration());
+    }
+}
+
+/// A worker's part is an accounting of its own: merged in order, functions keep the order in
+/// which they first completed a call.
+impl Fold for Accounting {
+    type Part = Accounting;
+
+    fn resolve(&mut self, part: Accounting) {
+        if !part.is_empty() {
+            self.merge(part);
+        }
     }
 }
 

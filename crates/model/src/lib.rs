@@ -41,6 +41,7 @@ pub mod feed;
 pub mod func;
 pub mod ingest;
 pub mod llvm;
+pub mod replay;
 pub mod span;
 pub mod stack;
 

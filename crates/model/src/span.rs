@@ -47,15 +47,25 @@ pub enum MismatchPolicy {
     Unwind,
     /// Count the exit as unmatched and leave the stack as it is (llvm-xray `-k` without `-d`).
     Ignore,
+    /// As [`MismatchPolicy::Unwind`], but an exit whose function is on no frame closes every
+    /// frame at its time (and still counts as unmatched): `llvm-xray stack`'s rule.
+    UnwindAll,
 }
 
 /// Receives what a [`SpanBuilder`] reconstructs. Spans come innermost first (in exit order).
+///
+/// `()` is the sink that keeps nothing.
 pub trait SpanSink {
     /// A frame was pushed at `depth`.
     #[inline]
     fn enter(&mut self, _func: FuncId, _time: u64, _depth: u32) {}
     /// A call completed; it was the top frame.
     fn span(&mut self, span: &Span);
+}
+
+impl SpanSink for () {
+    #[inline]
+    fn span(&mut self, _span: &Span) {}
 }
 
 impl<F: FnMut(&Span)> SpanSink for F {
@@ -90,11 +100,15 @@ impl BuilderStats {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Frame {
-    func: FuncId,
-    start: u64,
-    child: u64,
+/// An open call on a thread's stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// The function.
+    pub func: FuncId,
+    /// Enter time (raw clock units).
+    pub start: u64,
+    /// Time spent in callees that already returned (raw clock units).
+    pub child: u64,
 }
 
 /// Streaming reconstruction of one thread's calls. State is O(stack depth).
@@ -152,7 +166,7 @@ impl SpanBuilder {
                 }
                 Some(top) if top.func == func => self.pop(time, sink),
                 Some(_) => {
-                    if self.policy == MismatchPolicy::Unwind {
+                    if self.policy != MismatchPolicy::Ignore {
                         if let Some(pos) = self.stack.iter().rposition(|f| f.func == func) {
                             while self.stack.len() > pos + 1 {
                                 self.stats.deduced += 1;
@@ -163,6 +177,11 @@ impl SpanBuilder {
                         }
                     }
                     self.stats.unmatched_exits += 1;
+                    if self.policy == MismatchPolicy::UnwindAll {
+                        while !self.stack.is_empty() {
+                            self.pop(time, sink);
+                        }
+                    }
                 }
             },
         }
@@ -206,18 +225,32 @@ impl SpanBuilder {
         self.stats
     }
 
-    /// Pushes a frame that was opened elsewhere (e.g. while a buffer was processed on its own)
+    /// Pushes a frame that was opened elsewhere (e.g. while a buffer was replayed on its own)
     /// without notifying a sink.
-    pub fn push_frame(&mut self, func: FuncId, start: u64) {
-        self.stack.push(Frame {
-            func,
-            start,
-            child: 0,
-        });
+    pub fn push_frame(&mut self, frame: Frame) {
+        self.stack.push(frame);
         let d = self.stack.len() as u32;
         if d > self.stats.max_depth {
             self.stats.max_depth = d;
         }
+    }
+
+    /// Adds `time` to the callee time of the top frame (calls that completed elsewhere on top
+    /// of it); nothing when the stack is empty.
+    pub fn add_child_time(&mut self, time: u64) {
+        if let Some(top) = self.stack.last_mut() {
+            top.child = top.child.saturating_add(time);
+        }
+    }
+
+    /// The open frames, outermost first.
+    pub fn frames(&self) -> &[Frame] {
+        &self.stack
+    }
+
+    /// The thread index given to [`SpanBuilder::new`].
+    pub fn thread(&self) -> u32 {
+        self.thread
     }
 
     /// Notes that `extra` frames were stacked on top of the current stack at some point.
@@ -233,6 +266,11 @@ impl SpanBuilder {
         self.stats.spans += spans;
         self.stats.deduced += deduced;
         self.stats.unmatched_exits += unmatched_exits;
+    }
+
+    /// Notes that the thread had an event at `time` (fed elsewhere).
+    pub fn note_time(&mut self, time: u64) {
+        self.last_time = time;
     }
 
     /// Time of the last event fed.

@@ -11,6 +11,7 @@ use std::io::{self, Write};
 
 use crate::func::{FuncId, FunctionTable};
 use crate::llvm::densemap_order;
+use crate::replay::Fold;
 use crate::span::{CallKind, Span, SpanSink};
 
 #[derive(Clone, Debug, Default)]
@@ -57,6 +58,17 @@ impl SpanSink for StackTree {
                 node.exclusive = node.exclusive.saturating_add(span.self_time);
             }
         }
+    }
+}
+
+/// A worker's part is a tree of its own, rooted at the frames it inherited; it is grafted
+/// under the path open when it is resolved.
+impl Fold for StackTree {
+    type Part = StackTree;
+
+    fn resolve(&mut self, part: StackTree) {
+        let at = self.path.last().copied().unwrap_or(0);
+        self.merge_under(at, &part);
     }
 }
 
@@ -108,7 +120,13 @@ impl StackTree {
 
     /// Adds `other`'s paths and totals into this tree.
     pub fn merge(&mut self, other: &StackTree) {
-        let mut todo: Vec<(u32, u32)> = vec![(0, 0)];
+        self.merge_under(0, other);
+    }
+
+    /// Adds `other`'s paths and totals under node `at` of this tree (children keep the order
+    /// of their first call).
+    fn merge_under(&mut self, at: u32, other: &StackTree) {
+        let mut todo: Vec<(u32, u32)> = vec![(0, at)];
         while let Some((theirs, mine)) = todo.pop() {
             let Some(t) = other.nodes.get(theirs as usize) else {
                 continue;

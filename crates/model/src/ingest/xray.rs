@@ -602,7 +602,7 @@ pub fn account(
                     }
                 }
                 for &(f, start) in &p.open {
-                    b.push_frame(f, start);
+                    b.push_frame(crate::span::Frame { func: f, start, child: 0 });
                 }
                 b.add_counts(p.spans, p.deduced, p.unmatched);
                 acc.merge(std::mem::take(&mut p.acc));
