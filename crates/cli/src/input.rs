@@ -31,6 +31,24 @@ impl Data {
     }
 }
 
+impl Data {
+    /// Tells the kernel bytes `start..end` will not be read again soon (see
+    /// [`Data::release`]); does nothing for owned data.
+    pub fn release_range(&self, start: u64, end: u64) {
+        if let Data::Mapped(m) = self {
+            let (Ok(start), Ok(end)) = (usize::try_from(start), usize::try_from(end)) else {
+                return;
+            };
+            if start < end && end <= m.len() {
+                // SAFETY: as in `release`: a shared, read-only, file-backed map.
+                let _ = unsafe {
+                    m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+                };
+            }
+        }
+    }
+}
+
 impl Deref for Data {
     type Target = [u8];
     fn deref(&self) -> &[u8] {

@@ -7,6 +7,7 @@ mod cmd;
 mod detect;
 mod input;
 mod output;
+mod source;
 
 use std::process::ExitCode;
 

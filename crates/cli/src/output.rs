@@ -1,12 +1,9 @@
-//! Writing to stdout / files and printing diagnostics (colour only on a terminal, never with
+//! Writing to stdout and printing diagnostics (files go through `profkit_export::output`) (colour only on a terminal, never with
 //! NO_COLOR: anstream decides).
 
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
 
 use anstyle::{AnsiColor, Style};
-use anyhow::{Context, Result};
 
 const ERROR: Style = AnsiColor::Red.on_default().bold();
 const WARNING: Style = AnsiColor::Yellow.on_default().bold();
@@ -20,15 +17,6 @@ pub fn stdout() -> BufWriter<io::StdoutLock<'static>> {
 /// Buffered stdout that strips colour unless stdout is a terminal (and NO_COLOR is unset).
 pub fn color_stdout() -> BufWriter<anstream::Stdout> {
     BufWriter::with_capacity(1 << 16, anstream::stdout())
-}
-
-/// A buffered output: a file, or stdout for `-`.
-pub fn create(path: &Path) -> Result<Box<dyn Write>> {
-    if path.as_os_str() == "-" {
-        return Ok(Box::new(stdout()));
-    }
-    let f = File::create(path).with_context(|| format!("{}: cannot create", path.display()))?;
-    Ok(Box::new(BufWriter::with_capacity(1 << 18, f)))
 }
 
 /// Whether an error is (caused by) writing to a closed pipe.

@@ -53,13 +53,13 @@ use profkit_model::events::{
 use profkit_model::span::Span;
 use profkit_model::{FuncId, FunctionTable};
 
-use crate::{Options, Output};
+use crate::{Dest, Options, Output};
 
 /// A writer into `output`.
 pub fn sink(output: &Output, options: &Options) -> io::Result<Box<dyn EventSink + Send>> {
-    let gzip = match output {
-        Output::Stdout => false,
-        Output::Path(p) => !p
+    let gzip = match output.dest() {
+        Dest::Stdout => false,
+        Dest::Path(p) => !p
             .file_name()
             .and_then(|n| n.to_str())
             .is_some_and(|n| n.to_ascii_lowercase().ends_with(".json")),

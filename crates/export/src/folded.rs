@@ -15,16 +15,21 @@
 //!   flame graph input, since parents would count their children twice);
 //! * for samples, their weight, whatever the options.
 //!
-//! Lines come sorted by stack; stacks whose value is 0 are left out. Frame names have `;`
-//! replaced by `:` and line breaks by spaces, so every name stays one frame.
+//! Stacks are aggregated by the model's [`StackSink`] and written by the one folded writer,
+//! [`StackTree::folded_lines`](profkit_model::stack::StackTree::folded_lines): lines sorted,
+//! stacks whose value is 0 left out, frame names with `;` replaced by `:` and line breaks by
+//! spaces, so every name stays one frame.
 
 use std::io::{self, Write};
 
-use profkit_model::events::{EventSink, Sample, TraceInfo};
+use profkit_model::events::{
+    CodeRegion, Counter, EventSink, Instant, Sample, ThreadInfo, TraceInfo,
+};
 use profkit_model::func::FuncId;
 use profkit_model::span::Span;
+use profkit_model::stack::{StackSink, Value};
 
-use crate::chrome::shared::{push_u64, FxHashMap, IdMap, Names, OutStream};
+use crate::chrome::shared::OutStream;
 use crate::{Options, Output};
 
 /// A writer into `output`: folded text, or an SVG flame graph when `svg`.
@@ -68,24 +73,6 @@ impl Weight {
     }
 }
 
-/// A node of the call tree: a stack.
-#[derive(Clone, Copy, Debug)]
-struct Node {
-    /// Parent node (the root is 0 and its own parent).
-    parent: u32,
-    func: FuncId,
-    value: u64,
-}
-
-/// An open call of a thread.
-#[derive(Clone, Copy, Debug)]
-struct Open {
-    /// Its node in the call tree.
-    node: u32,
-    /// Time spent in the callees that returned so far.
-    callees: u64,
-}
-
 /// Aggregates stacks and writes them, folded or as an SVG, at [`EventSink::finish`]. See the
 /// [module docs](self).
 pub struct FoldedWriter<W: Write> {
@@ -93,13 +80,7 @@ pub struct FoldedWriter<W: Write> {
     weight: Weight,
     svg: bool,
     title: Option<String>,
-    names: Names,
-    nodes: Vec<Node>,
-    children: FxHashMap<(u32, FuncId), u32>,
-    /// Per thread, its open calls, innermost last.
-    stacks: IdMap<Vec<Open>>,
-    calls: bool,
-    samples: bool,
+    stacks: StackSink,
     finished: bool,
 }
 
@@ -111,16 +92,7 @@ impl<W: Write> FoldedWriter<W> {
             weight: Weight::from_options(options),
             svg: false,
             title: options.title.clone(),
-            names: Names::default(),
-            nodes: vec![Node {
-                parent: 0,
-                func: FuncId(0),
-                value: 0,
-            }],
-            children: FxHashMap::default(),
-            stacks: IdMap::default(),
-            calls: false,
-            samples: false,
+            stacks: StackSink::new(),
             finished: false,
         }
     }
@@ -143,58 +115,16 @@ impl<W: Write> FoldedWriter<W> {
         self.out
     }
 
-    fn child(&mut self, parent: u32, func: FuncId) -> u32 {
-        if let Some(&c) = self.children.get(&(parent, func)) {
-            return c;
-        }
-        let c = self.nodes.len() as u32;
-        self.nodes.push(Node {
-            parent,
-            func,
-            value: 0,
-        });
-        self.children.insert((parent, func), c);
-        c
-    }
-
-    fn add(&mut self, node: u32, v: u64) {
-        if let Some(n) = self.nodes.get_mut(node as usize) {
-            n.value = n.value.saturating_add(v);
-        }
-    }
-
-    /// The folded lines, sorted, without a trailing newline on the last.
+    /// The folded lines, sorted.
     pub fn lines(&self) -> Vec<String> {
-        let mut lines = Vec::new();
-        let mut path: Vec<FuncId> = Vec::new();
-        for node in self.nodes.iter().skip(1).filter(|n| n.value > 0) {
-            path.clear();
-            path.push(node.func);
-            let mut p = node.parent;
-            // The tree has no cycles (a parent is always created before its children); the
-            // bound guards against one anyway.
-            while p != 0 && path.len() <= self.nodes.len() {
-                let Some(n) = self.nodes.get(p as usize) else {
-                    break;
-                };
-                path.push(n.func);
-                p = n.parent;
-            }
-            let mut line = String::new();
-            for (i, &f) in path.iter().rev().enumerate() {
-                if i > 0 {
-                    line.push(';');
-                }
-                push_frame_name(&mut line, &self.names.get(f));
-            }
-            line.push(' ');
-            let mut v = Vec::new();
-            push_u64(&mut v, node.value);
-            line.push_str(std::str::from_utf8(&v).unwrap_or("0"));
-            lines.push(line);
-        }
-        lines.sort_unstable();
-        lines
+        let value = match self.weight {
+            Weight::Exclusive => Value::Exclusive,
+            Weight::Inclusive => Value::Inclusive,
+            Weight::Counts => Value::Count,
+        };
+        self.stacks
+            .tree()
+            .folded_lines(&self.stacks.functions, value, None, &|v| v)
     }
 
     #[cfg(feature = "svg")]
@@ -205,8 +135,8 @@ impl<W: Write> FoldedWriter<W> {
             .clone()
             .unwrap_or_else(|| "Flame Graph".to_string());
         opts.count_name = match self.weight {
-            Weight::Counts if !self.samples => "calls",
-            _ if self.samples && !self.calls => "samples",
+            Weight::Counts if self.stacks.samples == 0 => "calls",
+            _ if self.stacks.samples > 0 && !self.stacks.calls => "samples",
             _ => "ns",
         }
         .to_string();
@@ -222,73 +152,33 @@ impl<W: Write> FoldedWriter<W> {
     }
 }
 
-/// Appends `name` with `;` → `:` and line breaks → spaces (empty names become `?`).
-fn push_frame_name(out: &mut String, name: &str) {
-    if name.is_empty() {
-        out.push('?');
-        return;
-    }
-    out.extend(name.chars().map(|c| match c {
-        ';' => ':',
-        '\n' | '\r' => ' ',
-        c => c,
-    }));
-}
-
 impl<W: Write + Send> EventSink for FoldedWriter<W> {
     fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
-        self.names = Names::new(trace.functions);
         if self.title.is_none() && !trace.name.is_empty() {
             self.title = Some(trace.name.to_string());
         }
-        Ok(())
+        self.stacks.begin(trace)
     }
-
-    fn enter(&mut self, thread: u32, func: FuncId, _time: u64, depth: u32) -> io::Result<()> {
-        let mut stack = std::mem::take(self.stacks.get_or_insert_with(thread, Vec::new));
-        // Trust the driver's depth if the stack disagrees (it never should).
-        stack.truncate(depth as usize);
-        let parent = stack.last().map_or(0, |f| f.node);
-        let node = self.child(parent, func);
-        stack.push(Open { node, callees: 0 });
-        *self.stacks.get_or_insert_with(thread, Vec::new) = stack;
-        Ok(())
+    fn thread(&mut self, t: &ThreadInfo<'_>) -> io::Result<()> {
+        self.stacks.thread(t)
     }
-
+    fn enter(&mut self, thread: u32, func: FuncId, time: u64, depth: u32) -> io::Result<()> {
+        self.stacks.enter(thread, func, time, depth)
+    }
     fn exit(&mut self, span: &Span) -> io::Result<()> {
-        self.calls = true;
-        let mut stack = std::mem::take(self.stacks.get_or_insert_with(span.thread, Vec::new));
-        stack.truncate(span.depth as usize + 1);
-        let duration = span.duration();
-        let (node, self_ns) = match stack.pop() {
-            // Self time from the callees seen, so it holds whatever the driver computed.
-            Some(open) => (open.node, duration.saturating_sub(open.callees)),
-            // No enter seen for this call: count it at the top level.
-            None => (self.child(0, span.func), span.self_time),
-        };
-        if let Some(parent) = stack.last_mut() {
-            parent.callees = parent.callees.saturating_add(duration);
-        }
-        *self.stacks.get_or_insert_with(span.thread, Vec::new) = stack;
-        let v = match self.weight {
-            Weight::Exclusive => self_ns,
-            Weight::Inclusive => duration,
-            Weight::Counts => 1,
-        };
-        self.add(node, v);
-        Ok(())
+        self.stacks.exit(span)
     }
-
+    fn instant(&mut self, i: &Instant<'_>) -> io::Result<()> {
+        self.stacks.instant(i)
+    }
+    fn counter(&mut self, c: &Counter<'_>) -> io::Result<()> {
+        self.stacks.counter(c)
+    }
     fn sample(&mut self, s: &Sample<'_>) -> io::Result<()> {
-        self.samples = true;
-        let mut node = 0;
-        for &f in s.stack {
-            node = self.child(node, f);
-        }
-        if node != 0 {
-            self.add(node, s.weight);
-        }
-        Ok(())
+        self.stacks.sample(s)
+    }
+    fn code(&mut self, c: &CodeRegion<'_>) -> io::Result<()> {
+        self.stacks.code(c)
     }
 
     fn finish(&mut self) -> io::Result<()> {

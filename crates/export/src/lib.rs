@@ -15,16 +15,21 @@
 //! * [`pprof`]: pprof protobuf profiles (`.pb.gz`).
 //! * [`parquet`] (feature `parquet`): the `spans`, `events`, `functions` and `code` tables.
 //! * [`perfmap`]: perf map (`perf-<pid>.map`) from any code source.
+//! * [`output`]: [`Output`], where every writer's files go (stdout, staged files, gzip,
+//!   `O_DIRECT`).
 
 use std::fmt;
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::Path;
 
 use profkit_model::events::EventSink;
+
+pub use output::{Dest, Output};
 
 pub mod chrome;
 pub mod firefox;
 pub mod folded;
+pub mod output;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod perfetto;
@@ -138,46 +143,6 @@ impl Format {
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// Where an output goes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Output {
-    /// Standard output (`-o -`).
-    Stdout,
-    /// A file (created or truncated). Formats with several tables (Parquet) write their other
-    /// files beside it.
-    Path(PathBuf),
-}
-
-impl Output {
-    /// `-` is standard output, anything else a path.
-    pub fn parse(s: &str) -> Output {
-        if s == "-" {
-            Output::Stdout
-        } else {
-            Output::Path(PathBuf::from(s))
-        }
-    }
-
-    /// Whether the output should be gzip-compressed because its name ends in `.gz`.
-    pub fn is_gz(&self) -> bool {
-        match self {
-            Output::Stdout => false,
-            Output::Path(p) => p.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz")),
-        }
-    }
-
-    /// Opens the output for writing, buffered.
-    pub fn create(&self) -> io::Result<Box<dyn Write + Send>> {
-        const BUF: usize = 1 << 20;
-        Ok(match self {
-            Output::Stdout => Box::new(io::BufWriter::with_capacity(BUF, io::stdout())),
-            Output::Path(p) => {
-                Box::new(io::BufWriter::with_capacity(BUF, std::fs::File::create(p)?))
-            }
-        })
     }
 }
 

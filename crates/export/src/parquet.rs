@@ -29,8 +29,7 @@
 //! is written from the function table.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{self, BufWriter};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -46,7 +45,7 @@ use profkit_model::events::{
 use profkit_model::span::Span;
 use profkit_model::{FuncId, FunctionTable};
 
-use crate::{Options, Output};
+use crate::{Dest, Options, Output};
 
 /// Rows buffered per table before they are written as one row group.
 pub const ROWS_PER_GROUP: usize = 1 << 20;
@@ -96,11 +95,15 @@ const CODE: &str = "message code {
 /// A writer into `output` (a path; see the module docs for the files).
 pub fn sink(output: &Output, options: &Options) -> io::Result<Box<dyn EventSink + Send>> {
     let _ = options;
-    match output {
-        Output::Stdout => Err(crate::unsupported(
+    match output.dest() {
+        Dest::Stdout => Err(crate::unsupported(
             "parquet output writes four files: give a path (-o out.parquet), not standard output",
         )),
-        Output::Path(p) => Ok(Box::new(ParquetSink::create(p)?)),
+        Dest::Path(p) => Ok(Box::new(ParquetSink::with_row_group_size(
+            output,
+            p,
+            ROWS_PER_GROUP,
+        )?)),
     }
 }
 
@@ -173,14 +176,14 @@ impl Col {
 
 /// A Parquet file being written, with its columns' buffers.
 struct Table {
-    writer: Option<SerializedFileWriter<BufWriter<File>>>,
+    writer: Option<SerializedFileWriter<Box<dyn Write + Send>>>,
     cols: Vec<Col>,
     rows: usize,
     limit: usize,
 }
 
 impl Table {
-    fn create(path: &Path, schema: &str, limit: usize) -> io::Result<Table> {
+    fn create(out: &Output, path: &Path, schema: &str, limit: usize) -> io::Result<Table> {
         let schema = Arc::new(parse_message_type(schema).map_err(perr)?);
         let props = Arc::new(
             WriterProperties::builder()
@@ -208,7 +211,7 @@ impl Table {
                 }
             })
             .collect();
-        let file = BufWriter::with_capacity(1 << 20, File::create(path)?);
+        let file = out.create_beside(path)?;
         let writer = SerializedFileWriter::new(file, schema, props).map_err(perr)?;
         Ok(Table {
             writer: Some(writer),
@@ -349,18 +352,19 @@ pub struct ParquetSink {
 impl ParquetSink {
     /// Creates the four files for `-o path` (see [`table_paths`]).
     pub fn create(path: &Path) -> io::Result<ParquetSink> {
-        Self::with_row_group_size(path, ROWS_PER_GROUP)
+        Self::with_row_group_size(&Output::path(path), path, ROWS_PER_GROUP)
     }
 
-    /// Like [`ParquetSink::create`], writing a row group every `rows` rows (at least 1).
-    pub fn with_row_group_size(path: &Path, rows: usize) -> io::Result<ParquetSink> {
+    /// Like [`ParquetSink::create`], the files written through `out` (whose path is `path`),
+    /// a row group every `rows` rows (at least 1).
+    pub fn with_row_group_size(out: &Output, path: &Path, rows: usize) -> io::Result<ParquetSink> {
         let rows = rows.max(1);
         let [s, e, f, c] = table_paths(path);
         Ok(ParquetSink {
-            spans: Table::create(&s, SPANS, rows)?,
-            events: Table::create(&e, EVENTS, rows)?,
-            functions_t: Table::create(&f, FUNCTIONS, rows)?,
-            code_t: Table::create(&c, CODE, rows)?,
+            spans: Table::create(out, &s, SPANS, rows)?,
+            events: Table::create(out, &e, EVENTS, rows)?,
+            functions_t: Table::create(out, &f, FUNCTIONS, rows)?,
+            code_t: Table::create(out, &c, CODE, rows)?,
             source: ByteArray::from(Vec::new()),
             functions: FunctionTable::new(),
             names: HashMap::new(),
@@ -424,23 +428,6 @@ impl ParquetSink {
     }
 }
 
-/// Appends `s` as a JSON string.
-fn json_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
 /// The arguments of an instant as a JSON object.
 pub fn args_json(args: &[(&str, ArgValue<'_>)]) -> String {
     let mut out = String::from("{");
@@ -448,14 +435,16 @@ pub fn args_json(args: &[(&str, ArgValue<'_>)]) -> String {
         if i > 0 {
             out.push(',');
         }
-        json_str(&mut out, k);
+        profkit_common::json::push_string(&mut out, k);
         out.push(':');
         match *v {
             ArgValue::U64(n) => out.push_str(&n.to_string()),
             ArgValue::I64(n) => out.push_str(&n.to_string()),
             ArgValue::F64(n) if n.is_finite() => out.push_str(&n.to_string()),
             ArgValue::F64(_) => out.push_str("null"),
-            ArgValue::Str(_) | ArgValue::Bytes(_) => json_str(&mut out, &v.to_text()),
+            ArgValue::Str(_) | ArgValue::Bytes(_) => {
+                profkit_common::json::push_string(&mut out, &v.to_text())
+            }
         }
     }
     out.push('}');

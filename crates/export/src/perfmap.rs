@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use profkit_jitdump::perfmap::write_entry;
 use profkit_model::events::{CodeEvent, CodeRegion, EventSink, ProcessInfo, TraceInfo};
 
-use crate::{Options, Output};
+use crate::{Dest, Options, Output};
 
 /// A writer into `output`.
 pub fn sink(output: &Output, _options: &Options) -> io::Result<Box<dyn EventSink + Send>> {
@@ -159,15 +159,15 @@ impl EventSink for PerfMapSink {
 
     fn finish(&mut self) -> io::Result<()> {
         let all = self.entries();
-        match &self.output {
-            Output::Stdout => {
+        match self.output.dest() {
+            Dest::Stdout => {
                 let mut w = self.output.create()?;
                 for map in all.values() {
                     write_map(&mut w, map)?;
                 }
                 w.flush()
             }
-            Output::Path(path) => {
+            Dest::Path(path) => {
                 let first = self
                     .pids
                     .first()
@@ -183,8 +183,9 @@ impl EventSink for PerfMapSink {
                     if Some(*pid) == first {
                         continue;
                     }
-                    let other = Output::Path(dir.join(format!("perf-{pid}.map")));
-                    let mut w = other.create()?;
+                    let mut w = self
+                        .output
+                        .create_beside(&dir.join(format!("perf-{pid}.map")))?;
                     write_map(&mut w, map)?;
                     w.flush()?;
                 }

@@ -178,8 +178,6 @@ pub struct Accounting {
     dense: Vec<u32>,
     sparse: HashMap<u32, u32>,
     funcs: Vec<(FuncId, Durations)>,
-    /// Per function (same order as `funcs`): the smallest ordering key seen (keyed recording).
-    first: Vec<u64>,
 }
 
 impl SpanSink for Accounting {
@@ -246,7 +244,6 @@ impl Accounting {
     fn new_slot(&mut self, func: FuncId) -> usize {
         let id = func.0;
         self.funcs.push((func, Durations::default()));
-        self.first.push(u64::MAX);
         let n = self.funcs.len() as u32;
         if id < DENSE_LIMIT {
             if self.dense.len() <= id as usize {
@@ -270,22 +267,9 @@ impl Accounting {
         }
     }
 
-    /// Records one call and lowers the function's ordering key to `key` (used to merge partial
-    /// accountings of one thread's buffers into first-completion order).
-    #[inline(always)]
-    pub fn record_keyed(&mut self, func: FuncId, duration: u64, key: u64) {
-        let i = self.slot(func);
-        if let Some((_, v)) = self.funcs.get_mut(i) {
-            v.push(duration);
-        }
-        if let Some(k) = self.first.get_mut(i) {
-            *k = (*k).min(key);
-        }
-    }
-
     /// Appends another accounting's durations (e.g. another thread's).
     pub fn merge(&mut self, other: Accounting) {
-        for ((f, v), key) in other.funcs.into_iter().zip(other.first) {
+        for (f, v) in other.funcs {
             let i = self.slot(f);
             if let Some((_, mine)) = self.funcs.get_mut(i) {
                 if mine.is_empty() {
@@ -294,31 +278,7 @@ impl Accounting {
                     mine.merge(v);
                 }
             }
-            if let Some(k) = self.first.get_mut(i) {
-                *k = (*k).min(key);
-            }
         }
-    }
-
-    /// Functions with their ordering keys (see [`Accounting::record_keyed`]), consuming.
-    pub(crate) fn into_keyed(self) -> Vec<(u64, FuncId, Durations)> {
-        self.first
-            .into_iter()
-            .zip(self.funcs)
-            .map(|(k, (f, d))| (k, f, d))
-            .collect()
-    }
-
-    /// Builds an accounting from functions in the order given.
-    pub(crate) fn from_ordered(items: impl IntoIterator<Item = (FuncId, Durations)>) -> Self {
-        let mut a = Accounting::new();
-        for (f, d) in items {
-            let i = a.slot(f);
-            if let Some((_, mine)) = a.funcs.get_mut(i) {
-                mine.merge(d);
-            }
-        }
-        a
     }
 
     /// Number of functions with at least one completed call.
@@ -570,27 +530,6 @@ pub fn write_table(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     Ok(())
 }
 
-/// A JSON string literal.
-pub fn json_string(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                o.push_str(&format!("\\u{:04x}", c as u32));
-            }
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
-
 /// `{"schema":"profkit.account/1","functions":[…],"unfinished":N,"unmatched_exits":N}`.
 pub fn write_json(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     out.write_all(b"{\"schema\":\"profkit.account/1\",\"functions\":[")?;
@@ -600,14 +539,14 @@ pub fn write_json(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             out.write_all(b",")?;
         }
         let debug = match r.names.debug(row.func) {
-            Some(d) => json_string(d),
+            Some(d) => profkit_common::json::quoted(d),
             None => "null".to_string(),
         };
         write!(
             out,
             "{{\"id\":{},\"name\":{},\"debug\":{},\"count\":{},\"min_ns\":{},\"median_ns\":{},\"p90_ns\":{},\"p99_ns\":{},\"max_ns\":{},\"sum_ns\":{}}}",
             row.func.0,
-            json_string(&r.names.name(row.func)),
+            profkit_common::json::quoted(&r.names.name(row.func)),
             debug,
             row.count,
             ns(row.min),

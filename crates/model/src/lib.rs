@@ -13,12 +13,16 @@
 //! * [`account`]: exact per-function accounting (count, min, median, p90, p99, max, sum) with
 //!   llvm-xray's percentile definitions, and its text / CSV / JSON writers.
 //! * [`stack`]: aggregated call stacks (inclusive and exclusive time, counts, per thread) and
-//!   folded output; [`stack::LlvmStackTrie`] reproduces `llvm-xray stack`.
+//!   the one folded-stacks writer.
 //! * [`llvm`]: helpers that reproduce llvm-xray's formatting and hash-map iteration order.
-//! * [`ingest`]: one module per format feeding the model (`ingest::xray`).
 //! * [`events`]: the event vocabulary exporters consume ([`events::EventSink`]: calls, instants,
-//!   counters, samples, code regions, in ns since the trace's origin) and [`feed`], the drivers
-//!   that read each input format into it.
+//!   counters, samples, code regions, in ns since the trace's origin).
+//! * [`replay`]: the buffer-parallel replay of calls every format with buffers goes through.
+//! * [`feed`]: the drivers, one per input format: a file → a stream for an
+//!   [`events::EventSink`], or a [`replay::Fold`] run on every core.
+//! * [`source`]: [`source::Source`], an opened input of any format, the one dispatch to the
+//!   drivers.
+//! * [`llvm_stack`]: `llvm-xray stack` reproduced.
 //!
 //! ```
 //! use profkit_model::{CallKind, FuncId, SpanBuilder, MismatchPolicy, account::Accounting};
@@ -39,12 +43,14 @@ pub mod codemap;
 pub mod events;
 pub mod feed;
 pub mod func;
-pub mod ingest;
 pub mod llvm;
+pub mod llvm_stack;
 pub mod replay;
+pub mod source;
 pub mod span;
 pub mod stack;
 
 pub use clock::Clock;
 pub use func::{FuncId, FuncInfo, FunctionTable};
+pub use source::{Source, ThreadId};
 pub use span::{BuilderStats, CallKind, MismatchPolicy, Span, SpanBuilder, SpanSink};

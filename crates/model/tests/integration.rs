@@ -10,8 +10,11 @@
 use std::path::PathBuf;
 
 use profkit_model::account::{self, Accounting, Report, SortKey};
-use profkit_model::stack::{LlvmStackTrie, StackTree, Value};
-use profkit_model::{ingest, CallKind, FuncId, FunctionTable, MismatchPolicy, Span, SpanBuilder};
+use profkit_model::feed::{xray as fx, FoldOptions};
+use profkit_model::llvm_stack::{LlvmStackTrie, LlvmThreadStack};
+use profkit_model::replay::{pipeline::Workers, Mode};
+use profkit_model::stack::{StackTree, Value};
+use profkit_model::{CallKind, FuncId, FunctionTable, MismatchPolicy, Span, SpanBuilder};
 use profkit_xray::write::{FdrTraceWriter, OwnedEvent};
 use profkit_xray::{EventKind, FileHeader, InstrMap, Symbolizer, Trace};
 use proptest::prelude::*;
@@ -190,20 +193,14 @@ fn demo_names() -> FunctionTable {
     let bin = read("demo");
     let map = InstrMap::from_object(&bin).unwrap();
     let sym = Symbolizer::new(&bin).unwrap();
-    ingest::xray::function_table(&map, Some(&sym))
+    fx::function_table(&map, Some(&sym))
 }
 
 fn account_text(file: &str, policy: MismatchPolicy) -> String {
     let data = read(file);
     let trace = Trace::parse(&data).unwrap();
     let names = demo_names();
-    let ing = ingest::xray::build(&trace, policy, true, |_| Accounting::new());
-    let st = ing.stats();
-    let mut acc = Accounting::new();
-    for (_, a, _) in ing.threads {
-        acc.merge(a);
-    }
-    let mut rows = acc.rows();
+    let (mut rows, st) = account_fast(&trace, policy);
     let total = rows.len();
     account::sort_rows(&mut rows, SortKey::FuncId, false, &names);
     let mut out = Vec::new();
@@ -213,7 +210,7 @@ fn account_text(file: &str, policy: MismatchPolicy) -> String {
             rows: &rows,
             total_functions: total,
             names: &names,
-            clock: ingest::xray::clock(&trace.header),
+            clock: fx::clock(&trace.header),
             unfinished: st.unfinished,
             unmatched_exits: st.unmatched_exits,
         },
@@ -269,10 +266,13 @@ fn basic_account_pinned_answer() {
 fn fdr_stack_matches_llvm_golden() {
     let data = read("demo-fdr.xray");
     let trace = Trace::parse(&data).unwrap();
-    let mut trie = LlvmStackTrie::new();
-    ingest::xray::for_each_call(&trace, |k, kind, f, t| {
-        trie.record(k.tid, kind, f, t);
-    });
+    let opts = FoldOptions {
+        policy: MismatchPolicy::UnwindAll,
+        mode: Mode::Ordered,
+        ..FoldOptions::default()
+    };
+    let folded = fx::fold(&trace, &opts, |k| LlvmThreadStack::new(k.tid));
+    let trie = LlvmStackTrie::from_threads(folded.threads.into_iter().map(|t| t.1));
     let mut out = Vec::new();
     trie.write_human(&mut out, &demo_names()).unwrap();
     let golden = std::fs::read_to_string(fixture("llvm-xray/fdr-stack.txt")).unwrap();
@@ -314,14 +314,8 @@ fn multi_buffer_threads_stay_in_file_order() {
     let data = multi_buffer_trace();
     let trace = Trace::parse(&data).unwrap();
     assert!(trace.layout().buffers.len() > 40);
-    let ing = ingest::xray::build(&trace, MismatchPolicy::Ignore, true, |_| Accounting::new());
-    let st = ing.stats();
+    let (mut rows, st) = account_fast(&trace, MismatchPolicy::Ignore);
     assert_eq!((st.unmatched_exits, st.unfinished), (0, 0));
-    let mut acc = Accounting::new();
-    for (_, a, _) in ing.threads {
-        acc.merge(a);
-    }
-    let mut rows = acc.rows();
     rows.sort_by_key(|r| r.func);
     assert_eq!(rows.len(), 2);
     assert_eq!(
@@ -329,9 +323,9 @@ fn multi_buffer_threads_stay_in_file_order() {
         (400, 10, 10, 4000)
     );
     assert_eq!((rows[1].count, rows[1].min, rows[1].max), (400, 2, 2));
-    // Sequential and parallel ingest agree.
-    let seq = ingest::xray::build(&trace, MismatchPolicy::Ignore, false, |_| Accounting::new());
-    assert_eq!(seq.stats(), st);
+    // The replay and one span builder per thread agree.
+    let (_, seq) = account_via_build(&trace, MismatchPolicy::Ignore);
+    assert_eq!(seq, st);
 }
 
 #[test]
@@ -363,12 +357,9 @@ fn typed_event_type_does_not_stick_and_events_are_not_calls() {
         evs[2].event_type, 0,
         "llvm-xray 14 would print type: 42 here"
     );
-    let ing = ingest::xray::build(&trace, MismatchPolicy::Unwind, false, |_| Accounting::new());
-    assert_eq!(ing.other_events, 1);
-    let mut acc = Accounting::new();
-    for (_, a, _) in ing.threads {
-        acc.merge(a);
-    }
+    let folded = fx::fold(&trace, &FoldOptions::default(), |_| Accounting::new());
+    assert_eq!(folded.summary.other_events, 1);
+    let mut acc = folded.merged(Accounting::merge).unwrap();
     assert_eq!(acc.rows()[0].sum, 10);
 }
 
@@ -376,9 +367,9 @@ fn typed_event_type_does_not_stick_and_events_are_not_calls() {
 fn folded_exclusive_sums_to_inclusive_roots() {
     let data = read("demo-fdr.xray");
     let trace = Trace::parse(&data).unwrap();
-    let ing = ingest::xray::build(&trace, MismatchPolicy::Unwind, true, |_| StackTree::new());
+    let folded = fx::fold(&trace, &FoldOptions::default(), |_| StackTree::new());
     let mut all = StackTree::new();
-    for (_, t, _) in &ing.threads {
+    for (_, t, _) in &folded.threads {
         all.merge(t);
     }
     let paths = all.paths();
@@ -397,16 +388,46 @@ fn folded_exclusive_sums_to_inclusive_roots() {
     assert!(text.lines().any(|l| l.starts_with("#6;#1;#1 ")), "{text}");
 }
 
+/// The reference: every thread's decoded events through one span builder, threads merged in
+/// order of first appearance.
 fn account_via_build(
     trace: &Trace<'_>,
     policy: MismatchPolicy,
 ) -> (Vec<account::Row>, profkit_model::BuilderStats) {
-    let ing = ingest::xray::build(trace, policy, false, |_| Accounting::new());
-    let st = ing.stats();
+    let d = trace.decode();
     let mut acc = Accounting::new();
-    for (_, a, _) in ing.threads {
+    let mut st = profkit_model::BuilderStats::default();
+    for (i, t) in d.threads.iter().enumerate() {
+        let mut b = SpanBuilder::new(i as u32, policy);
+        let mut a = Accounting::new();
+        for ev in &t.events {
+            if let Some(k) = fx::call_kind(ev.kind) {
+                b.event(k, FuncId(ev.func_id), ev.tsc, &mut a);
+            }
+        }
+        let (s, _) = b.finish();
+        st.merge(&s);
         acc.merge(a);
     }
+    (acc.rows(), st)
+}
+
+/// The replay: buffers in parallel (`Mode::Local`), or in order, or on one thread.
+fn account_with(
+    trace: &Trace<'_>,
+    policy: MismatchPolicy,
+    mode: Mode,
+    workers: Workers,
+) -> (Vec<account::Row>, profkit_model::BuilderStats) {
+    let opts = FoldOptions {
+        policy,
+        mode,
+        workers,
+        ..FoldOptions::default()
+    };
+    let folded = fx::fold(trace, &opts, |_| Accounting::new());
+    let st = folded.summary.calls;
+    let mut acc = folded.merged(Accounting::merge).unwrap_or_default();
     (acc.rows(), st)
 }
 
@@ -414,8 +435,12 @@ fn account_fast(
     trace: &Trace<'_>,
     policy: MismatchPolicy,
 ) -> (Vec<account::Row>, profkit_model::BuilderStats) {
-    let mut ing = ingest::xray::account(trace, policy, &|_, _| {});
-    (ing.accounting.rows(), ing.stats)
+    let fast = account_with(trace, policy, Mode::Local, Workers::per_core());
+    assert_eq!(
+        account_with(trace, policy, Mode::Ordered, Workers::SEQUENTIAL),
+        fast
+    );
+    fast
 }
 
 #[test]

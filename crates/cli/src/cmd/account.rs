@@ -1,51 +1,70 @@
-//! `profkit account FILE [-m BIN]`: per-function latencies of an XRay trace.
+//! `profkit account FILE [-m BIN]`: per-function latencies of the calls of an XRay trace or a
+//! Mono `calls` file.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use profkit_model::account::{self, Accounting, Report, SortKey};
-use profkit_model::{ingest, BuilderStats, Clock, FunctionTable, MismatchPolicy};
+use profkit_model::feed::{FeedSummary, FoldOptions};
+use profkit_model::{BuilderStats, Clock, FunctionTable, MismatchPolicy};
 
-use super::xray;
 use crate::cli::{AccountArgs, AccountFormat, AccountSort, SortOrder};
 use crate::output;
+use crate::source::Opened;
 
 pub fn run(args: &AccountArgs) -> Result<ExitCode> {
-    if super::mlpd::is_mlpd(&args.file, args.input.input_format) {
-        return super::mlpd::account(args);
-    }
-    let loaded = xray::load(&args.file, args.input.input_format, "account")?;
-    let trace = loaded.trace()?;
-    let input = &loaded.input;
-    let names = xray::names(args.instr_map.as_deref())?;
-    let policy = if args.llvm && !args.deduce_sibling_calls {
+    let opened = Opened::open(&args.file, args.input.input_format, "account")?;
+    let src = opened.source(args.instr_map.as_deref())?;
+    // llvm-xray without -d leaves a mismatched exit alone; profkit deduces sibling calls.
+    let policy = if src.format() == "xray" && args.llvm && !args.deduce_sibling_calls {
         MismatchPolicy::Ignore
     } else {
         MismatchPolicy::Unwind
     };
-    let ing = ingest::xray::account(&trace, policy, &|s, e| loaded.release(s, e));
-    let stats = ing.stats;
-    xray::report_problems(&input.name, &ing.problems, ing.truncation.as_ref());
-    print_accounting(
-        args,
-        ing.accounting,
-        &names,
-        ingest::xray::clock(&trace.header),
-        &stats,
-    )?;
-    if !args.json && (stats.unfinished > 0 || stats.unmatched_exits > 0) {
+    let release = |s, e| opened.release(s, e);
+    let opts = FoldOptions {
+        policy,
+        release: Some(&release),
+        ..FoldOptions::default()
+    };
+    let folded = src.fold(&opts, |_| Accounting::new());
+    let summary = folded.summary.clone();
+    report_problems(opened.name(), &summary);
+    let acc = folded.merged(Accounting::merge).unwrap_or_default();
+    print_accounting(args, acc, src.functions(), src.clock(), &summary.calls)?;
+    if summary.call_events == 0 {
+        output::print_note(&format!(
+            "{}: no function calls in the input (Mono: profile with `--profile=log:calls`)",
+            opened.name()
+        ));
+    } else if !args.json && (summary.calls.unfinished > 0 || summary.calls.unmatched_exits > 0) {
         output::print_note(&format!(
             "{}: {} call(s) never returned, {} exit(s) had no enter (not counted)",
-            input.name, stats.unfinished, stats.unmatched_exits
+            opened.name(),
+            summary.calls.unfinished,
+            summary.calls.unmatched_exits
         ));
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// Warns about a cut file and about what could not be decoded (lenient commands skip it).
+pub fn report_problems(name: &str, s: &FeedSummary) {
+    if let Some(t) = &s.truncation {
+        output::print_warning(&format!("{name}: truncated: {t}"));
+    }
+    if let Some(first) = s.problems.first() {
+        output::print_warning(&format!(
+            "{name}: skipped {} undecodable part(s); first: {first}",
+            s.problems.len()
+        ));
+    }
+}
+
 /// Sorts and cuts (`-s`, `-r`, `-p`) the rows of `acc` and prints them in the layout `args`
-/// asks for. Shared by every input format.
-pub fn print_accounting(
+/// asks for.
+fn print_accounting(
     args: &AccountArgs,
     mut acc: Accounting,
     names: &FunctionTable,
@@ -77,22 +96,16 @@ pub fn print_accounting(
         unfinished: stats.unfinished,
         unmatched_exits: stats.unmatched_exits,
     };
-    print_report(args, &report)
-}
-
-/// Prints an accounting report in the layout `args` asks for (`--json`, `--llvm [-f csv]`, or
-/// the default table).
-fn print_report(args: &AccountArgs, report: &Report<'_>) -> Result<()> {
     let mut out = output::stdout();
     if args.json {
-        account::write_json(&mut out, report)?;
+        account::write_json(&mut out, &report)?;
     } else if args.llvm {
         match args.format {
-            AccountFormat::Text => account::write_llvm_text(&mut out, report)?,
-            AccountFormat::Csv => account::write_llvm_csv(&mut out, report)?,
+            AccountFormat::Text => account::write_llvm_text(&mut out, &report)?,
+            AccountFormat::Csv => account::write_llvm_csv(&mut out, &report)?,
         }
     } else {
-        account::write_table(&mut out, report)?;
+        account::write_table(&mut out, &report)?;
     }
     out.flush()?;
     Ok(())

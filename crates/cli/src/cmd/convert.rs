@@ -12,7 +12,7 @@ use profkit_jitdump::convert::{
 use profkit_jitdump::{Endian, HeaderOptions, JitDump, JitDumpWriter};
 
 use super::{export, open_detected, parse_error, unsupported};
-use profkit_export::Format as Out;
+use profkit_export::{Format as Out, Output};
 
 use crate::cli::{ConvertArgs, EndianArg, OutputFormat};
 use crate::detect::Format;
@@ -57,8 +57,14 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
         EndianArg::Little => Endian::Little,
         EndianArg::Big => Endian::Big,
     });
-    let mut out = output::create(&args.output)?;
+    let target_out = Output::parse(&args.output.to_string_lossy());
     let out_name = args.output.display().to_string();
+    let mut out = if target == OutputFormat::Yaml {
+        target_out.create_large()
+    } else {
+        target_out.create()
+    }
+    .with_context(|| format!("{out_name}: cannot create"))?;
     let stats: ConvertStats = match (format, target) {
         (Format::Xray | Format::XrayYaml, OutputFormat::Yaml) => {
             super::xray::convert_yaml(
@@ -67,9 +73,13 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
                 args.instr_map.as_deref(),
                 args.symbolize,
                 !args.no_sort,
-                &args.output,
+                Path::new("-"),
                 &mut out,
             )?;
+            drop(out);
+            target_out
+                .commit()
+                .with_context(|| format!("{out_name}: cannot write"))?;
             return Ok(ExitCode::SUCCESS);
         }
         (Format::Jitdump, OutputFormat::Export(Out::PerfMap)) => {
@@ -116,6 +126,10 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
         (other, _) => return Err(unsupported(&input, other, "convert")),
     };
     out.flush()
+        .with_context(|| format!("{out_name}: cannot write"))?;
+    drop(out);
+    target_out
+        .commit()
         .with_context(|| format!("{out_name}: cannot write"))?;
     if stats.skipped > 0 {
         output::print_warning(&format!(

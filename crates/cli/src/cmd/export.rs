@@ -6,18 +6,18 @@ use std::path::Path;
 use std::time::{Duration, Instant as Clock};
 
 use anyhow::{anyhow, bail, Context, Result};
-use profkit_export::{Format as Out, Options, Output};
-use profkit_mlpd::File as MlpdFile;
+use profkit_export::{Dest, Format as Out, Options, Output};
 use profkit_model::events::{
     CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo, TraceInfo,
 };
-use profkit_model::feed::{self, FeedSummary, Filter, Selection};
-use profkit_model::{ingest, FuncId, Span};
+use profkit_model::feed::{FeedSummary, Filter, Selection};
+use profkit_model::{FuncId, Source, Span};
 
 use crate::cli::ConvertArgs;
 use crate::detect::Format;
 use crate::input::Input;
 use crate::output;
+use crate::source::Opened;
 
 /// Parses `--time FROM-TO` (seconds, fractions allowed; either side may be empty) into ns.
 pub fn parse_window(s: &str) -> Result<(u64, u64)> {
@@ -70,7 +70,7 @@ pub fn run(args: &ConvertArgs, input: Input, format: Format, target: Out) -> Res
         );
     }
     let output = Output::parse(&args.output.to_string_lossy());
-    if output == Output::Stdout && target == Out::Parquet {
+    if output.dest() == &Dest::Stdout && target == Out::Parquet {
         bail!("Parquet output needs a file name (-o spans.parquet): it writes several tables");
     }
     let options = Options {
@@ -94,25 +94,10 @@ pub fn run(args: &ConvertArgs, input: Input, format: Format, target: Out) -> Res
         Box::new(Filter::new(progress, selection))
     };
     let name = display_name(&input.name);
-    let summary = match format {
-        Format::Xray | Format::XrayYaml => {
-            let loaded = super::xray::from_input(input, format, "convert")?;
-            let trace = loaded.trace()?;
-            let functions = super::xray::names(args.instr_map.as_deref())?;
-            let pname = args
-                .instr_map
-                .as_deref()
-                .map_or_else(|| name.clone(), |p| display_name(&p.to_string_lossy()));
-            feed::xray::feed(&trace, &functions, &pname, &mut *sink, &mut |s, e| {
-                loaded.release(s, e)
-            })
+    let opened = match format {
+        Format::Xray | Format::XrayYaml | Format::Mlpd | Format::Jitdump => {
+            Opened::from_input(input, format, "convert")?
         }
-        Format::Mlpd => {
-            let file = MlpdFile::parse(&input.data).map_err(|e| anyhow!("{}: {e}", input.name))?;
-            let methods = ingest::mlpd::methods(&file);
-            feed::mlpd::feed(&file, &methods, &name, &mut *sink)
-        }
-        Format::Jitdump => feed::jitdump::feed(&input.data, &name, &mut *sink),
         other => {
             bail!(
                 "{}: {} cannot be converted to {target} (inputs: XRay traces, Mono .mlpd files, jitdump); see docs/convert.md",
@@ -121,6 +106,14 @@ pub fn run(args: &ConvertArgs, input: Input, format: Format, target: Out) -> Res
             )
         }
     };
+    let src = opened.source(args.instr_map.as_deref())?;
+    // An XRay trace's process is the instrumented program.
+    let pname = match (&src, args.instr_map.as_deref()) {
+        (Source::Xray { .. }, Some(p)) => display_name(&p.to_string_lossy()),
+        _ => name.clone(),
+    };
+    let release = |s, e| opened.release(s, e);
+    let summary = src.feed(&pname, None, Some(&release), &mut *sink);
     let summary = summary.map_err(|e| {
         if e.kind() == std::io::ErrorKind::Unsupported {
             anyhow!("{out_name}: {e}")
@@ -128,6 +121,10 @@ pub fn run(args: &ConvertArgs, input: Input, format: Format, target: Out) -> Res
             anyhow!("{out_name}: cannot write: {e}")
         }
     })?;
+    drop(sink);
+    output
+        .commit()
+        .with_context(|| format!("{out_name}: cannot write"))?;
     report(&name, &summary);
     Ok(())
 }

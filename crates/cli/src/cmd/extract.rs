@@ -8,7 +8,8 @@ use anyhow::{anyhow, Result};
 use profkit_xray::{InstrMap, Symbolizer};
 
 use crate::cli::ExtractArgs;
-use crate::{input, output};
+use crate::input;
+use profkit_export::Output;
 
 pub fn run(args: &ExtractArgs) -> Result<ExitCode> {
     let inp = input::open(&args.binary)?;
@@ -26,11 +27,14 @@ pub fn run(args: &ExtractArgs) -> Result<ExitCode> {
     } else {
         map.to_yaml(|_| String::new())
     };
-    let mut out = match &args.output {
-        Some(p) => output::create(p)?,
-        None => Box::new(output::stdout()),
+    let target = match &args.output {
+        Some(p) => Output::staged(p),
+        None => Output::stdout(),
     };
+    let mut out = target.create()?;
     out.write_all(yaml.as_bytes())?;
     out.flush()?;
+    drop(out);
+    target.commit()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,98 +1,142 @@
-//! `profkit stack FILE [-m BIN]`: aggregated call stacks of an XRay trace.
+//! `profkit stack FILE [-m BIN]`: aggregated call stacks of an XRay trace or a Mono file
+//! (from its calls, or from its sample hits' managed backtraces when it has no calls).
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
-use profkit_model::ingest;
-use profkit_model::stack::{Aggregation, LlvmStackTrie, StackTree, Value};
-use profkit_model::MismatchPolicy;
+use profkit_model::feed::FoldOptions;
+use profkit_model::llvm_stack::{Aggregation, LlvmStackTrie, LlvmThreadStack};
+use profkit_model::replay::Mode;
+use profkit_model::stack::{StackSink, StackTree, Value};
+use profkit_model::{MismatchPolicy, Source};
 
-use super::xray;
+use super::account::report_problems;
 use crate::cli::{StackAggregation, StackArgs};
 use crate::output;
+use crate::source::Opened;
 
 pub fn run(args: &StackArgs) -> Result<ExitCode> {
-    if super::mlpd::is_mlpd(&args.file, args.input.input_format) {
-        return super::mlpd::stack(args);
-    }
-    let loaded = xray::load(&args.file, args.input.input_format, "stack")?;
-    let trace = loaded.trace()?;
-    let input = &loaded.input;
-    let names = xray::names(args.instr_map.as_deref())?;
-    let mut out = output::stdout();
+    let opened = Opened::open(&args.file, args.input.input_format, "stack")?;
+    let src = opened.source(args.instr_map.as_deref())?;
     if args.llvm {
-        let mut trie = LlvmStackTrie::new();
-        let mut not_found = 0u64;
-        let problems = ingest::xray::for_each_call(&trace, |key, kind, func, tsc| {
-            if !trie.record(key.tid, kind, func, tsc) {
-                not_found += 1;
-            }
-        });
-        xray::report_problems(&input.name, &problems, None);
-        if trie.is_empty() {
-            return Err(anyhow!(
-                "{}: no instrumented calls were accounted in the input file",
-                input.name
-            ));
-        }
-        if args.folded {
-            let agg = match args.aggregation {
-                StackAggregation::Time => Aggregation::Time,
-                StackAggregation::Count => Aggregation::Count,
-            };
-            if args.aggregate_threads {
-                trie.write_flame_aggregated(&mut out, &names, agg)?;
-            } else {
-                trie.write_flame(&mut out, &names, agg)?;
-            }
-        } else if args.aggregate_threads {
-            trie.write_human_aggregated(&mut out, &names)?;
-        } else if args.per_thread {
-            trie.write_human_per_thread(&mut out, &names)?;
-        } else {
-            trie.write_human(&mut out, &names)?;
-        }
-        out.flush()?;
-        if not_found > 0 {
-            output::print_note(&format!(
-                "{}: {not_found} exit(s) had no matching enter (llvm-xray stack fails on these without -k)",
-                input.name
-            ));
-        }
-        return Ok(ExitCode::SUCCESS);
+        return llvm(args, &opened, &src);
     }
-    let ing = ingest::xray::build(&trace, MismatchPolicy::Unwind, true, |_| StackTree::new());
-    xray::report_problems(&input.name, &ing.problems, ing.truncation.as_ref());
-    let clock = ingest::xray::clock(&trace.header);
+    let release = |s, e| opened.release(s, e);
+    let opts = FoldOptions {
+        release: Some(&release),
+        ..FoldOptions::default()
+    };
+    let folded = src.fold(&opts, |_| StackTree::new());
+    report_problems(opened.name(), &folded.summary);
+    if folded.summary.call_events == 0 {
+        return samples(args, &opened, &src);
+    }
+    let names = src.functions();
+    let clock = src.clock();
     let to_ns = |v: u64| clock.to_ns(v);
     let value = match (args.aggregation, args.inclusive) {
         (StackAggregation::Count, _) => Value::Count,
         (StackAggregation::Time, true) => Value::Inclusive,
         (StackAggregation::Time, false) => Value::Exclusive,
     };
+    let mut out = output::stdout();
     if args.per_thread {
-        for (key, tree, _) in &ing.threads {
-            let prefix = format!("thread_{}", key.tid);
+        for (key, tree, _) in &folded.threads {
             if args.folded {
-                tree.write_folded(&mut out, &names, value, Some(&prefix), &to_ns)?;
+                let prefix = src.thread_label(key);
+                tree.write_folded(&mut out, names, value, Some(&prefix), &to_ns)?;
             } else {
-                writeln!(out, "Thread {} (pid {}):", key.tid, key.pid)?;
-                tree.write_top(&mut out, &names, 20, &to_ns)?;
+                writeln!(out, "{}:", src.thread_title(key))?;
+                tree.write_top(&mut out, names, 20, &to_ns)?;
                 writeln!(out)?;
             }
         }
     } else {
         let mut all = StackTree::new();
-        for (_, tree, _) in &ing.threads {
+        for (_, tree, _) in &folded.threads {
             all.merge(tree);
         }
         if args.folded {
-            all.write_folded(&mut out, &names, value, None, &to_ns)?;
+            all.write_folded(&mut out, names, value, None, &to_ns)?;
         } else {
-            all.write_top(&mut out, &names, 20, &to_ns)?;
+            all.write_top(&mut out, names, 20, &to_ns)?;
         }
     }
     out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A file without calls: the stacks of its samples (Mono sample hits), values = samples.
+fn samples(args: &StackArgs, opened: &Opened, src: &Source<'_>) -> Result<ExitCode> {
+    let mut sink = StackSink::new();
+    src.feed(opened.name(), None, None, &mut sink)?;
+    if sink.samples == 0 {
+        return Err(anyhow!(
+            "{}: no function calls and no sampled stacks (XRay: an empty trace; Mono: profile with `log:calls` or `log:sample`)",
+            opened.name()
+        ));
+    }
+    let mut out = output::stdout();
+    let ident = |v: u64| v;
+    if args.folded {
+        sink.tree()
+            .write_folded(&mut out, src.functions(), Value::Exclusive, None, &ident)?;
+    } else {
+        sink.tree()
+            .write_top(&mut out, src.functions(), 20, &ident)?;
+    }
+    out.flush()?;
+    output::print_note(&format!(
+        "{}: {} sample(s) with stacks (values are sample counts)",
+        opened.name(),
+        sink.samples
+    ));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `llvm-xray stack`'s layouts, with its rules.
+fn llvm(args: &StackArgs, opened: &Opened, src: &Source<'_>) -> Result<ExitCode> {
+    let opts = FoldOptions {
+        policy: MismatchPolicy::UnwindAll,
+        mode: Mode::Ordered,
+        ..FoldOptions::default()
+    };
+    let folded = src.fold(&opts, |k| LlvmThreadStack::new(k.tid as u32));
+    report_problems(opened.name(), &folded.summary);
+    let not_found = folded.summary.calls.unmatched_exits;
+    let trie = LlvmStackTrie::from_threads(folded.threads.into_iter().map(|t| t.1));
+    if trie.is_empty() {
+        return Err(anyhow!(
+            "{}: no instrumented calls were accounted in the input file",
+            opened.name()
+        ));
+    }
+    let names = src.functions();
+    let mut out = output::stdout();
+    if args.folded {
+        let agg = match args.aggregation {
+            StackAggregation::Time => Aggregation::Time,
+            StackAggregation::Count => Aggregation::Count,
+        };
+        if args.aggregate_threads {
+            trie.write_flame_aggregated(&mut out, names, agg)?;
+        } else {
+            trie.write_flame(&mut out, names, agg)?;
+        }
+    } else if args.aggregate_threads {
+        trie.write_human_aggregated(&mut out, names)?;
+    } else if args.per_thread {
+        trie.write_human_per_thread(&mut out, names)?;
+    } else {
+        trie.write_human(&mut out, names)?;
+    }
+    out.flush()?;
+    if not_found > 0 {
+        output::print_note(&format!(
+            "{}: {not_found} exit(s) had no matching enter (llvm-xray stack fails on these without -k)",
+            opened.name()
+        ));
+    }
     Ok(ExitCode::SUCCESS)
 }

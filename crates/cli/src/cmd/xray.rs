@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Context, Result};
-use profkit_model::{ingest, FunctionTable};
+use profkit_model::FunctionTable;
 use profkit_xray::trace_yaml;
 use profkit_xray::trace_yaml::{CachedFormatter, RecordFormatter};
 use profkit_xray::verify::{verify, Severity};
@@ -19,8 +19,7 @@ use profkit_xray::{
 use rayon::prelude::*;
 use serde_json::json;
 
-use super::{open_detected, unsupported};
-use crate::cli::InputFormat;
+use super::unsupported;
 use crate::detect::Format;
 use crate::input::{self, Input};
 use crate::output;
@@ -41,37 +40,10 @@ impl Loaded {
         }
     }
 
-    /// Tells the kernel that bytes `start..end` of a memory-mapped input will not be read again
-    /// soon, so their pages leave the resident set (they are read back from the page cache if
-    /// they are needed after all). Does nothing for other inputs.
-    pub fn release(&self, start: u64, end: u64) {
-        #[cfg(unix)]
-        if let (None, crate::input::Data::Mapped(m)) = (&self.encoded, &self.input.data) {
-            let (Ok(start), Ok(end)) = (usize::try_from(start), usize::try_from(end)) else {
-                return;
-            };
-            if start < end && end <= m.len() {
-                // SAFETY: the map is read-only and file-backed, so MADV_DONTNEED only drops
-                // page-table entries; later reads fault the same file bytes back in.
-                let _ = unsafe {
-                    m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
-                };
-            }
-        }
-        #[cfg(not(unix))]
-        let _ = (start, end);
-    }
-
     /// Parses the trace.
     pub fn trace(&self) -> Result<Trace<'_>> {
         Trace::parse(self.bytes()).map_err(|e| anyhow!("{}: {e}", self.input.name))
     }
-}
-
-/// Opens an XRay trace (binary or llvm-xray YAML) for command `what`.
-pub fn load(path: &Path, forced: Option<InputFormat>, what: &str) -> Result<Loaded> {
-    let (input, format) = open_detected(path, forced)?;
-    from_input(input, format, what)
 }
 
 /// Wraps an already opened input.
@@ -102,11 +74,8 @@ pub fn names(bin: Option<&Path>) -> Result<FunctionTable> {
     let Some(bin) = bin else {
         return Ok(FunctionTable::new());
     };
-    let inp = input::open(bin)?;
-    let map = InstrMap::from_object(&inp.data)
-        .map_err(|e| anyhow!("{}: cannot read the instrumentation map: {e}", inp.name))?;
-    let sym = Symbolizer::new(&inp.data).ok();
-    Ok(ingest::xray::function_table(&map, sym.as_ref()))
+    let _ = (input::open, InstrMap::from_object, Symbolizer::new);
+    crate::source::names(Some(bin))
 }
 
 /// Warns about decoding problems (lenient commands skip what they cannot use).
@@ -1061,7 +1030,7 @@ fn plan_pieces(trace: &Trace<'_>, sort: bool) -> Option<(Vec<ThreadPlan>, Vec<Pi
     }
     // Threads in order of their first event in the file.
     let mut threads: Vec<(usize, ThreadPlan)> = Vec::new();
-    for (key, bufs) in ingest::xray::thread_buffers(trace) {
+    for (key, bufs) in profkit_model::feed::xray::thread_buffers(trace) {
         let mut first = None;
         let mut last_tsc: Option<u64> = None;
         let mut plan = ThreadPlan {

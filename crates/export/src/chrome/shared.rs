@@ -1,73 +1,18 @@
 //! Helpers shared by profkit's hand-written writers (Chrome JSON, Perfetto, speedscope,
-//! folded stacks): JSON text formatting into a byte buffer, the gzip-capable output stream,
+//! folded stacks): JSON text formatting into a byte buffer,
 //! dense tables keyed by thread index or function id, and the thread id a viewer is shown.
 //!
 //! Everything here appends to a `Vec<u8>` so a writer formats an event without allocating
 //! and hands the buffer to its output once it has grown past [`FLUSH_AT`] bytes.
 
 use std::collections::HashMap;
-use std::io::{self, Write};
 
-use flate2::write::GzEncoder;
-use flate2::Compression;
 use profkit_model::func::{FuncId, FunctionTable};
-
-use crate::Output;
 
 /// A writer's buffer is handed to its output when it holds this many bytes.
 pub(crate) const FLUSH_AT: usize = 256 * 1024;
 
-/// The byte stream a sink writes: the [`Output`], gzip-compressed when its name ends in `.gz`
-/// and `gz_allowed`.
-///
-/// Flushing an `OutStream` *finishes* it (writes the gzip trailer): the writers of this crate
-/// flush exactly once, in `EventSink::finish`.
-pub(crate) enum OutStream {
-    /// Uncompressed.
-    Plain(Box<dyn Write + Send>),
-    /// gzip-compressed.
-    Gz(Box<GzEncoder<Box<dyn Write + Send>>>),
-}
-
-impl OutStream {
-    /// Opens `output`; compressed when `gz_allowed` and the name ends in `.gz`.
-    pub(crate) fn open(output: &Output, gz_allowed: bool) -> io::Result<OutStream> {
-        let w = output.create()?;
-        Ok(if gz_allowed && output.is_gz() {
-            // Level 1: trace JSON compresses well even at the fastest level, and the writer
-            // stays I/O-bound on multi-GB outputs.
-            OutStream::Gz(Box::new(GzEncoder::new(w, Compression::fast())))
-        } else {
-            OutStream::Plain(w)
-        })
-    }
-}
-
-impl Write for OutStream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            OutStream::Plain(w) => w.write(buf),
-            OutStream::Gz(w) => w.write(buf),
-        }
-    }
-
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        match self {
-            OutStream::Plain(w) => w.write_all(buf),
-            OutStream::Gz(w) => w.write_all(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            OutStream::Plain(w) => w.flush(),
-            OutStream::Gz(w) => {
-                w.try_finish()?;
-                w.get_mut().flush()
-            }
-        }
-    }
-}
+pub(crate) use crate::output::OutStream;
 
 /// Appends `v` in decimal.
 #[inline]
@@ -122,39 +67,9 @@ fn hex_digit(n: u8) -> u8 {
     }
 }
 
-/// Appends `s` as a quoted JSON string, escaping `"`, `\` and control characters.
-pub(crate) fn push_json_str(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
-    push_json_str_body(out, s);
-    out.push(b'"');
-}
-
-/// Appends `s` escaped for the inside of a JSON string (no quotes).
-pub(crate) fn push_json_str_body(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    for (i, &c) in bytes.iter().enumerate() {
-        let esc: &[u8] = match c {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0..=0x1f | 0x7f => b"",
-            _ => continue,
-        };
-        out.extend_from_slice(bytes.get(start..i).unwrap_or_default());
-        if esc.is_empty() {
-            out.extend_from_slice(b"\\u00");
-            out.push(hex_digit(c >> 4));
-            out.push(hex_digit(c));
-        } else {
-            out.extend_from_slice(esc);
-        }
-        start = i + 1;
-    }
-    out.extend_from_slice(bytes.get(start..).unwrap_or_default());
-}
+pub(crate) use profkit_common::json::{
+    push_str as push_json_str, push_str_body as push_json_str_body,
+};
 
 /// Appends `b` as lowercase hex.
 pub(crate) fn push_hex(out: &mut Vec<u8>, b: &[u8]) {
@@ -198,11 +113,6 @@ pub(crate) fn display_tid(tid: u64, index: u32) -> i64 {
         (1i64 << 30) + i64::from(index)
     }
 }
-
-/// A `HashMap` with rustc's fast, non-cryptographic FxHasher, for the small integer keys of the
-/// writers' maps (call-tree children). The keys come from the trace, but a collision only slows
-/// a map down.
-pub(crate) type FxHashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// Indices up to this are stored in a vector; larger ones in a hash map.
 const DENSE_LIMIT: usize = 1 << 20;

@@ -227,7 +227,7 @@ fn gzip_output_and_open() {
     let path = scratch("synthetic.json.gz");
     let sink = profkit_export::open(
         Format::Chrome,
-        &Output::Path(path.clone()),
+        &Output::path(path.clone()),
         &Options::default(),
     )
     .unwrap();
@@ -243,7 +243,7 @@ fn gzip_output_and_open() {
     let plain = scratch("synthetic.json");
     let mut sink = profkit_export::open(
         Format::Chrome,
-        &Output::Path(plain.clone()),
+        &Output::path(plain.clone()),
         &Options::default(),
     )
     .unwrap();

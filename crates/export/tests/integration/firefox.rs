@@ -401,7 +401,7 @@ fn gzip_unless_named_json() {
     for path in [&gz, &plain] {
         let mut sink = profkit_export::open(
             Format::Firefox,
-            &Output::Path(path.to_path_buf()),
+            &Output::path(path.to_path_buf()),
             &Options::default(),
         )
         .unwrap();

@@ -124,7 +124,7 @@ fn svg_needs_the_feature() {
     let out = synthetic::scratch("nofeature.svg");
     let err = profkit_export::open(
         profkit_export::Format::Svg,
-        &profkit_export::Output::Path(out),
+        &profkit_export::Output::path(out),
         &Options::default(),
     )
     .err()

@@ -64,7 +64,10 @@ print(json.dumps(out, default=str))
 fn write_synthetic(dir: &Path, file: &str, rows: usize) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join(file);
-    synthetic::run(ParquetSink::with_row_group_size(&path, rows).unwrap());
+    synthetic::run(
+        ParquetSink::with_row_group_size(&profkit_export::Output::path(&path), &path, rows)
+            .unwrap(),
+    );
     path
 }
 
@@ -94,7 +97,7 @@ fn table_paths_beside_the_output() {
     assert_eq!(e, Path::new("host1/events.parquet"));
     assert_eq!(f, Path::new("host1/functions.parquet"));
     assert_eq!(c, Path::new("host1/code.parquet"));
-    assert!(profkit_export::open(Format::Parquet, &Output::Stdout, &Options::default()).is_err());
+    assert!(profkit_export::open(Format::Parquet, &Output::stdout(), &Options::default()).is_err());
 }
 
 #[test]

@@ -73,7 +73,7 @@ fn begin(sink: &mut dyn EventSink, functions: &FunctionTable) {
 fn loads_moves_and_reuse() {
     let path = scratch("perfmap-moves/perf-42.map");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let mut sink = PerfMapSink::new(Output::Path(path.clone()));
+    let mut sink = PerfMapSink::new(Output::path(path.clone()));
     begin(&mut sink, &FunctionTable::new());
     sink.process(&ProcessInfo {
         pid: 42,
@@ -154,7 +154,7 @@ fn function_table_addresses_get_sizes_from_the_next_function() {
         let path = scratch("perfmap-xray.map");
         let mut sink = profkit_export::open(
             Format::PerfMap,
-            &Output::Path(path.clone()),
+            &Output::path(path.clone()),
             &Options::default(),
         )
         .unwrap();
@@ -184,7 +184,7 @@ fn one_file_per_process() {
     let dir = scratch("perfmap-synthetic");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("out.map");
-    synthetic::run(PerfMapSink::new(Output::Path(path.clone())));
+    synthetic::run(PerfMapSink::new(Output::path(path.clone())));
     // The synthetic trace loads "JIT fn A" at 0x1000 in pid 100 and moves one to 0x2000 in
     // pid 200; the first declared process (100) goes to the output.
     let first = parse(&std::fs::read_to_string(&path).unwrap());

@@ -273,7 +273,7 @@ fn counts_option_and_gzip_file() {
         counts: true,
         ..Options::default()
     };
-    let mut sink = profkit_export::open(Format::Pprof, &Output::Path(path.clone()), &opts).unwrap();
+    let mut sink = profkit_export::open(Format::Pprof, &Output::path(path.clone()), &opts).unwrap();
     synthetic::feed(&mut *sink).unwrap();
     drop(sink);
     let raw = std::fs::read(&path).unwrap();
@@ -328,7 +328,7 @@ fn pprof_format_decodes() {
     let path = scratch("synthetic-ext.pb.gz");
     let mut sink = profkit_export::open(
         Format::Pprof,
-        &Output::Path(path.clone()),
+        &Output::path(path.clone()),
         &Options::default(),
     )
     .unwrap();

@@ -11,7 +11,7 @@ use profkit_export::perfmap::PerfMapSink;
 use profkit_export::pprof::PprofSink;
 use profkit_export::Output;
 use profkit_model::events::{CodeEvent, EventSink, Recorded, RecordedEvent};
-use profkit_model::{feed, ingest};
+use profkit_model::feed;
 use serde_json::Value;
 
 use crate::synthetic::scratch;
@@ -42,16 +42,16 @@ pub fn feed(input: Input, sink: &mut dyn EventSink) {
             let bin = fixture("xray", "demo");
             let map = profkit_xray::InstrMap::from_object(&bin).unwrap();
             let sym = profkit_xray::Symbolizer::new(&bin).ok();
-            let names = ingest::xray::function_table(&map, sym.as_ref());
+            let names = feed::xray::function_table(&map, sym.as_ref());
             let data = fixture("xray", "demo-fdr.xray");
             let trace = profkit_xray::Trace::parse(&data).unwrap();
-            feed::xray::feed(&trace, &names, "demo-fdr.xray", sink, &mut |_, _| {}).unwrap();
+            feed::xray::feed(&trace, &names, "demo-fdr.xray", &Default::default(), sink).unwrap();
         }
         Input::Mlpd(file) => {
             let data = fixture("mlpd", file);
             let f = profkit_mlpd::File::parse(&data).unwrap();
-            let methods = ingest::mlpd::methods(&f);
-            feed::mlpd::feed(&f, &methods, file, sink).unwrap();
+            let methods = feed::mlpd::methods(&f);
+            feed::mlpd::feed(&f, &methods, file, None, sink).unwrap();
         }
         Input::NodeJitdump => {
             let gz = fixture("jitdump", "node-perf-prof.dump.gz");
@@ -280,7 +280,7 @@ fn perf_map_from_jitdump_and_xray() {
     }
     let path = scratch("real-node.map");
     {
-        let mut s = PerfMapSink::new(Output::Path(path.clone()));
+        let mut s = PerfMapSink::new(Output::path(path.clone()));
         feed(Input::NodeJitdump, &mut s);
     }
     let text = std::fs::read(&path).unwrap();
@@ -295,7 +295,7 @@ fn perf_map_from_jitdump_and_xray() {
     // XRay: the instrumented functions' addresses from the instrumentation map.
     let path = scratch("real-xray.map");
     {
-        let mut s = PerfMapSink::new(Output::Path(path.clone()));
+        let mut s = PerfMapSink::new(Output::path(path.clone()));
         feed(Input::XrayFdr, &mut s);
     }
     let text = std::fs::read(&path).unwrap();
@@ -419,7 +419,7 @@ fn golden_outputs_of_real_files() {
     }
     let path = scratch("golden-node.map");
     {
-        let mut s = PerfMapSink::new(Output::Path(path.clone()));
+        let mut s = PerfMapSink::new(Output::path(path.clone()));
         feed(Input::NodeJitdump, &mut s);
     }
     golden("node-perf-prof.dump.map", &std::fs::read(&path).unwrap());

@@ -15,7 +15,7 @@ use profkit_export::perfetto::PerfettoWriter;
 use profkit_export::speedscope::SpeedscopeWriter;
 use profkit_export::Options;
 use profkit_model::events::{EventSink, Recorded, RecordedEvent};
-use profkit_model::{feed, ingest};
+use profkit_model::feed;
 use serde_json::Value;
 
 use crate::synthetic::{self, check_output, golden, scratch, script};
@@ -36,14 +36,14 @@ fn feed_fixture(path: &str, sink: &mut dyn EventSink) -> io::Result<()> {
             let bin = fixture("xray/demo");
             let map = profkit_xray::InstrMap::from_object(&bin).unwrap();
             let sym = profkit_xray::Symbolizer::new(&bin).ok();
-            let names = ingest::xray::function_table(&map, sym.as_ref());
+            let names = feed::xray::function_table(&map, sym.as_ref());
             let trace = profkit_xray::Trace::parse(&data).unwrap();
-            feed::xray::feed(&trace, &names, "demo", sink, &mut |_, _| {})?;
+            feed::xray::feed(&trace, &names, "demo", &Default::default(), sink)?;
         }
         Some("mlpd") => {
             let f = profkit_mlpd::File::parse(&data).unwrap();
-            let methods = ingest::mlpd::methods(&f);
-            feed::mlpd::feed(&f, &methods, name, sink)?;
+            let methods = feed::mlpd::methods(&f);
+            feed::mlpd::feed(&f, &methods, name, None, sink)?;
         }
         Some("jitdump") => {
             feed::jitdump::feed(&data, name, sink)?;
@@ -327,11 +327,11 @@ fn bench_big_xray() {
     let data = std::fs::read(&trace).unwrap();
     let bin = std::fs::read(bin).unwrap();
     let map = profkit_xray::InstrMap::from_object(&bin).unwrap();
-    let names = ingest::xray::function_table(&map, None);
+    let names = feed::xray::function_table(&map, None);
     let parsed = profkit_xray::Trace::parse(&data).unwrap();
     let time = |label: &str, sink: &mut dyn EventSink, out: Option<&std::path::Path>| {
         let t = std::time::Instant::now();
-        let s = feed::xray::feed(&parsed, &names, "bench", sink, &mut |_, _| {}).unwrap();
+        let s = feed::xray::feed(&parsed, &names, "bench", &Default::default(), sink).unwrap();
         let secs = t.elapsed().as_secs_f64();
         let size = out.map_or(0, |p| std::fs::metadata(p).unwrap().len());
         eprintln!(
@@ -356,7 +356,7 @@ fn bench_big_xray() {
         let path = dir.join(file);
         let mut sink = profkit_export::open(
             format,
-            &profkit_export::Output::Path(path.clone()),
+            &profkit_export::Output::path(path.clone()),
             &Options::default(),
         )
         .unwrap();

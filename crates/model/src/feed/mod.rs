@@ -1,27 +1,35 @@
-//! Drivers that read a trace and feed it to an [`EventSink`](crate::events::EventSink): one
-//! module per input format, plus the filters `convert --time` and `--thread` apply.
+//! The drivers: one per input format, the only code that turns a file into calls and events.
 //!
-//! * [`xray`]: XRay calls (per thread, buffers in file order), custom and typed events.
-//! * [`mlpd`]: Mono calls, exceptions, GC, counters, JIT code, sample hits.
-//! * [`jitdump`]: code loads and moves.
-//! * [`Filter`]: keeps the events of some threads inside a time window, clipping calls that
-//!   cross its edges so enters and exits stay balanced.
+//! * [`xray`]: XRay traces (FDR buffers and basic logs).
+//! * [`mlpd`]: Mono log profiler files.
+//! * [`jitdump`]: jitdump code loads and moves.
 //!
-//! Every driver converts raw times to nanoseconds since the trace's origin and clamps each
-//! thread's times so they never go backwards (XRay TSCs can, across CPUs), which the
-//! [`EventSink`](crate::events::EventSink) contract promises to exporters.
+//! A driver offers its trace two ways, both through the [`replay`](crate::replay): as an
+//! ordered **stream** for an [`EventSink`] (`feed`: every exporter), where each thread's events
+//! come in time order with balanced calls; and as a **fold** (`fold`: accounting, stack
+//! trees, Mono's report), where the buffers are replayed on every core and each thread's
+//! [`Fold`](crate::replay::Fold) is completed in order. [`Filter`] cuts a stream to a time
+//! window and some threads (`convert --time`, `--thread`).
+//!
+//! Every stream converts raw times to nanoseconds since the trace's origin and clamps each
+//! thread's times so they never go backwards (XRay TSCs can, across CPUs), as the
+//! [`EventSink`] contract promises; folds see raw times, as the reference tools' numbers need.
 
+use std::cell::RefCell;
 use std::io;
 
-use crate::events::{
-    CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo, TraceInfo,
-};
+use crate::clock::Clock;
+use crate::events::{EventSink, ThreadInfo};
 use crate::func::FuncId;
-use crate::span::{BuilderStats, Span, SpanSink};
+use crate::replay::{Fold, ThreadReplay};
+use crate::span::{BuilderStats, MismatchPolicy, Span, SpanSink};
 
+mod filter;
 pub mod jitdump;
 pub mod mlpd;
 pub mod xray;
+
+pub use filter::{Filter, Selection};
 
 /// What a driver reports after feeding a trace.
 #[derive(Clone, Debug, Default)]
@@ -30,6 +38,8 @@ pub struct FeedSummary {
     pub calls: BuilderStats,
     /// Threads declared.
     pub threads: u32,
+    /// Call events read.
+    pub call_events: u64,
     /// Events that were not calls (instants, counters, samples, code).
     pub other_events: u64,
     /// Decoding problems (each skipped what it affected), formatted with their offsets.
@@ -38,222 +48,95 @@ pub struct FeedSummary {
     pub truncation: Option<String>,
 }
 
-/// Which part of a trace to keep.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Selection {
-    /// Keep events in `[from, to]`, ns since the origin (`None` = everything).
-    pub time: Option<(u64, u64)>,
-    /// Keep these thread ids (as the format numbers them; empty = all).
-    pub threads: Vec<u64>,
+/// The result of a driver's `fold`: one fold per thread.
+#[derive(Debug)]
+pub struct Folded<K, F> {
+    /// Per thread, in order of first appearance: its key, its fold and its counters.
+    pub threads: Vec<(K, F, BuilderStats)>,
+    /// Problems, call counts, truncation (`threads` and `calls` summed over the threads).
+    pub summary: FeedSummary,
 }
 
-impl Selection {
-    /// Whether the selection keeps everything.
-    pub fn is_all(&self) -> bool {
-        self.time.is_none() && self.threads.is_empty()
+impl<K, F> Folded<K, F> {
+    /// Merges the threads' folds in thread order with `merge`.
+    pub fn merged(self, mut merge: impl FnMut(&mut F, F)) -> Option<F> {
+        let mut it = self.threads.into_iter();
+        let (_, mut first, _) = it.next()?;
+        for (_, f, _) in it {
+            merge(&mut first, f);
+        }
+        Some(first)
     }
 }
 
+/// How a fold runs.
+#[derive(Clone, Copy)]
+pub struct FoldOptions<'a> {
+    /// How exits that do not match the top frame are treated.
+    pub policy: MismatchPolicy,
+    /// Replay buffers on their own ([`Mode::Local`](crate::replay::Mode::Local), for order-free
+    /// folds) or every call in order ([`Mode::Ordered`](crate::replay::Mode::Ordered)).
+    pub mode: crate::replay::Mode,
+    /// Close the frames still open at a thread's end at its last time (else only count them).
+    pub close_unfinished: bool,
+    /// Decoding threads.
+    pub workers: crate::replay::pipeline::Workers,
+    /// Told the byte range of each buffer once it has been used (a mapped input can drop its
+    /// pages).
+    pub release: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+}
+
+impl Default for FoldOptions<'_> {
+    fn default() -> Self {
+        FoldOptions {
+            policy: MismatchPolicy::Unwind,
+            mode: crate::replay::Mode::Local,
+            close_unfinished: false,
+            workers: crate::replay::pipeline::Workers::per_core(),
+            release: None,
+        }
+    }
+}
+
+/// Raw times to nanoseconds since the origin.
 #[derive(Clone, Copy, Debug)]
-struct OpenCall {
-    func: FuncId,
-    time: u64,
-    emitted: bool,
-    /// Clipped time of the callees passed on so far.
-    child: u64,
+pub(crate) struct ToNs {
+    pub(crate) clock: Clock,
+    pub(crate) origin_raw: u64,
 }
 
-#[derive(Debug, Default)]
-struct FilterThread {
-    keep: bool,
-    open: Vec<OpenCall>,
-    /// How many of `open` were not passed on yet (they started before the window).
-    held: usize,
-}
-
-/// An [`EventSink`] adapter that passes on only the threads and the time window of a
-/// [`Selection`]. A call that starts before the window and ends inside it starts at the
-/// window's start; one that ends after it ends at the window's end; self times are those of the
-/// clipped calls. Calls entirely outside the window are dropped.
-pub struct Filter<S> {
-    inner: S,
-    sel: Selection,
-    /// By thread index.
-    threads: Vec<FilterThread>,
-}
-
-impl<S: EventSink> Filter<S> {
-    /// Wraps `inner`.
-    pub fn new(inner: S, sel: Selection) -> Self {
-        Filter {
-            inner,
-            sel,
-            threads: Vec::new(),
-        }
-    }
-
-    /// The wrapped sink.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
-
-    fn in_window(&self, t: u64) -> bool {
-        self.sel.time.is_none_or(|(a, b)| a <= t && t <= b)
-    }
-
-    fn kept(&self, thread: u32) -> bool {
-        self.threads.get(thread as usize).is_some_and(|t| t.keep)
-    }
-
-    /// Emits the enters of `thread`'s open calls that were held back (they started before the
-    /// window) at the window's start.
-    fn flush_open(&mut self, thread: u32) -> io::Result<()> {
-        let from = self.sel.time.map_or(0, |w| w.0);
-        let Some(t) = self.threads.get_mut(thread as usize) else {
-            return Ok(());
-        };
-        if t.held == 0 {
-            return Ok(());
-        }
-        t.held = 0;
-        for (depth, c) in t.open.iter_mut().enumerate() {
-            if !c.emitted {
-                c.emitted = true;
-                self.inner
-                    .enter(thread, c.func, c.time.max(from), depth as u32)?;
-            }
-        }
-        Ok(())
+impl ToNs {
+    #[inline]
+    pub(crate) fn ns(&self, t: u64) -> u64 {
+        self.clock.to_ns(t.saturating_sub(self.origin_raw))
     }
 }
 
-impl<S: EventSink> EventSink for Filter<S> {
-    fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
-        self.inner.begin(trace)
-    }
-    fn process(&mut self, p: &ProcessInfo<'_>) -> io::Result<()> {
-        self.inner.process(p)
-    }
-    fn thread(&mut self, t: &ThreadInfo<'_>) -> io::Result<()> {
-        let keep = self.sel.threads.is_empty() || self.sel.threads.contains(&t.tid);
-        let i = t.index as usize;
-        if self.threads.len() <= i {
-            self.threads.resize_with(i + 1, FilterThread::default);
-        }
-        if let Some(slot) = self.threads.get_mut(i) {
-            *slot = FilterThread {
-                keep,
-                ..FilterThread::default()
-            };
-        }
-        if keep {
-            self.inner.thread(t)
-        } else {
-            Ok(())
-        }
-    }
-    fn enter(&mut self, thread: u32, func: FuncId, time: u64, _depth: u32) -> io::Result<()> {
-        if !self.kept(thread) {
-            return Ok(());
-        }
-        let inside = self.in_window(time);
-        if inside {
-            self.flush_open(thread)?;
-        }
-        let Some(t) = self.threads.get_mut(thread as usize) else {
-            return Ok(());
-        };
-        let depth = t.open.len() as u32;
-        t.open.push(OpenCall {
-            func,
-            time,
-            emitted: inside,
-            child: 0,
-        });
-        t.held += usize::from(!inside);
-        if inside {
-            self.inner.enter(thread, func, time, depth)?;
-        }
-        Ok(())
-    }
-    fn exit(&mut self, span: &Span) -> io::Result<()> {
-        if !self.kept(span.thread) {
-            return Ok(());
-        }
-        let (from, to) = self.sel.time.unwrap_or((0, u64::MAX));
-        // A call that covers the window's start is shown from there.
-        if span.end >= from && span.start <= to {
-            self.flush_open(span.thread)?;
-        }
-        let Some(t) = self.threads.get_mut(span.thread as usize) else {
-            return Ok(());
-        };
-        let Some(open) = t.open.pop() else {
-            return Ok(());
-        };
-        if !open.emitted {
-            t.held = t.held.saturating_sub(1);
-            return Ok(());
-        }
-        let start = span.start.max(from);
-        let end = span.end.min(to).max(start);
-        let dur = end - start;
-        if let Some(parent) = t.open.last_mut() {
-            parent.child = parent.child.saturating_add(dur);
-        }
-        let clipped = Span {
-            start,
-            end,
-            depth: t.open.len() as u32,
-            self_time: dur.saturating_sub(open.child),
-            ..*span
-        };
-        self.inner.exit(&clipped)
-    }
-    fn instant(&mut self, i: &Instant<'_>) -> io::Result<()> {
-        if self.kept(i.thread) && self.in_window(i.time) {
-            self.inner.instant(i)
-        } else {
-            Ok(())
-        }
-    }
-    fn counter(&mut self, c: &Counter<'_>) -> io::Result<()> {
-        if self.in_window(c.time) {
-            self.inner.counter(c)
-        } else {
-            Ok(())
-        }
-    }
-    fn sample(&mut self, s: &Sample<'_>) -> io::Result<()> {
-        if self.kept(s.thread) && self.in_window(s.time) {
-            self.inner.sample(s)
-        } else {
-            Ok(())
-        }
-    }
-    fn code(&mut self, c: &CodeRegion<'_>) -> io::Result<()> {
-        // Code stays whatever the window: a later address needs the load that made it.
-        if c.thread.is_none_or(|t| self.kept(t)) {
-            self.inner.code(c)
-        } else {
-            Ok(())
-        }
-    }
-    fn finish(&mut self) -> io::Result<()> {
-        self.inner.finish()
-    }
-}
-
-/// Turns a span builder's callbacks (raw times) into [`EventSink`] calls (ns since the origin),
-/// keeping the first I/O error (the builder's callbacks cannot fail).
-pub(crate) struct CallForwarder<'s, S: ?Sized> {
-    pub(crate) sink: &'s mut S,
+/// The fold that forwards a thread's calls to an [`EventSink`] (in ns since the origin),
+/// keeping the first I/O error (the span builder's callbacks cannot fail). Every thread's
+/// forwarder shares the one sink.
+pub(crate) struct Forward<'c, 's> {
+    pub(crate) sink: &'c RefCell<&'s mut dyn EventSink>,
     pub(crate) thread: u32,
-    pub(crate) to_ns: &'s dyn Fn(u64) -> u64,
+    pub(crate) to_ns: ToNs,
     pub(crate) error: Option<io::Error>,
 }
 
-impl<S: EventSink + ?Sized> CallForwarder<'_, S> {
+impl Forward<'_, '_> {
+    /// Runs `f` on the sink, keeping its error if it is the first.
+    pub(crate) fn with(&mut self, f: impl FnOnce(&mut dyn EventSink) -> io::Result<()>) {
+        if self.error.is_some() {
+            return;
+        }
+        let r = match self.sink.try_borrow_mut() {
+            Ok(mut s) => f(&mut **s),
+            Err(_) => Err(io::Error::other("the event sink is busy")),
+        };
+        if let Err(e) = r {
+            self.error = Some(e);
+        }
+    }
+
     pub(crate) fn result(&mut self) -> io::Result<()> {
         match self.error.take() {
             Some(e) => Err(e),
@@ -262,122 +145,142 @@ impl<S: EventSink + ?Sized> CallForwarder<'_, S> {
     }
 }
 
-impl<S: EventSink + ?Sized> SpanSink for CallForwarder<'_, S> {
+impl SpanSink for Forward<'_, '_> {
     fn enter(&mut self, func: FuncId, time: u64, depth: u32) {
-        if self.error.is_none() {
-            if let Err(e) = self
-                .sink
-                .enter(self.thread, func, (self.to_ns)(time), depth)
-            {
-                self.error = Some(e);
-            }
-        }
+        let (thread, t) = (self.thread, self.to_ns.ns(time));
+        self.with(|s| s.enter(thread, func, t, depth));
     }
     fn span(&mut self, span: &Span) {
-        if self.error.is_none() {
-            let start = (self.to_ns)(span.start);
-            let end = (self.to_ns)(span.end).max(start);
-            // `to_ns` maps instants (it subtracts the origin); a duration converts as the
-            // distance between two instants.
-            let self_end = (self.to_ns)(span.start.saturating_add(span.self_time));
-            let s = Span {
-                start,
-                end,
-                self_time: self_end.saturating_sub(start).min(end - start),
-                ..*span
-            };
-            if let Err(e) = self.sink.exit(&s) {
-                self.error = Some(e);
-            }
-        }
+        let start = self.to_ns.ns(span.start);
+        let end = self.to_ns.ns(span.end).max(start);
+        // A duration converts as the distance between two instants.
+        let self_end = self.to_ns.ns(span.start.saturating_add(span.self_time));
+        let s = Span {
+            start,
+            end,
+            self_time: self_end.saturating_sub(start).min(end - start),
+            ..*span
+        };
+        self.with(|sink| sink.exit(&s));
     }
 }
 
-/// Clamps a thread's raw times so they never decrease.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Monotonic(u64);
-
-impl Monotonic {
-    #[inline]
-    pub(crate) fn next(&mut self, t: u64) -> u64 {
-        if t > self.0 {
-            self.0 = t;
-        }
-        self.0
-    }
+/// Streams are replayed in [`Mode::Ordered`](crate::replay::Mode::Ordered): there are no parts.
+impl Fold for Forward<'_, '_> {
+    type Part = ();
+    fn resolve(&mut self, _part: ()) {}
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::events::{Recorded, RecordedEvent};
-    use crate::func::FunctionTable;
+/// A stream's threads: one replay per thread (indexed by thread index), all forwarding to the
+/// one sink. Threads are declared to the sink when first met.
+pub(crate) struct Timeline<'c, 's> {
+    sink: &'c RefCell<&'s mut dyn EventSink>,
+    to_ns: ToNs,
+    threads: Vec<Option<ThreadReplay<Forward<'c, 's>>>>,
+    /// Threads declared to the sink, by index.
+    declared: Vec<bool>,
+    policy: MismatchPolicy,
+    pub(crate) summary: FeedSummary,
+}
 
-    fn run(sel: Selection) -> Vec<RecordedEvent> {
-        let mut f = Filter::new(Recorded::default(), sel);
-        let table = FunctionTable::new();
-        f.begin(&TraceInfo {
-            format: "test",
-            functions: &table,
-            clock: crate::Clock::NANOSECONDS,
-            origin_ns: 0,
-            name: "t",
-        })
-        .unwrap();
-        for (index, tid) in [(0u32, 7u64), (1, 8)] {
-            f.thread(&ThreadInfo {
+impl<'c, 's> Timeline<'c, 's> {
+    pub(crate) fn new(
+        sink: &'c RefCell<&'s mut dyn EventSink>,
+        to_ns: ToNs,
+        policy: MismatchPolicy,
+    ) -> Self {
+        Timeline {
+            sink,
+            to_ns,
+            threads: Vec::new(),
+            declared: Vec::new(),
+            policy,
+            summary: FeedSummary::default(),
+        }
+    }
+
+    /// Runs `f` on the sink.
+    pub(crate) fn sink(
+        &self,
+        f: impl FnOnce(&mut dyn EventSink) -> io::Result<()>,
+    ) -> io::Result<()> {
+        match self.sink.try_borrow_mut() {
+            Ok(mut s) => f(&mut **s),
+            Err(_) => Err(io::Error::other("the event sink is busy")),
+        }
+    }
+
+    /// Declares thread `index` to the sink (with `info()`: pid, tid, name) unless it was.
+    pub(crate) fn declare(
+        &mut self,
+        index: u32,
+        info: impl FnOnce() -> (u32, u64, String),
+    ) -> io::Result<()> {
+        let i = index as usize;
+        if self.declared.len() <= i {
+            self.declared.resize(i + 1, false);
+        }
+        if self.declared.get(i).copied().unwrap_or(true) {
+            return Ok(());
+        }
+        let (pid, tid, name) = info();
+        self.sink(|s| {
+            s.thread(&ThreadInfo {
                 index,
-                pid: 1,
+                pid,
                 tid,
-                name: "t",
+                name: &name,
             })
-            .unwrap();
-            // a(0..100) { b(10..20) c(50..150?) } — c ends at 90
-            f.enter(index, FuncId(1), 0, 0).unwrap();
-            f.enter(index, FuncId(2), 10, 1).unwrap();
-            let sp = |func, start, end, depth, self_time| Span {
-                func: FuncId(func),
-                thread: index,
-                start,
-                end,
-                depth,
-                self_time,
-            };
-            f.exit(&sp(2, 10, 20, 1, 10)).unwrap();
-            f.enter(index, FuncId(3), 50, 1).unwrap();
-            f.exit(&sp(3, 50, 90, 1, 40)).unwrap();
-            f.exit(&sp(1, 0, 100, 0, 50)).unwrap();
+        })?;
+        if let Some(d) = self.declared.get_mut(i) {
+            *d = true;
         }
-        f.finish().unwrap();
-        f.into_inner().events
+        self.summary.threads += 1;
+        Ok(())
     }
 
-    #[test]
-    fn everything_passes_without_selection() {
-        assert_eq!(run(Selection::default()).len(), 2 * 7);
+    /// The replay of thread `index`, declared (with `info()`) when first met.
+    pub(crate) fn thread(
+        &mut self,
+        index: u32,
+        info: impl FnOnce() -> (u32, u64, String),
+    ) -> io::Result<&mut ThreadReplay<Forward<'c, 's>>> {
+        self.declare(index, info)?;
+        let i = index as usize;
+        if self.threads.len() <= i {
+            self.threads.resize_with(i + 1, || None);
+        }
+        if let Some(slot @ None) = self.threads.get_mut(i) {
+            let fwd = Forward {
+                sink: self.sink,
+                thread: index,
+                to_ns: self.to_ns,
+                error: None,
+            };
+            *slot = Some(ThreadReplay::new(index, self.policy, fwd, true));
+        }
+        match self.threads.get_mut(i) {
+            Some(Some(r)) => Ok(r),
+            _ => Err(io::Error::other("thread index out of range")),
+        }
     }
 
-    #[test]
-    fn threads_and_window() {
-        let ev = run(Selection {
-            time: Some((15, 60)),
-            threads: vec![8],
-        });
-        let exits: Vec<_> = ev
-            .iter()
-            .filter_map(|e| match e {
-                RecordedEvent::Exit(s) => Some((s.func.0, s.thread, s.start, s.end, s.depth)),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(
-            exits,
-            vec![(2, 1, 15, 20, 1), (3, 1, 50, 60, 1), (1, 1, 15, 60, 0)]
-        );
-        let enters = ev
-            .iter()
-            .filter(|e| matches!(e, RecordedEvent::Enter { .. }))
-            .count();
-        assert_eq!(enters, 3);
+    /// Ends thread `index` (when a driver knows no more of its events follow): its open calls
+    /// are closed at its last time.
+    pub(crate) fn end_thread(&mut self, index: u32) -> io::Result<()> {
+        let Some(r) = self.threads.get_mut(index as usize).and_then(Option::take) else {
+            return Ok(());
+        };
+        let (mut fwd, stats) = r.finish(true);
+        self.summary.calls.merge(&stats);
+        fwd.result()
+    }
+
+    /// Ends every thread still open, in index order.
+    pub(crate) fn end_all(&mut self) -> io::Result<()> {
+        for i in 0..self.threads.len() {
+            self.end_thread(i as u32)?;
+        }
+        Ok(())
     }
 }

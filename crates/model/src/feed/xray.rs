@@ -1,65 +1,491 @@
-//! XRay traces → [`EventSink`]: calls per thread (each thread's buffers in file order, threads
-//! one after another, so memory stays O(stack depth)), custom and typed events as instants.
+//! XRay traces → calls per thread: the one XRay driver.
 //!
-//! The origin is the earliest first event of any thread. Calls left open when a thread's
-//! events end are closed at its last time; exits whose enter is not in the trace are dropped.
+//! FDR buffers are grouped per thread (threads in order of first appearance, each thread's
+//! buffers in file order) and replayed through the [`replay`](crate::replay): the jobs are the
+//! buffers, thread after thread, decoded on every core. A buffer that uses the TSC before
+//! setting it depends on the previous buffer's state; the stitcher decodes it again with that
+//! state. Basic logs are decoded whole and replayed thread after thread.
+//!
+//! Enter and EnterArg are [`CallKind::Enter`]; custom and typed events become instants of the
+//! stream. The stream's origin is the earliest first event of any thread.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::io;
 use std::ops::ControlFlow;
 
 use profkit_xray::{
-    BufferItem, CallRecord, Event, EventKind, ThreadKey, ThreadState, Trace, TraceType,
+    BufferItem, Error, Event, EventKind, FileHeader, InstrMap, Symbolizer, ThreadKey, ThreadState,
+    Trace, TraceType,
 };
 
-use super::{CallForwarder, FeedSummary, Monotonic};
-use crate::events::{Arg, ArgValue, EventSink, Instant, ProcessInfo, ThreadInfo, TraceInfo};
-use crate::func::{FuncId, FunctionTable};
-use crate::ingest::xray::{call_kind, clock, thread_buffers};
-use crate::span::{MismatchPolicy, SpanBuilder};
+use super::{FeedSummary, FoldOptions, Folded, Timeline, ToNs};
+use crate::clock::Clock;
+use crate::events::{Arg, ArgValue, EventSink, Instant, ProcessInfo, TraceInfo};
+use crate::func::{FuncId, FuncInfo, FunctionTable};
+use crate::replay::pipeline::{self, Workers};
+use crate::replay::{Fold, Mode, Piece, PieceBuilder, ThreadReplay};
+use crate::span::{CallKind, MismatchPolicy};
 
-/// Feeds `trace` to `sink`. `functions` names the function ids (see
-/// [`crate::ingest::xray::function_table`]); `name` names the trace and its process (the
-/// program's file name is a good choice). `done(start, end)` is called with the byte range of
-/// each FDR buffer once it has been fed (for progress, and to release a mapped file's pages).
+/// Calls and items of an ordered piece before it is handed on (bounds a piece's memory
+/// whatever the buffer size).
+const CHUNK: u64 = 1 << 16;
+
+/// The clock of an XRay trace: TSC ticks at the header's cycle frequency.
+pub fn clock(header: &FileHeader) -> Clock {
+    Clock::new(header.cycle_frequency)
+}
+
+/// The call kind of an XRay event (`None` for custom and typed events).
+#[inline]
+pub fn call_kind(kind: EventKind) -> Option<CallKind> {
+    match kind {
+        EventKind::Enter | EventKind::EnterArg => Some(CallKind::Enter),
+        EventKind::Exit => Some(CallKind::Exit),
+        EventKind::TailExit => Some(CallKind::TailExit),
+        _ => None,
+    }
+}
+
+/// The function table of an instrumentation map: names and llvm-xray's `file:line:col`
+/// debug column, from `symbolizer` when given (DWARF, then the symbol table).
+pub fn function_table(map: &InstrMap, symbolizer: Option<&Symbolizer>) -> FunctionTable {
+    let mut t = FunctionTable::new();
+    for (i, &addr) in map.functions.iter().enumerate() {
+        let id = FuncId(i as u32 + 1);
+        let mut info = FuncInfo {
+            address: Some(addr),
+            ..FuncInfo::default()
+        };
+        match symbolizer {
+            Some(s) => {
+                let si = s.symbolize(addr);
+                info.name = Some(si.display_name(addr));
+                info.debug = Some(si.debug_string());
+                info.file = si.file.clone();
+                info.line = si.line;
+                info.column = si.column;
+            }
+            None => {
+                info.name = Some(format!("@({addr:X})"));
+                info.debug = Some("(unknown)".to_string());
+            }
+        }
+        t.insert(id, info);
+    }
+    t
+}
+
+/// FDR buffers grouped per thread, in order of first appearance; buffers with no events are
+/// left out.
+pub fn thread_buffers(trace: &Trace<'_>) -> Vec<(ThreadKey, Vec<usize>)> {
+    let mut out: Vec<(ThreadKey, Vec<usize>)> = Vec::new();
+    let mut index = HashMap::<ThreadKey, usize>::new();
+    let mut last_key: Option<ThreadKey> = None;
+    for i in 0..trace.layout().buffers.len() {
+        let mut it = trace.buffer_events(i, ThreadState::default());
+        let first = it.by_ref().find_map(|r| r.ok());
+        let key = match first {
+            Some(ev) => ThreadKey {
+                pid: ev.pid,
+                tid: ev.tid,
+            },
+            None => {
+                let st = it.state();
+                if st.tid == 0 {
+                    match last_key {
+                        Some(k) => k,
+                        None => continue,
+                    }
+                } else {
+                    ThreadKey {
+                        pid: st.pid,
+                        tid: st.tid,
+                    }
+                }
+            }
+        };
+        last_key = Some(key);
+        let slot = *index.entry(key).or_insert_with(|| {
+            out.push((key, Vec::new()));
+            out.len() - 1
+        });
+        if let Some((_, v)) = out.get_mut(slot) {
+            v.push(i);
+        }
+    }
+    out
+}
+
+/// A thread's event that is not a call, kept in order with its calls.
+#[derive(Clone, Debug)]
+enum Other<'a> {
+    Event(Event<'a>),
+    Problem(Error),
+}
+
+/// A job: one FDR buffer, or one thread of a basic log.
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    thread: u32,
+    /// FDR buffer index (basic: unused).
+    buffer: usize,
+    /// The thread's first buffer (it cannot depend on an earlier one).
+    first: bool,
+}
+
+/// What a worker made of (part of) a job.
+struct XPiece<'a, P> {
+    job: Job,
+    piece: Piece<P, Other<'a>>,
+    /// Custom and typed events seen (Local mode does not keep them).
+    other_events: u64,
+    /// The job's last piece: the decoder's state at the buffer's end.
+    end: Option<ThreadState>,
+    /// The buffer depends on the state the previous one ended in: decode it again in order.
+    redo: bool,
+}
+
+/// The decoded trace, ready to be replayed.
+struct Plan<'t, 'a> {
+    trace: &'t Trace<'a>,
+    /// FDR: per thread its key and buffers.
+    threads: Vec<(ThreadKey, Vec<usize>)>,
+    /// Basic: the whole log decoded.
+    basic: Option<profkit_xray::Decoded<'a>>,
+    mode: Mode,
+    policy: MismatchPolicy,
+}
+
+impl<'t, 'a> Plan<'t, 'a> {
+    fn new(trace: &'t Trace<'a>, mode: Mode, policy: MismatchPolicy) -> Self {
+        let basic = trace.header.trace_type == TraceType::BASIC;
+        let (threads, basic) = if basic {
+            let d = trace.decode();
+            let keys = d.threads.iter().map(|t| (t.key, Vec::new())).collect();
+            (keys, Some(d))
+        } else {
+            (thread_buffers(trace), None)
+        };
+        Plan {
+            trace,
+            threads,
+            basic,
+            mode,
+            policy,
+        }
+    }
+
+    /// Jobs, thread after thread.
+    fn jobs(&self) -> Vec<Job> {
+        let mut jobs = Vec::new();
+        for (t, (_, bufs)) in self.threads.iter().enumerate() {
+            let thread = t as u32;
+            if self.basic.is_some() {
+                jobs.push(Job {
+                    thread,
+                    buffer: 0,
+                    first: true,
+                });
+            }
+            for (i, &buffer) in bufs.iter().enumerate() {
+                jobs.push(Job {
+                    thread,
+                    buffer,
+                    first: i == 0,
+                });
+            }
+        }
+        jobs
+    }
+
+    /// The earliest first event of any thread (raw TSC).
+    fn origin(&self) -> u64 {
+        match &self.basic {
+            Some(d) => d
+                .threads
+                .iter()
+                .filter_map(|t| t.events.first().map(|e| e.tsc))
+                .min(),
+            None => self
+                .threads
+                .iter()
+                .filter_map(|(_, b)| {
+                    let &i = b.first()?;
+                    self.trace
+                        .buffer_events(i, ThreadState::default())
+                        .find_map(|r| r.ok())
+                        .map(|e| e.tsc)
+                })
+                .min(),
+        }
+        .unwrap_or(0)
+    }
+
+    /// Decodes `job` (from `state`; the thread's carried state when the stitcher redoes it).
+    fn decode<P: crate::span::SpanSink + Default>(
+        &self,
+        job: Job,
+        state: ThreadState,
+        probe: bool,
+        emit: &mut dyn FnMut(XPiece<'a, P>),
+    ) {
+        let chunk = if self.mode == Mode::Ordered { CHUNK } else { 0 };
+        let mut pb: PieceBuilder<P, Other<'a>> =
+            PieceBuilder::new(self.mode, self.policy, job.thread);
+        let mut other_events = 0u64;
+        if let Some(d) = &self.basic {
+            let events = d
+                .threads
+                .get(job.thread as usize)
+                .map_or(&[][..], |t| &t.events);
+            for ev in events {
+                match call_kind(ev.kind) {
+                    Some(k) => pb.call(k, FuncId(ev.func_id), ev.tsc),
+                    None => {
+                        other_events += 1;
+                        if self.mode == Mode::Ordered {
+                            pb.other(Other::Event(*ev));
+                        }
+                    }
+                }
+                if chunk > 0 && pb.len() >= chunk {
+                    emit(XPiece {
+                        job,
+                        piece: pb.take(),
+                        other_events: std::mem::take(&mut other_events),
+                        end: None,
+                        redo: false,
+                    });
+                }
+            }
+            emit(XPiece {
+                job,
+                piece: pb.finish(),
+                other_events,
+                end: Some(ThreadState::default()),
+                redo: false,
+            });
+            return;
+        }
+        let mut it = self.trace.buffer_events(job.buffer, state);
+        if probe && !job.first {
+            // Does the buffer use the TSC before setting it? Then its times depend on the
+            // previous buffer's state, which only the stitcher knows.
+            let mut p = it.clone();
+            loop {
+                let mut hit = false;
+                let item = p.visit_calls(&mut |_| {
+                    hit = true;
+                    ControlFlow::Break(())
+                });
+                if hit || item.is_none() {
+                    break;
+                }
+            }
+            if p.used_unknown_tsc() {
+                emit(XPiece {
+                    job,
+                    piece: Piece::default(),
+                    other_events: 0,
+                    end: None,
+                    redo: true,
+                });
+                return;
+            }
+        }
+        loop {
+            let mut full = false;
+            let item = it.visit_calls(&mut |c| {
+                if let Some(k) = call_kind(c.kind) {
+                    pb.call(k, FuncId(c.func_id), c.tsc);
+                }
+                if chunk > 0 && pb.len() >= chunk {
+                    full = true;
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            });
+            match item {
+                Some(BufferItem::Event(ev)) => {
+                    other_events += 1;
+                    if self.mode == Mode::Ordered {
+                        pb.other(Other::Event(ev));
+                    }
+                }
+                Some(BufferItem::Problem(e)) => pb.other(Other::Problem(e)),
+                Some(BufferItem::Call(c)) => {
+                    if let Some(k) = call_kind(c.kind) {
+                        pb.call(k, FuncId(c.func_id), c.tsc);
+                    }
+                }
+                None if full => emit(XPiece {
+                    job,
+                    piece: pb.take(),
+                    other_events: std::mem::take(&mut other_events),
+                    end: None,
+                    redo: false,
+                }),
+                None => break,
+            }
+        }
+        emit(XPiece {
+            job,
+            piece: pb.finish(),
+            other_events,
+            end: Some(it.state()),
+            redo: false,
+        });
+    }
+
+    /// Runs the jobs through the pipeline; `apply` gets each piece in order (a buffer that
+    /// must be redone is decoded again, on this thread, with its thread's carried state).
+    fn run<P, E>(
+        &self,
+        workers: Workers,
+        release: Option<&(dyn Fn(u64, u64) + Sync)>,
+        mut apply: impl FnMut(XPiece<'a, P>) -> Result<(), E>,
+    ) -> Result<(), E>
+    where
+        P: crate::span::SpanSink + Default + Send,
+    {
+        let mut jobs = self.jobs().into_iter();
+        let mut carry: Vec<ThreadState> = vec![ThreadState::default(); self.threads.len()];
+        let mut one = |p: XPiece<'a, P>, carry: &mut Vec<ThreadState>| -> Result<(), E> {
+            let (job, end) = (p.job, p.end);
+            apply(p)?;
+            if let Some(st) = end {
+                if let Some(c) = carry.get_mut(job.thread as usize) {
+                    *c = st;
+                }
+                if let (Some(r), None) = (release, &self.basic) {
+                    if let Some(b) = self.trace.layout().buffers.get(job.buffer) {
+                        r(b.start, b.end);
+                    }
+                }
+            }
+            Ok(())
+        };
+        pipeline::run(
+            workers,
+            move || jobs.next(),
+            || (),
+            |(), job, emit| self.decode(job, ThreadState::default(), true, emit),
+            |p: XPiece<'a, P>| {
+                if !p.redo {
+                    return one(p, &mut carry);
+                }
+                let state = carry
+                    .get(p.job.thread as usize)
+                    .copied()
+                    .unwrap_or_default();
+                let mut pieces = Vec::new();
+                self.decode(p.job, state, false, &mut |q| pieces.push(q));
+                for q in pieces {
+                    one(q, &mut carry)?;
+                }
+                Ok(())
+            },
+        )
+        .map(|_| ())
+    }
+
+    /// Layout problems and the cut (FDR), or the basic decoder's.
+    fn file_problems(&self, summary: &mut FeedSummary) {
+        match &self.basic {
+            Some(d) => {
+                summary
+                    .problems
+                    .extend(d.problems.iter().map(|p| p.to_string()));
+                if let Some(t) = &d.truncation {
+                    summary.truncation = Some(t.to_string());
+                }
+            }
+            None => {
+                for seg in &self.trace.layout().segments {
+                    if let profkit_xray::Segment::Problem(p) = seg {
+                        note_problem(summary, p);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn note_problem(summary: &mut FeedSummary, p: &Error) {
+    if p.is_truncation() {
+        summary.truncation.get_or_insert_with(|| p.to_string());
+    } else {
+        summary.problems.push(p.to_string());
+    }
+}
+
+/// Runs `make`'s fold on every thread of `trace` (buffers on every core; see the module docs).
+pub fn fold<F>(
+    trace: &Trace<'_>,
+    opts: &FoldOptions<'_>,
+    make: impl Fn(ThreadKey) -> F,
+) -> Folded<ThreadKey, F>
+where
+    F: Fold,
+    F::Part: Send,
+{
+    let plan = Plan::new(trace, opts.mode, opts.policy);
+    let mut summary = FeedSummary::default();
+    let mut replays: Vec<ThreadReplay<F>> = plan
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, (k, _))| ThreadReplay::new(i as u32, opts.policy, make(*k), false))
+        .collect();
+    let r: Result<(), ()> = plan.run(opts.workers, opts.release, |p: XPiece<'_, F::Part>| {
+        summary.call_events += p.piece.calls;
+        summary.other_events += p.other_events;
+        if let Some(replay) = replays.get_mut(p.job.thread as usize) {
+            replay.apply(p.piece, |_, other| match other {
+                Other::Problem(e) => note_problem(&mut summary, &e),
+                Other::Event(_) => summary.other_events += 1,
+            });
+        }
+        Ok(())
+    });
+    let _ = r;
+    plan.file_problems(&mut summary);
+    let mut threads = Vec::with_capacity(replays.len());
+    for ((key, _), r) in plan.threads.iter().zip(replays) {
+        let (f, stats) = r.finish(opts.close_unfinished);
+        summary.calls.merge(&stats);
+        summary.threads += 1;
+        threads.push((*key, f, stats));
+    }
+    Folded { threads, summary }
+}
+
+/// Options of [`feed`].
+#[derive(Clone, Copy, Default)]
+pub struct FeedOptions<'a> {
+    /// Decoding threads (default: one per core).
+    pub workers: Option<Workers>,
+    /// Told the byte range of each FDR buffer once it has been fed (for progress, and to
+    /// release a mapped file's pages).
+    pub release: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+}
+
+/// Feeds `trace` to `sink`: threads one after another (each closed before the next begins),
+/// custom and typed events as instants. `functions` names the function ids (see
+/// [`function_table`]); `name` names the trace and its process (the program's file name is a
+/// good choice).
 pub fn feed(
     trace: &Trace<'_>,
     functions: &FunctionTable,
     name: &str,
+    opts: &FeedOptions<'_>,
     sink: &mut dyn EventSink,
-    done: &mut dyn FnMut(u64, u64),
 ) -> io::Result<FeedSummary> {
     let clk = clock(&trace.header);
-    let mut summary = FeedSummary::default();
-
-    // Each thread's events as a lazily decoded sequence: FDR buffers in file order, or the
-    // basic-mode thread's decoded events.
-    let basic = trace.header.trace_type == TraceType::BASIC;
-    let decoded = basic.then(|| trace.decode());
-    let groups: Vec<(ThreadKey, Vec<usize>)> = if basic {
-        Vec::new()
-    } else {
-        thread_buffers(trace)
-    };
-    let first_tsc = |i: usize| -> Option<u64> {
-        trace
-            .buffer_events(i, ThreadState::default())
-            .find_map(|r| r.ok())
-            .map(|e| e.tsc)
-    };
-    let origin_raw = match &decoded {
-        Some(d) => d
-            .threads
-            .iter()
-            .filter_map(|t| t.events.first().map(|e| e.tsc))
-            .min(),
-        None => groups
-            .iter()
-            .filter_map(|(_, b)| b.first().and_then(|&i| first_tsc(i)))
-            .min(),
-    }
-    .unwrap_or(0);
-    let to_ns = move |t: u64| clk.to_ns(t.saturating_sub(origin_raw));
-
+    let plan = Plan::new(trace, Mode::Ordered, MismatchPolicy::Unwind);
+    let origin_raw = plan.origin();
     sink.begin(&TraceInfo {
         format: "xray",
         functions,
@@ -67,12 +493,7 @@ pub fn feed(
         origin_ns: clk.to_ns(origin_raw),
         name,
     })?;
-
-    let keys: Vec<ThreadKey> = match &decoded {
-        Some(d) => d.threads.iter().map(|t| t.key).collect(),
-        None => groups.iter().map(|g| g.0).collect(),
-    };
-    let mut pids: Vec<u32> = keys.iter().map(|k| k.pid).collect();
+    let mut pids: Vec<u32> = plan.threads.iter().map(|(k, _)| k.pid).collect();
     pids.sort_unstable();
     pids.dedup();
     for pid in &pids {
@@ -86,170 +507,86 @@ pub fn feed(
             name: &pname,
         })?;
     }
-
-    let mut thread_name = String::new();
-    for (index, key) in keys.iter().enumerate() {
-        let index = index as u32;
-        thread_name.clear();
-        thread_name.push_str("thread ");
-        thread_name.push_str(itoa::Buffer::new().format(key.tid));
-        sink.thread(&ThreadInfo {
-            index,
-            pid: key.pid,
-            tid: u64::from(key.tid),
-            name: &thread_name,
-        })?;
-        let mut t = ThreadFeed {
-            builder: SpanBuilder::new(index, MismatchPolicy::Unwind),
-            clamp: Monotonic::default(),
-            index,
-            other: 0,
-        };
-        match &decoded {
-            Some(d) => {
-                for ev in d.threads.get(index as usize).map_or(&[][..], |t| &t.events) {
-                    t.event(ev, &to_ns, sink)?;
+    let to_ns = ToNs {
+        clock: clk,
+        origin_raw,
+    };
+    let cell = RefCell::new(sink);
+    let mut tl = Timeline::new(&cell, to_ns, MismatchPolicy::Unwind);
+    let mut current: Option<u32> = None;
+    let workers = opts.workers.unwrap_or_else(Workers::per_core);
+    let threads = &plan.threads;
+    plan.run(
+        workers,
+        opts.release,
+        |p: XPiece<'_, ()>| -> io::Result<()> {
+            let t = p.job.thread;
+            if current.is_some_and(|c| c != t) {
+                // Threads come one after another: the previous one is complete.
+                if let Some(c) = current {
+                    tl.end_thread(c)?;
                 }
             }
-            None => {
-                let bufs = groups.get(index as usize).map_or(&[][..], |g| &g.1);
-                let mut state = ThreadState::default();
-                for &i in bufs {
-                    let mut it = trace.buffer_events(i, state);
-                    loop {
-                        let mut failed = None;
-                        let item = it.visit_calls(&mut |c: CallRecord| match t
-                            .call(c.kind, c.func_id, c.tsc, &to_ns, &mut *sink)
-                        {
-                            Ok(()) => ControlFlow::Continue(()),
-                            Err(e) => {
-                                failed = Some(e);
-                                ControlFlow::Break(())
-                            }
-                        });
-                        if let Some(e) = failed {
-                            return Err(e);
-                        }
-                        match item {
-                            None => break,
-                            Some(BufferItem::Problem(e)) => summary.problems.push(e.to_string()),
-                            Some(BufferItem::Event(ev)) => t.event(&ev, &to_ns, sink)?,
-                            Some(BufferItem::Call(c)) => {
-                                t.call(c.kind, c.func_id, c.tsc, &to_ns, sink)?
-                            }
-                        }
-                    }
-                    state = it.state();
-                    if let Some(b) = trace.layout().buffers.get(i) {
-                        done(b.start, b.end);
-                    }
+            current = Some(t);
+            tl.summary.call_events += p.piece.calls;
+            tl.summary.other_events += p.other_events;
+            let key = threads
+                .get(t as usize)
+                .map_or(ThreadKey { pid: 0, tid: 0 }, |k| k.0);
+            let mut problems = Vec::new();
+            let replay = tl.thread(t, || {
+                let mut n = String::from("thread ");
+                n.push_str(itoa::Buffer::new().format(key.tid));
+                (key.pid, u64::from(key.tid), n)
+            })?;
+            replay.apply(p.piece, |r, other| match other {
+                Other::Problem(e) => problems.push(e),
+                Other::Event(ev) => {
+                    let time = to_ns.ns(r.time(ev.tsc));
+                    let thread = t;
+                    r.fold().with(|s| instant(s, thread, time, &ev));
                 }
+            });
+            replay.fold().result()?;
+            for e in &problems {
+                note_problem(&mut tl.summary, e);
             }
-        }
-        summary.other_events += t.other;
-        let end = t.builder.last_time();
-        let mut fwd = CallForwarder {
-            sink: &mut *sink,
-            thread: index,
-            to_ns: &to_ns,
-            error: None,
-        };
-        let stats = t.builder.finish_closing(end, &mut fwd);
-        fwd.result()?;
-        summary.calls.merge(&stats);
-        summary.threads += 1;
-    }
-    match decoded {
-        Some(d) => {
-            summary
-                .problems
-                .extend(d.problems.iter().map(|p| p.to_string()));
-            summary.truncation = d.truncation.map(|t| t.to_string());
-        }
-        None => {
-            for seg in &trace.layout().segments {
-                if let profkit_xray::Segment::Problem(p) = seg {
-                    if p.is_truncation() {
-                        summary.truncation.get_or_insert_with(|| p.to_string());
-                    } else {
-                        summary.problems.push(p.to_string());
-                    }
-                }
-            }
-        }
-    }
-    sink.finish()?;
+            Ok(())
+        },
+    )?;
+    tl.end_all()?;
+    let mut summary = std::mem::take(&mut tl.summary);
+    plan.file_problems(&mut summary);
+    drop(tl);
+    cell.into_inner().finish()?;
     Ok(summary)
 }
 
-struct ThreadFeed {
-    builder: SpanBuilder,
-    clamp: Monotonic,
-    index: u32,
-    other: u64,
-}
-
-impl ThreadFeed {
-    /// A function record.
-    #[inline]
-    fn call(
-        &mut self,
-        kind: EventKind,
-        func: u32,
-        tsc: u64,
-        to_ns: &dyn Fn(u64) -> u64,
-        sink: &mut dyn EventSink,
-    ) -> io::Result<()> {
-        let Some(kind) = call_kind(kind) else {
-            return Ok(());
-        };
-        let tsc = self.clamp.next(tsc);
-        let mut fwd = CallForwarder {
-            sink,
-            thread: self.index,
-            to_ns,
-            error: None,
-        };
-        self.builder.event(kind, FuncId(func), tsc, &mut fwd);
-        fwd.result()
-    }
-
-    /// Any event: calls go to [`ThreadFeed::call`], custom and typed events become instants.
-    fn event(
-        &mut self,
-        ev: &Event<'_>,
-        to_ns: &dyn Fn(u64) -> u64,
-        sink: &mut dyn EventSink,
-    ) -> io::Result<()> {
-        if call_kind(ev.kind).is_some() {
-            return self.call(ev.kind, ev.func_id, ev.tsc, to_ns, sink);
+/// A custom or typed event as an instant.
+fn instant(sink: &mut dyn EventSink, thread: u32, time: u64, ev: &Event<'_>) -> io::Result<()> {
+    match ev.kind {
+        EventKind::TypedEvent => {
+            let args: [Arg<'_>; 2] = [
+                ("type", ArgValue::U64(u64::from(ev.event_type))),
+                ("data", ArgValue::Bytes(ev.data)),
+            ];
+            sink.instant(&Instant {
+                thread,
+                time,
+                name: "typed event",
+                category: "xray.typed",
+                args: &args,
+            })
         }
-        self.other += 1;
-        let time = to_ns(self.clamp.next(ev.tsc));
-        match ev.kind {
-            EventKind::TypedEvent => {
-                let args: [Arg<'_>; 2] = [
-                    ("type", ArgValue::U64(u64::from(ev.event_type))),
-                    ("data", ArgValue::Bytes(ev.data)),
-                ];
-                sink.instant(&Instant {
-                    thread: self.index,
-                    time,
-                    name: "typed event",
-                    category: "xray.typed",
-                    args: &args,
-                })
-            }
-            _ => {
-                let args: [Arg<'_>; 1] = [("data", ArgValue::Bytes(ev.data))];
-                sink.instant(&Instant {
-                    thread: self.index,
-                    time,
-                    name: "custom event",
-                    category: "xray.custom",
-                    args: &args,
-                })
-            }
+        _ => {
+            let args: [Arg<'_>; 1] = [("data", ArgValue::Bytes(ev.data))];
+            sink.instant(&Instant {
+                thread,
+                time,
+                name: "custom event",
+                category: "xray.custom",
+                args: &args,
+            })
         }
     }
 }

@@ -78,15 +78,15 @@ impl<F: Fold> ThreadReplay<F> {
         }
         let c = piece.counts;
         self.builder.add_counts(c.spans, c.deduced, c.unmatched);
-        if let Some(t) = piece.last_time {
-            let t = self.time(t);
-            self.builder.note_time(t);
-        }
         for item in piece.ordered {
             match item {
                 Item::Call(c) => self.call(c),
                 Item::Other(i) => other(self, i),
             }
+        }
+        if let Some(t) = piece.last_time {
+            let t = self.time(t);
+            self.builder.note_time(t);
         }
     }
 

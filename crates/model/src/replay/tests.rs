@@ -232,7 +232,9 @@ fn pipeline_keeps_job_order() {
             },
         )
         .unwrap();
-        let want: Vec<(u32, u32)> = (0..200).flat_map(|j| (0..j % 5).map(move |i| (j, i))).collect();
+        let want: Vec<(u32, u32)> = (0..200)
+            .flat_map(|j| (0..j % 5).map(move |i| (j, i)))
+            .collect();
         assert_eq!(seen, want);
         assert_eq!(states.iter().sum::<u64>(), want.len() as u64);
     }

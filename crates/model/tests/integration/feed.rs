@@ -5,8 +5,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use profkit_model::events::{Recorded, RecordedEvent};
+use profkit_model::feed::FoldOptions;
 use profkit_model::feed::{self, Filter, Selection};
-use profkit_model::{ingest, FunctionTable, MismatchPolicy};
+use profkit_model::FunctionTable;
 use profkit_xray::{InstrMap, Symbolizer, Trace};
 
 fn fixture(dir: &str, name: &str) -> Vec<u8> {
@@ -91,23 +92,22 @@ fn xray_fdr_and_basic() {
     let bin = fixture("xray", "demo");
     let map = InstrMap::from_object(&bin).unwrap();
     let sym = Symbolizer::new(&bin).ok();
-    let names = ingest::xray::function_table(&map, sym.as_ref());
+    let names = feed::xray::function_table(&map, sym.as_ref());
     for file in ["demo-fdr.xray", "demo-basic.xray"] {
         let data = fixture("xray", file);
         let trace = Trace::parse(&data).unwrap();
         let mut r = Recorded::default();
-        let summary = feed::xray::feed(&trace, &names, "demo", &mut r, &mut |_, _| {}).unwrap();
+        let summary =
+            feed::xray::feed(&trace, &names, "demo", &Default::default(), &mut r).unwrap();
         let (enters, exits, instants, _, _) = check_stream(&r);
         assert_eq!(enters, exits);
         // Every span the accounting counts is in the stream, plus the calls still open at
         // the end (closed at the thread's last event).
-        let ing = ingest::xray::build(&trace, MismatchPolicy::Unwind, false, |_| {
-            |_: &profkit_model::Span| {}
-        });
-        let stats = ing.stats();
+        let folded = feed::xray::fold(&trace, &FoldOptions::default(), |_| ());
+        let stats = folded.summary.calls;
         assert_eq!(exits as u64, stats.spans + stats.unfinished, "{file}");
         assert_eq!(summary.calls.spans, stats.spans + stats.unfinished);
-        assert_eq!(instants as u64, ing.other_events, "{file}");
+        assert_eq!(instants as u64, folded.summary.other_events, "{file}");
         assert!(r.functions.as_ref().unwrap().len() > 3);
         assert!(exits > 0);
     }
@@ -122,8 +122,8 @@ fn xray_custom_events_keep_their_payload() {
         &trace,
         &FunctionTable::new(),
         "demo",
+        &Default::default(),
         &mut r,
-        &mut |_, _| {},
     )
     .unwrap();
     let payloads: Vec<_> = r
@@ -148,9 +148,9 @@ fn mlpd_calls_and_samples() {
     ] {
         let data = fixture("mlpd", file);
         let f = profkit_mlpd::File::parse(&data).unwrap();
-        let methods = ingest::mlpd::methods(&f);
+        let methods = feed::mlpd::methods(&f);
         let mut r = Recorded::default();
-        let summary = feed::mlpd::feed(&f, &methods, file, &mut r).unwrap();
+        let summary = feed::mlpd::feed(&f, &methods, file, None, &mut r).unwrap();
         let (enters, exits, _, samples, code) = check_stream(&r);
         assert_eq!(enters, exits);
         assert_eq!(want_calls, exits > 0, "{file}");
@@ -228,7 +228,14 @@ fn filter_keeps_a_window_balanced() {
     let data = fixture("xray", "demo-fdr.xray");
     let trace = Trace::parse(&data).unwrap();
     let mut all = Recorded::default();
-    feed::xray::feed(&trace, &FunctionTable::new(), "d", &mut all, &mut |_, _| {}).unwrap();
+    feed::xray::feed(
+        &trace,
+        &FunctionTable::new(),
+        "d",
+        &Default::default(),
+        &mut all,
+    )
+    .unwrap();
     let end = all
         .events
         .iter()
@@ -245,7 +252,14 @@ fn filter_keeps_a_window_balanced() {
             threads: vec![],
         },
     );
-    feed::xray::feed(&trace, &FunctionTable::new(), "d", &mut f, &mut |_, _| {}).unwrap();
+    feed::xray::feed(
+        &trace,
+        &FunctionTable::new(),
+        "d",
+        &Default::default(),
+        &mut f,
+    )
+    .unwrap();
     let r = f.into_inner();
     let (enters, exits, ..) = check_stream(&r);
     assert_eq!(enters, exits);

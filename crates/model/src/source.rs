@@ -1,0 +1,182 @@
+//! [`Source`]: an opened input that the model can replay, whatever its format — the one place
+//! where analyses and writers pick a format's driver.
+
+use std::io;
+
+use profkit_mlpd::File as MlpdFile;
+use profkit_xray::Trace;
+
+use crate::clock::Clock;
+use crate::events::EventSink;
+use crate::feed::{self, FeedSummary, FoldOptions, Folded};
+use crate::func::FunctionTable;
+use crate::replay::pipeline::Workers;
+use crate::replay::Fold;
+
+/// A thread as every format can name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct ThreadId {
+    /// Process id (0 when the format records none).
+    pub pid: u32,
+    /// Thread id as the format records it.
+    pub tid: u64,
+}
+
+/// An input with calls or code, ready to be replayed.
+pub enum Source<'a> {
+    /// An XRay trace, with the names of its function ids (empty without `-m`).
+    Xray {
+        /// The trace.
+        trace: Trace<'a>,
+        /// Names from the instrumentation map.
+        functions: FunctionTable,
+    },
+    /// A Mono log profiler file, with its methods' ids and names.
+    Mlpd {
+        /// The file.
+        file: MlpdFile<'a>,
+        /// Method pointers → ids and names.
+        methods: feed::mlpd::Methods,
+    },
+    /// A jitdump (code loads and moves; no calls).
+    Jitdump {
+        /// The dump's bytes.
+        data: &'a [u8],
+        /// No functions: code regions carry their names.
+        functions: FunctionTable,
+    },
+}
+
+impl<'a> Source<'a> {
+    /// An XRay trace whose function ids `functions` names.
+    pub fn xray(trace: Trace<'a>, functions: FunctionTable) -> Self {
+        Source::Xray { trace, functions }
+    }
+
+    /// A Mono file (its methods are collected in a first parallel pass).
+    pub fn mlpd(file: MlpdFile<'a>) -> Self {
+        let methods = feed::mlpd::methods(&file);
+        Source::Mlpd { file, methods }
+    }
+
+    /// A jitdump.
+    pub fn jitdump(data: &'a [u8]) -> Self {
+        Source::Jitdump {
+            data,
+            functions: FunctionTable::new(),
+        }
+    }
+
+    /// The input format's name (`xray`, `mlpd`, `jitdump`).
+    pub fn format(&self) -> &'static str {
+        match self {
+            Source::Xray { .. } => "xray",
+            Source::Mlpd { .. } => "mlpd",
+            Source::Jitdump { .. } => "jitdump",
+        }
+    }
+
+    /// Names of the function ids the calls use.
+    pub fn functions(&self) -> &FunctionTable {
+        match self {
+            Source::Xray { functions, .. } | Source::Jitdump { functions, .. } => functions,
+            Source::Mlpd { methods, .. } => &methods.table,
+        }
+    }
+
+    /// The clock of the raw times folds see.
+    pub fn clock(&self) -> Clock {
+        match self {
+            Source::Xray { trace, .. } => feed::xray::clock(&trace.header),
+            Source::Mlpd { .. } | Source::Jitdump { .. } => Clock::NANOSECONDS,
+        }
+    }
+
+    /// How the format writes a thread id in a frame name (`thread_123`, Mono: `thread_0x7f…`).
+    pub fn thread_label(&self, t: &ThreadId) -> String {
+        match self {
+            Source::Mlpd { .. } => format!("thread_{:#x}", t.tid),
+            _ => format!("thread_{}", t.tid),
+        }
+    }
+
+    /// The heading of a thread's section in text reports (`Thread 123 (pid 45)`, Mono:
+    /// `Thread 0x7f…`).
+    pub fn thread_title(&self, t: &ThreadId) -> String {
+        match self {
+            Source::Mlpd { .. } => format!("Thread {:#x}", t.tid),
+            _ => format!("Thread {} (pid {})", t.tid, t.pid),
+        }
+    }
+
+    /// Runs `make`'s fold on every thread (see [`feed`](crate::feed)). A jitdump has no calls:
+    /// no threads.
+    pub fn fold<F>(
+        &self,
+        opts: &FoldOptions<'_>,
+        make: impl Fn(ThreadId) -> F,
+    ) -> Folded<ThreadId, F>
+    where
+        F: Fold,
+        F::Part: Send,
+    {
+        match self {
+            Source::Xray { trace, .. } => {
+                let f = feed::xray::fold(trace, opts, |k| {
+                    make(ThreadId {
+                        pid: k.pid,
+                        tid: u64::from(k.tid),
+                    })
+                });
+                Folded {
+                    threads: f
+                        .threads
+                        .into_iter()
+                        .map(|(k, f, s)| {
+                            let id = ThreadId {
+                                pid: k.pid,
+                                tid: u64::from(k.tid),
+                            };
+                            (id, f, s)
+                        })
+                        .collect(),
+                    summary: f.summary,
+                }
+            }
+            Source::Mlpd { file, methods } => {
+                let pid = file.header.pid;
+                let f = feed::mlpd::fold(file, methods, opts, |tid| make(ThreadId { pid, tid }));
+                Folded {
+                    threads: f
+                        .threads
+                        .into_iter()
+                        .map(|(tid, f, s)| (ThreadId { pid, tid }, f, s))
+                        .collect(),
+                    summary: f.summary,
+                }
+            }
+            Source::Jitdump { .. } => Folded {
+                threads: Vec::new(),
+                summary: FeedSummary::default(),
+            },
+        }
+    }
+
+    /// Feeds the whole input to `sink` as a stream; `name` names the trace (and its process).
+    pub fn feed(
+        &self,
+        name: &str,
+        workers: Option<Workers>,
+        release: Option<&(dyn Fn(u64, u64) + Sync)>,
+        sink: &mut dyn EventSink,
+    ) -> io::Result<FeedSummary> {
+        match self {
+            Source::Xray { trace, functions } => {
+                let opts = feed::xray::FeedOptions { workers, release };
+                feed::xray::feed(trace, functions, name, &opts, sink)
+            }
+            Source::Mlpd { file, methods } => feed::mlpd::feed(file, methods, name, workers, sink),
+            Source::Jitdump { data, .. } => feed::jitdump::feed(data, name, sink),
+        }
+    }
+}
