@@ -157,11 +157,19 @@ impl Output {
     /// Creates the file to write for `path`: a recorded temporary file when staged, else
     /// `path` itself.
     fn stage_path(&self, path: &Path) -> io::Result<PathBuf> {
-        let Some(staged) = &self.staged else {
+        // Only regular files are staged: a device (`/dev/null`), a FIFO or a socket is written
+        // in place, never replaced; a symbolic link's target is replaced, not the link.
+        let target = match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() => None,
+            Ok(_) => Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())),
+            Err(_) => Some(path.to_path_buf()),
+        };
+        let (Some(staged), Some(path)) = (&self.staged, target) else {
             File::create(path)
                 .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
             return Ok(path.to_path_buf());
         };
+        let path = path.as_path();
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
@@ -416,6 +424,36 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&main).unwrap(), "new");
         assert_eq!(std::fs::read_to_string(&side).unwrap(), "side");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn devices_and_links_are_written_not_replaced() {
+        let out = Output::staged("/dev/null");
+        let mut w = out.create().unwrap();
+        w.write_all(b"x").unwrap();
+        w.flush().unwrap();
+        out.commit().unwrap();
+        let m = std::fs::metadata("/dev/null").unwrap();
+        assert!(!m.is_file(), "/dev/null must stay a device");
+        #[cfg(unix)]
+        {
+            let dir = tempfile::tempdir().unwrap();
+            let real = dir.path().join("real.txt");
+            let link = dir.path().join("link.txt");
+            std::fs::write(&real, "old").unwrap();
+            std::os::unix::fs::symlink(&real, &link).unwrap();
+            let out = Output::staged(&link);
+            let mut w = out.create().unwrap();
+            w.write_all(b"new").unwrap();
+            w.flush().unwrap();
+            drop(w);
+            out.commit().unwrap();
+            assert!(std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink());
+            assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
+        }
     }
 
     #[test]

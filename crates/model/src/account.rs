@@ -181,7 +181,7 @@ pub struct Accounting {
 }
 
 impl SpanSink for Accounting {
-    #[inline]
+    #[inline(always)]
     fn span(&mut self, span: &Span) {
         self.record(span.func, span.duration());
     }
@@ -226,7 +226,7 @@ impl Accounting {
         Self::default()
     }
 
-    #[inline]
+    #[inline(always)]
     fn slot(&mut self, func: FuncId) -> usize {
         let id = func.0;
         let existing = if id < DENSE_LIMIT {
@@ -259,7 +259,7 @@ impl Accounting {
     }
 
     /// Records one call of `func` lasting `duration`.
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, func: FuncId, duration: u64) {
         let i = self.slot(func);
         if let Some((_, v)) = self.funcs.get_mut(i) {

@@ -29,7 +29,7 @@ use crate::span::{CallKind, MismatchPolicy};
 
 /// Calls and items of an ordered piece before it is handed on (bounds a piece's memory
 /// whatever the buffer size).
-const CHUNK: u64 = 1 << 16;
+const CHUNK: u64 = 1 << 15;
 
 /// The clock of an XRay trace: TSC ticks at the header's cycle frequency.
 pub fn clock(header: &FileHeader) -> Clock {

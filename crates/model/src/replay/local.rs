@@ -16,14 +16,16 @@ pub struct Call {
     pub time: u64,
 }
 
-/// Something a piece passes on in order: a call, or a format's own event (an XRay custom
-/// event, a Mono exception …) that must stay in order with the calls.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Item<I> {
+/// Something a piece passes on in order: a call, or the place of a format's own event (an
+/// XRay custom event, a Mono exception …) that must stay in order with the calls; the events
+/// themselves are in [`Piece::others`], in order (a call item stays 24 bytes whatever the
+/// format's events weigh).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Item {
     /// A call, replayed on the real stack by the stitcher.
     Call(Call),
-    /// A format's own event.
-    Other(I),
+    /// The next of the piece's own events.
+    Other,
 }
 
 /// How a [`PieceBuilder`] treats calls.
@@ -71,8 +73,10 @@ pub struct Piece<P, I> {
     pub open: Vec<Frame>,
     /// What the stitcher replays in order after the phases and the open frames: every call in
     /// [`Mode::Ordered`], the calls after an unresolvable exit in [`Mode::Local`], and the
-    /// format's own items.
-    pub ordered: Vec<Item<I>>,
+    /// places of the format's own items.
+    pub ordered: Vec<Item>,
+    /// The format's own items, in order.
+    pub others: Vec<I>,
     /// Counters of the calls completed in the phases.
     pub counts: Counts,
     /// Calls fed (all modes).
@@ -87,6 +91,7 @@ impl<P, I> Default for Piece<P, I> {
             phases: Vec::new(),
             open: Vec::new(),
             ordered: Vec::new(),
+            others: Vec::new(),
             counts: Counts::default(),
             calls: 0,
             last_time: None,
@@ -124,16 +129,16 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
 
     /// Whether no call or item was fed.
     pub fn is_empty(&self) -> bool {
-        self.piece.calls == 0 && self.piece.ordered.is_empty()
+        self.piece.calls == 0 && self.piece.others.is_empty()
     }
 
     /// Number of calls and items fed so far.
     pub fn len(&self) -> u64 {
-        self.piece.calls + self.piece.ordered.len() as u64
+        self.piece.calls + self.piece.others.len() as u64
     }
 
     /// Feeds a call.
-    #[inline]
+    #[inline(always)]
     pub fn call(&mut self, kind: CallKind, func: FuncId, time: u64) {
         self.piece.calls += 1;
         self.piece.last_time = Some(time);
@@ -191,10 +196,11 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
 
     /// Feeds a format's own item (kept in order; see [`Mode`]).
     pub fn other(&mut self, item: I) {
-        self.piece.ordered.push(Item::Other(item));
+        self.piece.ordered.push(Item::Other);
+        self.piece.others.push(item);
     }
 
-    #[inline]
+    #[inline(always)]
     fn pop(&mut self, time: u64) {
         let Some(f) = self.stack.pop() else { return };
         let dur = time.abs_diff(f.start);

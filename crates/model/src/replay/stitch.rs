@@ -78,10 +78,15 @@ impl<F: Fold> ThreadReplay<F> {
         }
         let c = piece.counts;
         self.builder.add_counts(c.spans, c.deduced, c.unmatched);
+        let mut others = piece.others.into_iter();
         for item in piece.ordered {
             match item {
                 Item::Call(c) => self.call(c),
-                Item::Other(i) => other(self, i),
+                Item::Other => {
+                    if let Some(i) = others.next() {
+                        other(self, i);
+                    }
+                }
             }
         }
         if let Some(t) = piece.last_time {

@@ -164,10 +164,11 @@ fn an_unresolvable_exit_orders_the_rest() {
     pb.other("after");
     let p = pb.finish();
     assert_eq!(p.open.len(), 1);
+    assert_eq!(p.others, ["before", "after"]);
     assert_eq!(
         p.ordered,
         vec![
-            Item::Other("before"),
+            Item::Other,
             Item::Call(Call {
                 kind: CallKind::Exit,
                 func: FuncId(1),
@@ -178,7 +179,7 @@ fn an_unresolvable_exit_orders_the_rest() {
                 func: FuncId(4),
                 time: 30
             }),
-            Item::Other("after"),
+            Item::Other,
         ]
     );
 }
