@@ -47,6 +47,6 @@ pub use read::{
     CodeLoad, CodeMove, DebugEntry, DebugInfo, DebugInfo2, EmbeddedSourceFile, FollowReader,
     Header, JitDump, JitTier, RawRecord, Record, Records, UnwindingInfo,
 };
-pub use summary::Summary;
-pub use validate::{validate, Finding, Report, Severity};
+pub use summary::{summary, Scan};
+pub use validate::{validate, Finding, Severity, Validation};
 pub use write::{CodeLoadData, DebugInfo2Data, HeaderOptions, JitDumpFile, JitDumpWriter};

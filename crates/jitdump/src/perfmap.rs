@@ -7,6 +7,8 @@
 
 use std::io::{self, Write};
 
+use profkit_common::{Findings, Summary, Validation, Value};
+
 /// One symbol of a perf map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PerfMapEntry<'a> {
@@ -174,20 +176,21 @@ pub fn looks_like_perf_map(data: &[u8]) -> bool {
 }
 
 /// Validates a perf map: malformed lines are errors; zero sizes, non-UTF-8 names and reused
-/// addresses are warnings.
-pub fn validate(text: &[u8]) -> crate::validate::Report {
-    let mut v = crate::validate::Validator::default();
+/// addresses are warnings. A finding's `record` is the 1-based line number; `records` counts
+/// the non-empty lines.
+pub fn validate(text: &[u8]) -> Validation {
+    let mut v = Findings::new(crate::validate::codes::ALL);
     let mut seen = std::collections::HashMap::<u64, usize>::new();
     let mut reused = 0usize;
     let mut first_reuse = None;
-    let mut lines = 0usize;
+    let mut lines = 0u64;
     for e in entries(text) {
         lines += 1;
         match e {
             Err(e) => v.push(
                 "perf-map-malformed-line",
                 e.offset,
-                Some(e.line),
+                Some(e.line as u64),
                 format!("line {}: {}", e.line, e.message),
             ),
             Ok(e) => {
@@ -195,7 +198,7 @@ pub fn validate(text: &[u8]) -> crate::validate::Report {
                     v.push(
                         "perf-map-zero-size",
                         0,
-                        Some(e.line),
+                        Some(e.line as u64),
                         format!("line {}: {:#x} has size 0", e.line, e.start),
                     );
                 }
@@ -203,7 +206,7 @@ pub fn validate(text: &[u8]) -> crate::validate::Report {
                     v.push(
                         "name-not-utf8",
                         0,
-                        Some(e.line),
+                        Some(e.line as u64),
                         format!("line {}: name is not UTF-8", e.line),
                     );
                 }
@@ -218,11 +221,64 @@ pub fn validate(text: &[u8]) -> crate::validate::Report {
         v.push(
             "perf-map-address-reused",
             0,
-            Some(line),
+            Some(line as u64),
             format!("{reused} entries reuse an address listed earlier (first: line {line} reuses {addr:#x} from line {prev}); a perf map has no timestamps, so consumers cannot tell which was live"),
         );
     }
-    let mut report = v.finish();
-    report.records = lines;
-    report
+    v.finish(lines, None)
+}
+
+/// What `profkit info` shows of a perf map, in profkit-common's shape.
+///
+/// `records` counts the well-formed lines; details: `code_bytes` (sum of sizes),
+/// `address_range` (`[lowest start, highest end]`, or null), `reused_addresses` (start
+/// addresses listed more than once) and `malformed_lines`. Malformed lines are the problems;
+/// `first_problem` names the first one. A perf map has no header, threads or times.
+pub fn summary(text: &[u8]) -> Summary {
+    let mut lines = 0u64;
+    let mut bad = 0u64;
+    let mut first_bad = None;
+    let mut lo = u64::MAX;
+    let mut hi = 0u64;
+    let mut bytes = 0u64;
+    let mut seen = std::collections::HashMap::<u64, u32>::new();
+    let mut reused = 0u64;
+    for e in entries(text) {
+        match e {
+            Ok(e) => {
+                lines += 1;
+                lo = lo.min(e.start);
+                hi = hi.max(e.start.saturating_add(e.size));
+                bytes = bytes.saturating_add(e.size);
+                let n = seen.entry(e.start).or_insert(0);
+                *n = n.saturating_add(1);
+                if *n == 2 {
+                    reused += 1;
+                }
+            }
+            Err(e) => {
+                bad += 1;
+                first_bad.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+    let range = if lines > 0 {
+        Value::List(vec![Value::Hex(lo), Value::Hex(hi)])
+    } else {
+        Value::Null
+    };
+    Summary {
+        format: "perf-map",
+        kind: "perf map".to_string(),
+        records: lines,
+        details: vec![
+            ("code_bytes", bytes.into()),
+            ("address_range", range),
+            ("reused_addresses", reused.into()),
+            ("malformed_lines", bad.into()),
+        ],
+        problems: bad,
+        first_problem: first_bad,
+        ..Summary::default()
+    }
 }
