@@ -1,9 +1,10 @@
 #![no_main]
 //! Fuzz every read entry point of profkit-jitdump on the same bytes: the header, the record
 //! iterator, every record parse, the DEBUG_INFO entry walk (plus `walk_end` and the
-//! fixed-stride recovery), every DEBUG_INFO2 list, `validate`, `summary`, the
-//! jitdump → perf map conversion, the perf map reader and validator, and `FollowReader` fed
-//! the bytes in two chunks (it must deliver exactly the records the slice reader does).
+//! fixed-stride recovery), every DEBUG_INFO2 list, `validate`, `summary`, the `dump`
+//! renderer, the jitdump → perf map conversion, the perf map reader, validator and summary,
+//! and `FollowReader` fed the bytes in two chunks (it must deliver exactly the records the
+//! slice reader does).
 //!
 //! Readers must never panic; the assertions below are API invariants.
 
@@ -114,6 +115,10 @@ fn read_slice(data: &[u8]) -> SliceRecords {
 
     let summary = profkit_jitdump::summary(&dump);
     std::hint::black_box(summary.records);
+    for (json, code) in [(false, true), (true, true)] {
+        let opts = profkit_jitdump::dump::DumpOptions { json, code };
+        let _ = profkit_jitdump::dump::write_dump(&mut io::sink(), &dump, opts);
+    }
     let mut map = Vec::new();
     let _ = profkit_jitdump::convert::jitdump_to_perf_map(&dump, &mut map);
 

@@ -18,6 +18,7 @@
 //!   creates `jit-<pid>.dump` the way `perf record` expects.
 //! * [`validate`]: spec violations and named producer quirks, each with a stable code.
 //! * [`perfmap`]: perf map reader and writer.
+//! * [`summary()`] and [`dump`]: what `profkit info` and `profkit dump` show.
 //!
 //! ```
 //! use profkit_jitdump::{JitDump, Record};
@@ -33,6 +34,7 @@
 //! ```
 
 pub mod convert;
+pub mod dump;
 pub mod error;
 pub mod perfmap;
 pub mod raw;
