@@ -51,4 +51,7 @@ pub use read::{
 };
 pub use summary::{summary, Scan};
 pub use validate::{validate, Finding, Severity, Validation};
-pub use write::{CodeLoadData, DebugInfo2Data, HeaderOptions, JitDumpFile, JitDumpWriter};
+pub use write::{
+    CodeLoadData, DebugInfo2Builder, DebugInfo2Data, HeaderOptions, InlineCall, JitDumpFile,
+    JitDumpWriter,
+};
