@@ -63,6 +63,5 @@ impl std::error::Error for Error {}
 pub type Result<T> = core::result::Result<T, Error>;
 
 /// The file ends inside a record: everything before `offset` was delivered (profkit-common's
-/// [`Truncation`](profkit_common::Truncation); `record` is the index the incomplete record
-/// would have had).
+/// `Truncation`; `record` is the index the incomplete record would have had).
 pub use profkit_common::Truncation;

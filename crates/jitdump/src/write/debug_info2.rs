@@ -46,7 +46,16 @@ pub struct InlineCall {
     pub children: Vec<InlineCall>,
 }
 
-/// Builds a [`DebugInfo2Data`]; see the [module docs](self).
+/// Builds a [`DebugInfo2Data`] from what a JIT knows about a function.
+///
+/// It interns file names and function names into the record's two string lists and
+/// `(name, file)` pairs into function records (the outer function is record 0). It lays an
+/// inline tree out depth-first, siblings in address order, each call's ranges right after the
+/// previous call's. A call's ranges are clipped to its parent's span; a call left with no
+/// range, one overlapping an earlier sibling, or one deeper than [`MAX_INLINE_DEPTH`] is left
+/// out together with its subtree, so the record always validates. Line records map code
+/// offsets to the deepest frame's location: given directly ([`DebugInfo2Builder::line`]), or
+/// painted from each inline call's own rows ([`InlineCall::lines`]) over its caller's.
 #[derive(Debug, Clone)]
 pub struct DebugInfo2Builder {
     data: DebugInfo2Data,
@@ -118,7 +127,7 @@ impl DebugInfo2Builder {
     }
 
     /// Lays out `calls`, the calls inlined directly into the outer function, and their
-    /// subtrees (see the [module docs](self) for what is left out).
+    /// subtrees (see [`DebugInfo2Builder`] for what is left out).
     pub fn inline_calls(&mut self, calls: &[InlineCall]) {
         self.layout(calls, 0, 0, u64::from(self.code_size));
     }
