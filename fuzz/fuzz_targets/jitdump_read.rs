@@ -1,9 +1,10 @@
 #![no_main]
 //! Fuzz every read entry point of profkit-jitdump on the same bytes: the header, the record
 //! iterator, every record parse, the DEBUG_INFO entry walk (plus `walk_end` and the
-//! fixed-stride recovery), every DEBUG_INFO2 list, `validate`, `Summary::scan`, the
-//! jitdump → perf map conversion, the perf map reader and validator, and `FollowReader` fed
-//! the bytes in two chunks (it must deliver exactly the records the slice reader does).
+//! fixed-stride recovery), every DEBUG_INFO2 list, `validate`, `summary`, the `dump`
+//! renderer, the jitdump → perf map conversion, the perf map reader, validator and summary,
+//! and `FollowReader` fed the bytes in two chunks (it must deliver exactly the records the
+//! slice reader does).
 //!
 //! Readers must never panic; the assertions below are API invariants.
 
@@ -14,7 +15,7 @@ use std::rc::Rc;
 use libfuzzer_sys::fuzz_target;
 use profkit_jitdump::read::DebugWalkEnd;
 use profkit_jitdump::validate::codes;
-use profkit_jitdump::{perfmap, FollowReader, JitDump, RawRecord, Record, Summary};
+use profkit_jitdump::{perfmap, FollowReader, JitDump, RawRecord, Record};
 
 fuzz_target!(|data: &[u8]| {
     let slice_records = read_slice(data);
@@ -36,6 +37,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = perfmap::looks_like_perf_map(data);
     check_report(&perfmap::validate(data));
+    std::hint::black_box(perfmap::summary(data).records);
 });
 
 /// What a record looks like from outside, to compare the slice and follow readers.
@@ -111,8 +113,12 @@ fn read_slice(data: &[u8]) -> SliceRecords {
         std::hint::black_box(t.to_string());
     }
 
-    let summary = Summary::scan(&dump);
-    std::hint::black_box(summary.total_records());
+    let summary = profkit_jitdump::summary(&dump);
+    std::hint::black_box(summary.records);
+    for (json, code) in [(false, true), (true, true)] {
+        let opts = profkit_jitdump::dump::DumpOptions { json, code };
+        let _ = profkit_jitdump::dump::write_dump(&mut io::sink(), &dump, opts);
+    }
     let mut map = Vec::new();
     let _ = profkit_jitdump::convert::jitdump_to_perf_map(&dump, &mut map);
 
@@ -127,7 +133,7 @@ fn touch_record(raw: &RawRecord<'_>) {
     let record = match raw.parse() {
         Ok(r) => r,
         Err(e) => {
-            assert_eq!(e.record, Some(raw.index));
+            assert_eq!(e.record, Some(raw.index as u64));
             std::hint::black_box(e.to_string());
             return;
         }
@@ -228,7 +234,7 @@ fn touch_record(raw: &RawRecord<'_>) {
     }
 }
 
-fn check_report(report: &profkit_jitdump::Report) {
+fn check_report(report: &profkit_jitdump::Validation) {
     for f in &report.findings {
         assert_eq!(
             codes::severity(f.code),

@@ -1,30 +1,30 @@
 //! perf map output (`perf-<pid>.map`): one `START SIZE name` line per symbol, START and SIZE
-//! in bare lowercase hex, written by profkit-jitdump's [`write_entry`] (the layout V8 and
-//! perf's `jit-interface.txt` use).
+//! in bare lowercase hex, sorted by address.
 //!
-//! Sources, in order of preference for an address:
-//! * **code events** ([`EventSink::code`]): jitdump loads and moves, Mono JIT events. A move
-//!   removes the entry at the old address and adds one at the new address; a load at an
-//!   address that already has an entry replaces it (the JIT reused the memory). The map is a
-//!   snapshot of the code live at the end of the trace, like the JDK's `DumpPerfMapAtExit`: a
-//!   perf map has no timestamps, so it cannot tell reused addresses apart anyway.
+//! The map means what every perf map profkit writes means (profkit-jitdump's
+//! [`MapBuilder`]): a perf map has no timestamps, so it holds the code live at the end of the
+//! trace, the last writer winning per address range.
+//! * **code events** ([`EventSink::code`]): jitdump loads and moves, Mono JIT events, applied
+//!   in stream order: a load removes every entry it overlaps (the JIT reused the memory), a
+//!   move removes the entry at the old address and adds one at the new address. A jitdump
+//!   converts to exactly the map of profkit-jitdump's `convert::jitdump_to_perf_map`.
 //! * **the function table** ([`TraceInfo::functions`]): every function whose
 //!   [`FuncInfo::address`](profkit_model::FuncInfo::address) is known (XRay instrumentation
 //!   maps) and whose address no code event covered. Its size is unknown, so it is the distance
-//!   to the next function's address in the table, or 1 for the last function. These entries
-//!   belong to the first process the trace declares (pid 0 if none).
+//!   to the next function's address in the table, or 1 for the last function (and never past
+//!   the next entry). These entries belong to the first process the trace declares (pid 0 if
+//!   none).
 //!
 //! Files: with one process (the usual case), every entry goes to the output. With several
 //! processes, the output gets the first declared process's entries and every other process's
 //! entries go to `perf-<pid>.map` in the output's directory; standard output gets every
-//! process, one after the other. Lines are sorted by address; names have newlines replaced by
-//! spaces.
+//! process, one after the other. Names have newlines replaced by spaces.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use profkit_jitdump::perfmap::write_entry;
+use profkit_jitdump::perfmap::MapBuilder;
 use profkit_model::events::{CodeEvent, CodeRegion, EventSink, ProcessInfo, TraceInfo};
 
 use crate::{Dest, Options, Output};
@@ -34,19 +34,12 @@ pub fn sink(output: &Output, _options: &Options) -> io::Result<Box<dyn EventSink
     Ok(Box::new(PerfMapSink::new(output.clone())))
 }
 
-/// One perf map entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Entry {
-    size: u64,
-    name: String,
-}
-
 /// Collects code regions and writes perf map files at [`EventSink::finish`].
 #[derive(Debug)]
 pub struct PerfMapSink {
     output: Output,
-    /// pid → address → entry (code events).
-    code: BTreeMap<u32, BTreeMap<u64, Entry>>,
+    /// pid → its map (code events).
+    code: BTreeMap<u32, MapBuilder>,
     /// Pids in declaration order.
     pids: Vec<u32>,
     /// Function-table entries (address, size, name), sorted by address.
@@ -64,42 +57,18 @@ impl PerfMapSink {
         }
     }
 
-    /// The entries of each pid, merged from code events and the function table, sorted by
-    /// address.
-    fn entries(&self) -> BTreeMap<u32, BTreeMap<u64, Entry>> {
+    /// The map of each pid: code events, then the function table where no code is.
+    fn maps(&self) -> BTreeMap<u32, MapBuilder> {
         let mut all = self.code.clone();
         if !self.table.is_empty() {
             let pid = self.pids.first().copied().unwrap_or(0);
             let map = all.entry(pid).or_default();
             for (addr, size, name) in &self.table {
-                let covered = map
-                    .range(..=*addr)
-                    .next_back()
-                    .is_some_and(|(start, e)| addr.wrapping_sub(*start) < e.size.max(1));
-                if !covered {
-                    map.insert(
-                        *addr,
-                        Entry {
-                            size: *size,
-                            name: name.clone(),
-                        },
-                    );
-                }
+                map.add_if_free(*addr, *size, name.as_bytes());
             }
         }
         all
     }
-}
-
-fn clean_name(name: &str) -> String {
-    name.replace(['\n', '\r'], " ")
-}
-
-fn write_map<W: Write>(w: &mut W, map: &BTreeMap<u64, Entry>) -> io::Result<()> {
-    for (addr, e) in map {
-        write_entry(w, *addr, e.size, e.name.as_bytes())?;
-    }
-    Ok(())
 }
 
 impl EventSink for PerfMapSink {
@@ -110,7 +79,7 @@ impl EventSink for PerfMapSink {
             .filter_map(|(id, f)| {
                 let addr = f.address?;
                 let name = f.name.clone().unwrap_or_else(|| format!("#{}", id.0));
-                Some((addr, clean_name(&name)))
+                Some((addr, name))
             })
             .collect();
         with_addr.sort();
@@ -144,26 +113,26 @@ impl EventSink for PerfMapSink {
             self.pids.push(code.pid);
         }
         let map = self.code.entry(code.pid).or_default();
-        if let CodeEvent::Move { old_address } = code.event {
-            map.remove(&old_address);
+        let name = code.name.as_bytes();
+        match code.event {
+            CodeEvent::Load => map.load(code.address, code.size, name),
+            CodeEvent::Move { old_address } => {
+                // The driver names a move after its load; an unnamed one keeps the old
+                // entry's name (or adds nothing).
+                let name = Some(name).filter(|n| !n.is_empty());
+                map.move_code(old_address, code.address, code.size, name);
+            }
         }
-        map.insert(
-            code.address,
-            Entry {
-                size: code.size,
-                name: clean_name(code.name),
-            },
-        );
         Ok(())
     }
 
     fn finish(&mut self) -> io::Result<()> {
-        let all = self.entries();
+        let all = self.maps();
         match self.output.dest() {
             Dest::Stdout => {
                 let mut w = self.output.create()?;
                 for map in all.values() {
-                    write_map(&mut w, map)?;
+                    map.write(&mut w)?;
                 }
                 w.flush()
             }
@@ -175,7 +144,7 @@ impl EventSink for PerfMapSink {
                     .or_else(|| all.keys().next().copied());
                 let mut w = self.output.create()?;
                 if let Some(map) = first.and_then(|p| all.get(&p)) {
-                    write_map(&mut w, map)?;
+                    map.write(&mut w)?;
                 }
                 w.flush()?;
                 let dir = path.parent().map(PathBuf::from).unwrap_or_default();
@@ -186,7 +155,7 @@ impl EventSink for PerfMapSink {
                     let mut w = self
                         .output
                         .create_beside(&dir.join(format!("perf-{pid}.map")))?;
-                    write_map(&mut w, map)?;
+                    map.write(&mut w)?;
                     w.flush()?;
                 }
                 Ok(())

@@ -13,16 +13,18 @@
 //! kept in a bounded store
 //! (65 536 entries) and never used; inlines that arrive before their parent wait for it there.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 
-use profkit_jitdump::read::{FunctionRecord, InlineCallRecord, LineRecord, Range};
-use profkit_jitdump::write::monotonic_ns;
-use profkit_jitdump::{CodeLoadData, DebugEntry, DebugInfo2Data, HeaderOptions, JitDumpFile};
+use profkit_jitdump::write::{monotonic_ns, MAX_INLINE_DEPTH};
+use profkit_jitdump::{
+    CodeLoadData, DebugEntry, DebugInfo2Builder, DebugInfo2Data, HeaderOptions, InlineCall,
+    JitDumpFile,
+};
 
 use crate::lines::{self, Convention, Row};
 
@@ -683,182 +685,86 @@ impl State {
     }
 }
 
-/// Builds the DEBUG_INFO2 of a load with inlines: the outer function first, inline calls in
-/// depth-first order (children sorted by address; an inline outside its parent, or overlapping
-/// an earlier sibling, is left out with its subtree), and the line table of the deepest frame
-/// at every offset.
+/// Builds the DEBUG_INFO2 of a load with inlines: the outer function with its line table, and
+/// the inline reports as a tree (a report joins the report whose id is its parent; each
+/// report is used once, so parent cycles end). profkit-jitdump's [`DebugInfo2Builder`] lays
+/// the tree out (depth-first, children by address, ranges clipped to the parent's, an inline
+/// with nothing left or overlapping an earlier sibling left out with its subtree) and paints
+/// each inline's rows over its caller's, giving the line table of the deepest frame at every
+/// offset.
 fn build_debug_info2(p: &Pending) -> DebugInfo2Data {
-    let mut d = DebugInfo2Data::default();
-    let mut files: HashMap<String, u32> = HashMap::new();
-    let mut file_index = |d: &mut DebugInfo2Data, f: &str| -> u32 {
-        if let Some(&i) = files.get(f) {
-            return i;
-        }
-        d.files.push(f.to_string());
-        let i = (d.files.len() - 1) as u32;
-        files.insert(f.to_string(), i);
-        i
-    };
-    let mut func_index: HashMap<(String, u32), u32> = HashMap::new();
-    let outer_file = file_index(&mut d, &p.file);
-    d.function_names.push(p.name.clone());
-    d.functions.push(FunctionRecord {
-        function_name_index: 0,
-        file_index: outer_file,
-        start_line: p.rows.first().map_or(0, |r| r.line),
-        start_column: 0,
-        flags: 0,
-    });
-    let size = u32::try_from(p.code.len()).unwrap_or(u32::MAX);
-    // Location of the deepest frame, by start offset.
-    let mut lines: BTreeMap<u32, (u32, u32)> = p
-        .rows
-        .iter()
-        .map(|r| (r.offset, (outer_file, r.line)))
-        .collect();
+    let mut b = DebugInfo2Builder::new(
+        &p.name,
+        &p.file,
+        p.rows.first().map_or(0, |r| r.line),
+        0,
+        p.code.len() as u64,
+    );
+    for r in &p.rows {
+        b.line(r.offset, &p.file, r.line, 0);
+    }
     let mut children: HashMap<u32, Vec<usize>> = HashMap::new();
     for (i, inl) in p.inlines.iter().enumerate() {
         children.entry(inl.parent).or_default().push(i);
     }
-    for v in children.values_mut() {
-        v.sort_by_key(|&i| p.inlines.get(i).map_or(0, |x| x.addr));
+    let mut used = vec![false; p.inlines.len()];
+    let tree = inline_tree(p, p.method_id, &p.rows, 0, &children, &mut used, 0);
+    b.inline_calls(&tree);
+    b.finish()
+}
+
+/// The inline calls whose parent is `parent` (whose rows are `caller_rows`, relative to
+/// `caller_start`), with their subtrees; offsets are from the load's code address.
+fn inline_tree(
+    p: &Pending,
+    parent: u32,
+    caller_rows: &[Row],
+    caller_start: u64,
+    children: &HashMap<u32, Vec<usize>>,
+    used: &mut [bool],
+    depth: u32,
+) -> Vec<InlineCall> {
+    let Some(kids) = children.get(&parent) else {
+        return Vec::new();
+    };
+    if depth >= MAX_INLINE_DEPTH {
+        return Vec::new();
     }
-    struct Frame {
-        id: u32,
-        depth: u32,
-        start: u32,
-        end: u32,
-    }
-    let mut stack = vec![Frame {
-        id: p.method_id,
-        depth: 0,
-        start: 0,
-        end: size,
-    }];
-    let mut visited = vec![false; p.inlines.len()];
-    // Depth-first: process a frame's children in address order, each followed by its subtree.
-    #[allow(clippy::too_many_arguments)]
-    fn visit(
-        p: &Pending,
-        frame: &Frame,
-        caller_rows: &[Row],
-        caller_start: u32,
-        children: &HashMap<u32, Vec<usize>>,
-        visited: &mut [bool],
-        d: &mut DebugInfo2Data,
-        lines: &mut BTreeMap<u32, (u32, u32)>,
-        file_index: &mut dyn FnMut(&mut DebugInfo2Data, &str) -> u32,
-        func_index: &mut HashMap<(String, u32), u32>,
-    ) {
-        let Some(kids) = children.get(&frame.id) else {
-            return;
-        };
-        let mut last_end = frame.start;
-        for &k in kids {
-            let Some(inl) = p.inlines.get(k) else {
-                continue;
-            };
-            match visited.get_mut(k) {
-                Some(v) if !*v => *v = true,
-                _ => continue,
-            }
-            let Some(rel) = inl.addr.checked_sub(p.code_addr) else {
-                continue;
-            };
-            let Ok(s) = u32::try_from(rel) else { continue };
-            let e = s.saturating_add(inl.size).min(frame.end);
-            if s < last_end || s < frame.start || s >= e || frame.depth > 64 {
-                continue;
-            }
-            last_end = e;
-            let f = file_index(d, &inl.file);
-            let key = (inl.name.clone(), f);
-            let fi = match func_index.get(&key) {
-                Some(&i) => i,
-                None => {
-                    d.function_names.push(inl.name.clone());
-                    d.functions.push(FunctionRecord {
-                        function_name_index: (d.function_names.len() - 1) as u32,
-                        file_index: f,
-                        start_line: inl.rows.first().map_or(0, |r| r.line),
-                        start_column: 0,
-                        flags: 0,
-                    });
-                    let i = (d.functions.len() - 1) as u32;
-                    func_index.insert(key, i);
-                    i
-                }
-            };
-            let call_at = s - caller_start;
-            let call_line = caller_rows
-                .iter()
-                .take_while(|r| r.offset <= call_at)
-                .last()
-                .map_or(0, |r| r.line);
-            d.inline_calls.push(InlineCallRecord {
-                depth: frame.depth,
-                range_count: 1,
-                function_index: fi,
-                call_line_number: call_line,
-                call_column_number: 0,
-            });
-            d.ranges.push(Range {
-                start_offset: s,
-                size: e - s,
-            });
-            // Paint the inline's rows over [first row, e).
-            if let Some(first) = inl.rows.first() {
-                let from = s.saturating_add(first.offset);
-                let resume = lines.range(..=e).next_back().map(|(_, v)| *v);
-                let inner: Vec<u32> = lines.range(from..e).map(|(k, _)| *k).collect();
-                for k in inner {
-                    lines.remove(&k);
-                }
-                for r in &inl.rows {
-                    let at = s.saturating_add(r.offset);
-                    if at < e {
-                        lines.insert(at, (f, r.line));
-                    }
-                }
-                if let Some(v) = resume {
-                    if e < p.code.len() as u32 {
-                        lines.entry(e).or_insert(v);
-                    }
-                }
-            }
-            let child = Frame {
-                id: inl.id,
-                depth: frame.depth + 1,
-                start: s,
-                end: e,
-            };
-            visit(
-                p, &child, &inl.rows, s, children, visited, d, lines, file_index, func_index,
-            );
+    let mut out = Vec::with_capacity(kids.len());
+    for &k in kids {
+        match used.get_mut(k) {
+            Some(u) if !*u => *u = true,
+            _ => continue,
         }
+        let Some(inl) = p.inlines.get(k) else {
+            continue;
+        };
+        // An inline before the code is outside its parent.
+        let Some(start) = inl.addr.checked_sub(p.code_addr) else {
+            continue;
+        };
+        let call_at = start.saturating_sub(caller_start);
+        let call_line = caller_rows
+            .iter()
+            .take_while(|r| u64::from(r.offset) <= call_at)
+            .last()
+            .map_or(0, |r| r.line);
+        let nested = inline_tree(p, inl.id, &inl.rows, start, children, used, depth + 1);
+        out.push(InlineCall {
+            name: inl.name.clone(),
+            file: inl.file.clone(),
+            start_line: inl.rows.first().map_or(0, |r| r.line),
+            start_column: 0,
+            call_line,
+            call_column: 0,
+            ranges: vec![(start, start.saturating_add(u64::from(inl.size)))],
+            lines: inl
+                .rows
+                .iter()
+                .map(|r| (start.saturating_add(u64::from(r.offset)), r.line))
+                .collect(),
+            children: nested,
+        });
     }
-    if let Some(root) = stack.pop() {
-        visit(
-            p,
-            &root,
-            &p.rows,
-            0,
-            &children,
-            &mut visited,
-            &mut d,
-            &mut lines,
-            &mut file_index,
-            &mut func_index,
-        );
-    }
-    d.lines = lines
-        .into_iter()
-        .map(|(code_offset, (file_index, line_number))| LineRecord {
-            code_offset,
-            file_index,
-            line_number,
-            column_number: 0,
-        })
-        .collect();
-    d
+    out
 }

@@ -15,8 +15,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SymbolKind};
-use profkit_jitdump::read::{FunctionRecord, InlineCallRecord, LineRecord, Range};
-use profkit_jitdump::DebugInfo2Data;
+use profkit_jitdump::{DebugInfo2Builder, DebugInfo2Data, InlineCall};
 
 use crate::abi::{IttApiInfo, IttModuleObject, IttSectionInfo, ITT_GLOBAL_API_LIST_OFFSET};
 use crate::collector;
@@ -402,6 +401,9 @@ pub fn parse_module(
     Ok(out)
 }
 
+/// The DEBUG_INFO2 of a function with inlines: the subprogram's inline tree (laid out by
+/// profkit-jitdump's [`DebugInfo2Builder`]) and the line program's rows, which already give
+/// the deepest frame's location.
 fn build_di2(
     name: &str,
     sub: &Subprogram,
@@ -409,122 +411,34 @@ fn build_di2(
     size: u64,
     lines: &[(u32, u32, u32, String)],
 ) -> DebugInfo2Data {
-    let mut d = DebugInfo2Data::default();
-    let mut files: HashMap<String, u32> = HashMap::new();
-    let mut file_index = |d: &mut DebugInfo2Data, f: &str| -> u32 {
-        if let Some(&i) = files.get(f) {
-            return i;
-        }
-        d.files.push(f.to_string());
-        let i = (d.files.len() - 1) as u32;
-        files.insert(f.to_string(), i);
-        i
-    };
-    let outer_file = file_index(&mut d, &sub.file);
-    d.function_names.push(name.to_string());
-    d.functions.push(FunctionRecord {
-        function_name_index: 0,
-        file_index: outer_file,
-        start_line: sub.line,
-        start_column: 0,
-        flags: 0,
-    });
-    let mut funcs: HashMap<(String, u32), u32> = HashMap::new();
-    #[allow(clippy::too_many_arguments)]
-    fn walk(
-        nodes: &[InlineNode],
-        depth: u32,
-        lo: u64,
-        hi: u64,
-        addr: u64,
-        d: &mut DebugInfo2Data,
-        file_index: &mut dyn FnMut(&mut DebugInfo2Data, &str) -> u32,
-        funcs: &mut HashMap<(String, u32), u32>,
-    ) {
-        let mut taken: Vec<(u64, u64)> = Vec::new();
-        let mut sorted: Vec<&InlineNode> = nodes.iter().collect();
-        sorted.sort_by_key(|n| n.ranges.first().map_or(0, |r| r.0));
-        for n in sorted {
-            let ranges: Vec<(u64, u64)> = n
-                .ranges
-                .iter()
-                .map(|&(b, e)| (b.max(lo), e.min(hi)))
-                .filter(|&(b, e)| b < e)
-                .collect();
-            if ranges.is_empty()
-                || ranges
+    fn calls(nodes: &[InlineNode], addr: u64) -> Vec<InlineCall> {
+        nodes
+            .iter()
+            .map(|n| InlineCall {
+                name: n.name.clone(),
+                file: n.file.clone(),
+                start_line: 0,
+                start_column: 0,
+                call_line: n.call_line,
+                call_column: n.call_column,
+                // Addresses before the function saturate to offset 0: clipped like any
+                // range outside the code.
+                ranges: n
+                    .ranges
                     .iter()
-                    .any(|&(b, e)| taken.iter().any(|&(b2, e2)| b < e2 && b2 < e))
-            {
-                continue;
-            }
-            taken.extend(&ranges);
-            let f = file_index(d, &n.file);
-            let key = (n.name.clone(), f);
-            let fi = match funcs.get(&key) {
-                Some(&i) => i,
-                None => {
-                    d.function_names.push(n.name.clone());
-                    d.functions.push(FunctionRecord {
-                        function_name_index: (d.function_names.len() - 1) as u32,
-                        file_index: f,
-                        start_line: 0,
-                        start_column: 0,
-                        flags: 0,
-                    });
-                    let i = (d.functions.len() - 1) as u32;
-                    funcs.insert(key, i);
-                    i
-                }
-            };
-            d.inline_calls.push(InlineCallRecord {
-                depth,
-                range_count: ranges.len() as u32,
-                function_index: fi,
-                call_line_number: n.call_line,
-                call_column_number: n.call_column,
-            });
-            for &(b, e) in &ranges {
-                d.ranges.push(Range {
-                    start_offset: (b - addr) as u32,
-                    size: (e - b) as u32,
-                });
-            }
-            // Children must stay inside this call's ranges: use its overall span.
-            let span_lo = ranges.first().map_or(lo, |r| r.0);
-            let span_hi = ranges.iter().map(|r| r.1).max().unwrap_or(hi);
-            walk(
-                &n.children,
-                depth + 1,
-                span_lo,
-                span_hi,
-                addr,
-                d,
-                file_index,
-                funcs,
-            );
-        }
+                    .map(|&(b, e)| (b.saturating_sub(addr), e.saturating_sub(addr)))
+                    .collect(),
+                lines: Vec::new(),
+                children: calls(&n.children, addr),
+            })
+            .collect()
     }
-    walk(
-        &sub.inlines,
-        0,
-        addr,
-        addr.saturating_add(size),
-        addr,
-        &mut d,
-        &mut file_index,
-        &mut funcs,
-    );
+    let mut b = DebugInfo2Builder::new(name, &sub.file, sub.line, 0, size);
+    b.inline_calls(&calls(&sub.inlines, addr));
     for (off, line, col, f) in lines {
-        let fi = file_index(&mut d, f);
-        d.lines.push(LineRecord {
-            code_offset: *off,
-            file_index: fi,
-            line_number: *line,
-            column_number: *col,
-        });
+        b.line(*off, f, *line, *col);
     }
-    d
+    b.finish()
 }
 
 /// `void __itt_module_load_with_sections(__itt_module_object*)`.

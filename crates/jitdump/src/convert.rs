@@ -1,9 +1,10 @@
 //! Conversions inside this crate's formats: jitdump → perf map, jitdump → jitdump in another
-//! byte order, perf map → jitdump.
+//! byte order, perf map → jitdump, perf map → perf map.
 //!
 //! Conversions are lenient: what cannot be carried over is skipped and counted in
 //! [`ConvertStats`], never silently dropped.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 use crate::perfmap;
@@ -31,9 +32,16 @@ impl ConvertStats {
     }
 }
 
-/// Writes one perf map line per JIT_CODE_LOAD (at `code_addr`, in file order).
+/// Writes the perf map of `dump`: its loads and moves applied in file order by a
+/// [`MapBuilder`](perfmap::MapBuilder) (the last writer wins per address range, so the map
+/// holds the code live at the end), one line per entry sorted by address. A MOVE keeps the
+/// name its code_index was loaded with. CLOSE is ignored (the map of a finished process would
+/// be empty), and every process of the dump goes into the one map.
 pub fn jitdump_to_perf_map<W: Write>(dump: &JitDump<'_>, out: &mut W) -> io::Result<ConvertStats> {
     let mut stats = ConvertStats::default();
+    let mut map = perfmap::MapBuilder::new();
+    // code_index → name, for MOVEs.
+    let mut names: HashMap<u64, Vec<u8>> = HashMap::new();
     let mut records = dump.records();
     for raw in &mut records {
         let raw = match raw {
@@ -43,18 +51,22 @@ pub fn jitdump_to_perf_map<W: Write>(dump: &JitDump<'_>, out: &mut W) -> io::Res
                 break;
             }
         };
-        if raw.record_type != RecordType::CODE_LOAD {
+        if raw.record_type != RecordType::CODE_LOAD && raw.record_type != RecordType::CODE_MOVE {
             continue;
         }
         match raw.parse() {
             Ok(Record::CodeLoad(l)) => {
-                let name: Vec<u8> = l
-                    .name
-                    .iter()
-                    .map(|&b| if b == b'\n' { b' ' } else { b })
-                    .collect();
-                perfmap::write_entry(out, l.code_addr, l.code_size, &name)?;
-                stats.written += 1;
+                map.load(l.code_addr, l.code_size, l.name);
+                names.insert(l.code_index, l.name.to_vec());
+            }
+            Ok(Record::CodeMove(m)) => {
+                let name = names.get(&m.code_index).map(Vec::as_slice);
+                if !map.move_code(m.old_code_addr, m.new_code_addr, m.code_size, name) {
+                    stats.skip(format!(
+                        "record #{} at offset {:#x}: JIT_CODE_MOVE of code_index {} that no LOAD named",
+                        raw.index, raw.offset, m.code_index
+                    ));
+                }
             }
             Ok(_) => {}
             Err(e) => stats.skip(e.to_string()),
@@ -63,6 +75,21 @@ pub fn jitdump_to_perf_map<W: Write>(dump: &JitDump<'_>, out: &mut W) -> io::Res
     if let Some(t) = records.truncation() {
         stats.skip(t.to_string());
     }
+    stats.written = map.write(out)?;
+    Ok(stats)
+}
+
+/// Writes the perf map `text` normalised: its lines applied in order by a
+/// [`MapBuilder`](perfmap::MapBuilder) (the last line wins per address range), sorted, bare
+/// hex. The same map as `text` → [`perf_map_to_jitdump`] → [`jitdump_to_perf_map`].
+/// Malformed lines are skipped and counted.
+pub fn perf_map_to_perf_map<W: Write>(text: &[u8], out: &mut W) -> io::Result<ConvertStats> {
+    let mut stats = ConvertStats::default();
+    let (map, bad) = perfmap::map_of(text);
+    for e in bad {
+        stats.skip(e.to_string());
+    }
+    stats.written = map.write(out)?;
     Ok(stats)
 }
 

@@ -5,6 +5,7 @@
 //! **corrupt record** (its size field cannot be right). The first two are not errors: the
 //! reader delivers every complete record and [`Truncation`] says where the cut is. The third
 //! is an [`Error`] carrying the byte offset, the record index and what was expected.
+//! [`Truncation`] is profkit-common's, shared by every format.
 
 use core::fmt;
 
@@ -15,7 +16,7 @@ pub struct Error {
     /// record-level errors, the exact field for field-level ones).
     pub offset: u64,
     /// Index of the record (0 = first record after the file header), if the error is in a record.
-    pub record: Option<usize>,
+    pub record: Option<u64>,
     /// What was found and what was expected, e.g.
     /// `JIT_CODE_LOAD total_size 12 is below its 56-byte fixed part`.
     pub message: String,
@@ -34,7 +35,7 @@ impl Error {
 
     /// An error in record `index`.
     #[cold]
-    pub fn record(index: usize, offset: u64, message: impl Into<String>) -> Error {
+    pub fn record(index: u64, offset: u64, message: impl Into<String>) -> Error {
         Error {
             offset,
             record: Some(index),
@@ -61,24 +62,6 @@ impl std::error::Error for Error {}
 /// `Result` with this crate's [`Error`].
 pub type Result<T> = core::result::Result<T, Error>;
 
-/// The file ends inside a record: everything before `offset` was delivered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Truncation {
-    /// Offset of the first byte that is not part of a complete record (the incomplete
-    /// record's start).
-    pub offset: u64,
-    /// Index the incomplete record would have had.
-    pub record: usize,
-    /// Human-readable reason, e.g. `record header needs 16 bytes, 7 remain`.
-    pub reason: String,
-}
-
-impl fmt::Display for Truncation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "truncated at offset {:#x} (record #{}): {}",
-            self.offset, self.record, self.reason
-        )
-    }
-}
+/// The file ends inside a record: everything before `offset` was delivered (profkit-common's
+/// `Truncation`; `record` is the index the incomplete record would have had).
+pub use profkit_common::Truncation;

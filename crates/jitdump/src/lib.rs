@@ -14,10 +14,15 @@
 //!   [`FollowReader`] for files still being written. Nothing is allocated per record and no
 //!   size field is trusted before it is checked against the bytes that remain; a cut-off file
 //!   yields every complete record plus a [`Truncation`].
-//! * [`write`]: [`JitDumpWriter`] for every record kind, either byte order; [`JitDumpFile`]
-//!   creates `jit-<pid>.dump` the way `perf record` expects.
-//! * [`validate`]: spec violations and named producer quirks, each with a stable code.
-//! * [`perfmap`]: perf map reader and writer.
+//! * [`mod@write`]: [`JitDumpWriter`] for every record kind, either byte order; [`JitDumpFile`]
+//!   creates `jit-<pid>.dump` the way `perf record` expects; [`DebugInfo2Builder`] makes a
+//!   DEBUG_INFO2 body from an inline tree.
+//! * [`mod@validate`]: spec violations and named producer quirks, each with a stable code, as
+//!   profkit-common's [`Validation`].
+//! * [`perfmap`]: perf map reader, writer, validator, and [`perfmap::MapBuilder`], the one
+//!   meaning of a perf map profkit writes (the code live at the end).
+//! * [`convert`]: jitdump ↔ perf map, jitdump → jitdump in the other byte order.
+//! * [`summary()`] and [`mod@dump`]: what `profkit info` and `profkit dump` show.
 //!
 //! ```
 //! use profkit_jitdump::{JitDump, Record};
@@ -33,6 +38,7 @@
 //! ```
 
 pub mod convert;
+pub mod dump;
 pub mod error;
 pub mod perfmap;
 pub mod raw;
@@ -47,6 +53,9 @@ pub use read::{
     CodeLoad, CodeMove, DebugEntry, DebugInfo, DebugInfo2, EmbeddedSourceFile, FollowReader,
     Header, JitDump, JitTier, RawRecord, Record, Records, UnwindingInfo,
 };
-pub use summary::Summary;
-pub use validate::{validate, Finding, Report, Severity};
-pub use write::{CodeLoadData, DebugInfo2Data, HeaderOptions, JitDumpFile, JitDumpWriter};
+pub use summary::{summary, Scan};
+pub use validate::{validate, Finding, Severity, Validation};
+pub use write::{
+    CodeLoadData, DebugInfo2Builder, DebugInfo2Data, HeaderOptions, InlineCall, JitDumpFile,
+    JitDumpWriter,
+};

@@ -4,8 +4,21 @@
 //! JDK and .NET `0x`-prefixed, wasmtime `0x` on the address only); exactly one separator
 //! follows each number; the name is the rest of the line and may contain spaces.
 //! Malformed lines are reported with their line numbers and skipped.
+//!
+//! **What a perf map profkit writes means.** A perf map has no timestamps: perf and samply
+//! read it once and treat every line as live for the whole process, so a consumer cannot
+//! tell which of two entries covering an address was live when a sample hit it. The one
+//! useful meaning is therefore the code live at the end: [`MapBuilder`] applies loads and
+//! moves in order, and the *last writer wins per address range* (a load removes every entry
+//! it overlaps: the JIT reused that memory; a move removes the entry at the old address).
+//! The lines come out sorted by address and never overlap. Every perf map profkit writes
+//! (from a jitdump, from a perf map, from Mono's JIT events or XRay's instrumentation map)
+//! is built this way.
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
+
+use profkit_common::{Findings, Summary, Validation, Value};
 
 /// One symbol of a perf map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +176,165 @@ pub fn write_entry<W: Write>(w: &mut W, start: u64, size: u64, name: &[u8]) -> i
     w.write_all(b"\n")
 }
 
+/// One entry of a [`MapBuilder`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapEntry {
+    /// Size in bytes.
+    pub size: u64,
+    /// The symbol name (newlines, carriage returns and NULs replaced by spaces).
+    pub name: Vec<u8>,
+}
+
+/// The entries of a perf map as a consumer sees them: loads and moves applied in order, the
+/// last writer winning per address range (see the [module docs](self)).
+///
+/// Entries never overlap; an entry of size 0 occupies its start address.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MapBuilder {
+    entries: BTreeMap<u64, MapEntry>,
+}
+
+/// The end of the range an entry occupies (size 0 occupies one byte).
+fn end_of(start: u64, size: u64) -> u64 {
+    start.saturating_add(size.max(1))
+}
+
+/// `name` with the bytes a perf map line cannot hold replaced by spaces.
+fn clean_name(name: &[u8]) -> Vec<u8> {
+    name.iter()
+        .map(|&b| {
+            if matches!(b, b'\n' | b'\r' | 0) {
+                b' '
+            } else {
+                b
+            }
+        })
+        .collect()
+}
+
+impl MapBuilder {
+    /// An empty map.
+    pub fn new() -> MapBuilder {
+        MapBuilder::default()
+    }
+
+    /// Code of `size` bytes named `name` was loaded at `start`: every entry it overlaps is
+    /// removed (the memory was reused), then it is added.
+    pub fn load(&mut self, start: u64, size: u64, name: &[u8]) {
+        self.remove_overlapping(start, end_of(start, size));
+        self.entries.insert(
+            start,
+            MapEntry {
+                size,
+                name: clean_name(name),
+            },
+        );
+    }
+
+    /// Code moved from `old` to `new`: the entry at `old` is removed, and the code is loaded
+    /// at `new` under `name`, or under the removed entry's name when `name` is `None`.
+    /// Returns `false` (and adds nothing) when neither names it.
+    pub fn move_code(&mut self, old: u64, new: u64, size: u64, name: Option<&[u8]>) -> bool {
+        let removed = self.entries.remove(&old);
+        match (name, removed) {
+            (Some(name), _) => self.load(new, size, name),
+            (None, Some(e)) => {
+                self.remove_overlapping(new, end_of(new, size));
+                self.entries.insert(new, MapEntry { size, name: e.name });
+            }
+            (None, None) => return false,
+        }
+        true
+    }
+
+    /// Adds an entry for an address known from elsewhere (a function table) unless an entry
+    /// already covers `start`; its size is cut where the next entry starts. Returns whether
+    /// it was added.
+    pub fn add_if_free(&mut self, start: u64, size: u64, name: &[u8]) -> bool {
+        if self.covering(start).is_some() {
+            return false;
+        }
+        let size = match self.entries.range(start..).next() {
+            Some((&next, _)) => size.min(next - start),
+            None => size,
+        };
+        self.entries.insert(
+            start,
+            MapEntry {
+                size,
+                name: clean_name(name),
+            },
+        );
+        true
+    }
+
+    /// The entry covering `addr`, with its start.
+    pub fn covering(&self, addr: u64) -> Option<(u64, &MapEntry)> {
+        self.entries
+            .range(..=addr)
+            .next_back()
+            .filter(|(&start, e)| addr < end_of(start, e.size))
+            .map(|(&start, e)| (start, e))
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The entries, sorted by start address.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &MapEntry)> + '_ {
+        self.entries.iter().map(|(&start, e)| (start, e))
+    }
+
+    /// Writes the entries as perf map lines ([`write_entry`]), sorted by address; returns how
+    /// many.
+    pub fn write<W: Write + ?Sized>(&self, w: &mut W) -> io::Result<u64> {
+        let mut line = Vec::with_capacity(128);
+        for (start, e) in &self.entries {
+            line.clear();
+            write_entry(&mut line, *start, e.size, &e.name)?;
+            w.write_all(&line)?;
+        }
+        Ok(self.entries.len() as u64)
+    }
+
+    /// Removes every entry overlapping `[start, end)`.
+    fn remove_overlapping(&mut self, start: u64, end: u64) {
+        // Entries do not overlap, so their ends grow with their starts: walk back from the
+        // last entry starting before `end` until one ends at or before `start`.
+        let hit: Vec<u64> = self
+            .entries
+            .range(..end)
+            .rev()
+            .take_while(|(&s, e)| end_of(s, e.size) > start)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in hit {
+            self.entries.remove(&s);
+        }
+    }
+}
+
+/// The map a perf map's lines give, applied in line order (the last line wins per address
+/// range), and the malformed lines that were skipped.
+pub fn map_of(text: &[u8]) -> (MapBuilder, Vec<PerfMapLineError>) {
+    let mut map = MapBuilder::new();
+    let mut bad = Vec::new();
+    for e in entries(text) {
+        match e {
+            Ok(e) => map.load(e.start, e.size, e.name),
+            Err(e) => bad.push(e),
+        }
+    }
+    (map, bad)
+}
+
 /// Whether `data` looks like a perf map: its first non-empty line parses and the text has no
 /// NUL bytes in its first 4 KiB.
 pub fn looks_like_perf_map(data: &[u8]) -> bool {
@@ -174,20 +346,21 @@ pub fn looks_like_perf_map(data: &[u8]) -> bool {
 }
 
 /// Validates a perf map: malformed lines are errors; zero sizes, non-UTF-8 names and reused
-/// addresses are warnings.
-pub fn validate(text: &[u8]) -> crate::validate::Report {
-    let mut v = crate::validate::Validator::default();
+/// addresses are warnings. A finding's `record` is the 1-based line number; `records` counts
+/// the non-empty lines.
+pub fn validate(text: &[u8]) -> Validation {
+    let mut v = Findings::new(crate::validate::codes::ALL);
     let mut seen = std::collections::HashMap::<u64, usize>::new();
     let mut reused = 0usize;
     let mut first_reuse = None;
-    let mut lines = 0usize;
+    let mut lines = 0u64;
     for e in entries(text) {
         lines += 1;
         match e {
             Err(e) => v.push(
                 "perf-map-malformed-line",
                 e.offset,
-                Some(e.line),
+                Some(e.line as u64),
                 format!("line {}: {}", e.line, e.message),
             ),
             Ok(e) => {
@@ -195,7 +368,7 @@ pub fn validate(text: &[u8]) -> crate::validate::Report {
                     v.push(
                         "perf-map-zero-size",
                         0,
-                        Some(e.line),
+                        Some(e.line as u64),
                         format!("line {}: {:#x} has size 0", e.line, e.start),
                     );
                 }
@@ -203,7 +376,7 @@ pub fn validate(text: &[u8]) -> crate::validate::Report {
                     v.push(
                         "name-not-utf8",
                         0,
-                        Some(e.line),
+                        Some(e.line as u64),
                         format!("line {}: name is not UTF-8", e.line),
                     );
                 }
@@ -218,11 +391,64 @@ pub fn validate(text: &[u8]) -> crate::validate::Report {
         v.push(
             "perf-map-address-reused",
             0,
-            Some(line),
+            Some(line as u64),
             format!("{reused} entries reuse an address listed earlier (first: line {line} reuses {addr:#x} from line {prev}); a perf map has no timestamps, so consumers cannot tell which was live"),
         );
     }
-    let mut report = v.finish();
-    report.records = lines;
-    report
+    v.finish(lines, None)
+}
+
+/// What `profkit info` shows of a perf map, in profkit-common's shape.
+///
+/// `records` counts the well-formed lines; details: `code_bytes` (sum of sizes),
+/// `address_range` (`[lowest start, highest end]`, or null), `reused_addresses` (start
+/// addresses listed more than once) and `malformed_lines`. Malformed lines are the problems;
+/// `first_problem` names the first one. A perf map has no header, threads or times.
+pub fn summary(text: &[u8]) -> Summary {
+    let mut lines = 0u64;
+    let mut bad = 0u64;
+    let mut first_bad = None;
+    let mut lo = u64::MAX;
+    let mut hi = 0u64;
+    let mut bytes = 0u64;
+    let mut seen = std::collections::HashMap::<u64, u32>::new();
+    let mut reused = 0u64;
+    for e in entries(text) {
+        match e {
+            Ok(e) => {
+                lines += 1;
+                lo = lo.min(e.start);
+                hi = hi.max(e.start.saturating_add(e.size));
+                bytes = bytes.saturating_add(e.size);
+                let n = seen.entry(e.start).or_insert(0);
+                *n = n.saturating_add(1);
+                if *n == 2 {
+                    reused += 1;
+                }
+            }
+            Err(e) => {
+                bad += 1;
+                first_bad.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+    let range = if lines > 0 {
+        Value::List(vec![Value::Hex(lo), Value::Hex(hi)])
+    } else {
+        Value::Null
+    };
+    Summary {
+        format: "perf-map",
+        kind: "perf map".to_string(),
+        records: lines,
+        details: vec![
+            ("code_bytes", bytes.into()),
+            ("address_range", range),
+            ("reused_addresses", reused.into()),
+            ("malformed_lines", bad.into()),
+        ],
+        problems: bad,
+        first_problem: first_bad,
+        ..Summary::default()
+    }
 }

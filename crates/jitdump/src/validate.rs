@@ -8,74 +8,22 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+pub use profkit_common::{Finding, Findings, Severity, Validation};
+
 use crate::error::{Error, Truncation};
 use crate::raw::{FILE_HEADER_SIZE, FLAG_ARCH_TIMESTAMP, TIER_COLORS};
 use crate::read::{
     all_zero, CodeLoad, DebugInfo, DebugInfo2, DebugWalkEnd, Header, JitDump, RawRecord, Record,
 };
 
-/// How bad a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Severity {
-    /// A known producer quirk or something consumers cope with.
-    Warning,
-    /// A violation of the spec (or of profkit's extension-record definitions).
-    Error,
-}
-
-/// One problem found in a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    /// Stable kebab-case identifier (see [`codes`]).
-    pub code: &'static str,
-    /// Error or warning.
-    pub severity: Severity,
-    /// Absolute byte offset the finding is about.
-    pub offset: u64,
-    /// Record index, or `None` for the file header or the file as a whole.
-    pub record: Option<usize>,
-    /// What is wrong, and which producer is known to do it.
-    pub message: String,
-}
-
-/// The validator's result.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Report {
-    /// Findings in file order (per-file findings last).
-    pub findings: Vec<Finding>,
-    /// Records checked.
-    pub records: usize,
-    /// Where the file is cut, if it is (also reported as a `truncated` error).
-    pub truncation: Option<Truncation>,
-}
-
-impl Report {
-    /// Findings with severity error.
-    pub fn errors(&self) -> impl Iterator<Item = &Finding> {
-        self.findings
-            .iter()
-            .filter(|f| f.severity == Severity::Error)
-    }
-
-    /// Findings with severity warning.
-    pub fn warnings(&self) -> impl Iterator<Item = &Finding> {
-        self.findings
-            .iter()
-            .filter(|f| f.severity == Severity::Warning)
-    }
-
-    /// Whether any finding is an error.
-    pub fn has_errors(&self) -> bool {
-        self.errors().next().is_some()
-    }
-}
-
 /// Every finding code, with its severity and a one-line description.
 pub mod codes {
     use super::Severity::{self, Error as E, Warning as W};
 
-    /// `(code, severity, description)` for every code the validator emits.
-    pub const ALL: &[(&str, Severity, &str)] = &[
+    /// `(code, severity, description)` for every code the validator emits, besides the two
+    /// every format shares ([`profkit_common::finding::COMMON_CODES`]: `truncated`,
+    /// `findings-capped`).
+    pub const ALL: profkit_common::finding::CodeTable = &[
         ("header-invalid", E, "the file header cannot be decoded (magic, size)"),
         ("unsupported-version", E, "header version is not 1 (Mono once wrote 2; perf rejects it)"),
         ("unknown-flags", E, "header flags other than bit 0 (LLVM ORC left them uninitialized; perf rejects them)"),
@@ -85,7 +33,6 @@ pub mod codes {
         ("header-size-extended", W, "header total_size > 40 (older perf misparses it)"),
         ("header-timestamp-clock", W, "header timestamp looks like wall-clock microseconds while records use CLOCK_MONOTONIC (V8, CPython)"),
         ("record-size-invalid", E, "record total_size below the 16-byte record header"),
-        ("truncated", E, "the file ends inside a record"),
         ("record-malformed", E, "a record's body does not match its layout"),
         ("unknown-record-type", W, "record id not defined by the spec or the extension records"),
         ("timestamp-backwards", W, "a record's timestamp is earlier than the previous record's"),
@@ -132,21 +79,17 @@ pub mod codes {
         ("perf-map-malformed-line", E, "a perf map line is not `START SIZE name`"),
         ("perf-map-zero-size", W, "a perf map entry with size 0"),
         ("perf-map-address-reused", W, "perf map addresses listed more than once: consumers cannot tell which entry was live (V8 reuses addresses after GC)"),
-        ("findings-capped", W, "more findings of one code than are listed"),
     ];
 
-    /// The severity of `code`, if it exists.
+    /// The severity of `code` (this table's or a common code's), if it exists.
     pub fn severity(code: &str) -> Option<Severity> {
-        ALL.iter().find(|(c, _, _)| *c == code).map(|(_, s, _)| *s)
+        profkit_common::finding::severity_in(ALL, code)
     }
 }
 
-/// Findings of one code beyond this number are counted, not listed.
-pub const MAX_FINDINGS_PER_CODE: usize = 100;
-
 /// Validates a whole jitdump in memory.
-pub fn validate(data: &[u8]) -> Report {
-    let mut v = Validator::default();
+pub fn validate(data: &[u8]) -> Validation {
+    let mut v = Validator::new();
     match JitDump::parse(data) {
         Ok(dump) => v.run(&dump),
         Err(e) => v.push_error_finding("header-invalid", &e),
@@ -156,7 +99,7 @@ pub fn validate(data: &[u8]) -> Report {
 
 #[derive(Debug)]
 struct Pending<T> {
-    index: usize,
+    index: u64,
     offset: u64,
     value: T,
 }
@@ -189,28 +132,27 @@ struct BiasStats {
     /// Records with entries at or past end that fit once 0x40 / 0x34 is subtracted.
     fit_with_0x40: u64,
     fit_with_0x34: u64,
-    first: Option<(usize, u64)>,
+    first: Option<(u64, u64)>,
     /// Records out of range: (index, offset, message, fits +0x40, fits +0x34).
-    out_of_range: Vec<(usize, u64, String, bool, bool)>,
+    out_of_range: Vec<(u64, u64, String, bool, bool)>,
 }
 
-/// Collects findings, capping each code at [`MAX_FINDINGS_PER_CODE`].
-#[derive(Debug, Default)]
-pub(crate) struct Validator {
-    findings: Vec<Finding>,
-    per_code: HashMap<&'static str, usize>,
-    records: usize,
+/// Walks a dump, pushing findings into a [`Findings`] collector.
+#[derive(Debug)]
+struct Validator {
+    findings: Findings,
+    records: u64,
     truncation: Option<Truncation>,
     header_pid: u32,
     last_timestamp: Option<u64>,
-    closed_at: Option<usize>,
+    closed_at: Option<u64>,
     pending_debug: Option<Pending<DebugPending>>,
     pending_unwind: Option<Pending<()>>,
     pending_di2: Option<Pending<Di2Pending>>,
     pending_tiers: HashMap<u64, Pending<()>>,
     code_by_index: HashMap<u64, (u64, u64)>,
     debug_files: BTreeSet<Vec<u8>>,
-    embedded: Vec<(usize, u64, Vec<u8>)>,
+    embedded: Vec<(u64, u64, Vec<u8>)>,
     bias: BiasStats,
 }
 
@@ -223,59 +165,39 @@ fn valid_name(b: &[u8]) -> bool {
 }
 
 impl Validator {
-    pub(crate) fn push(
-        &mut self,
-        code: &'static str,
-        offset: u64,
-        record: Option<usize>,
-        message: String,
-    ) {
-        let severity = codes::severity(code).unwrap_or(Severity::Error);
-        let n = self.per_code.entry(code).or_insert(0);
-        *n += 1;
-        if *n > MAX_FINDINGS_PER_CODE {
-            return;
+    fn new() -> Validator {
+        Validator {
+            findings: Findings::new(codes::ALL),
+            records: 0,
+            truncation: None,
+            header_pid: 0,
+            last_timestamp: None,
+            closed_at: None,
+            pending_debug: None,
+            pending_unwind: None,
+            pending_di2: None,
+            pending_tiers: HashMap::new(),
+            code_by_index: HashMap::new(),
+            debug_files: BTreeSet::new(),
+            embedded: Vec::new(),
+            bias: BiasStats::default(),
         }
-        self.findings.push(Finding {
-            code,
-            severity,
-            offset,
-            record,
-            message,
-        });
+    }
+
+    fn push(&mut self, code: &'static str, offset: u64, record: Option<u64>, message: String) {
+        self.findings.push(code, offset, record, message);
     }
 
     fn at(&mut self, raw: &RawRecord<'_>, code: &'static str, message: String) {
-        self.push(code, raw.offset, Some(raw.index), message);
+        self.push(code, raw.offset, Some(raw.index as u64), message);
     }
 
     fn push_error_finding(&mut self, code: &'static str, e: &Error) {
         self.push(code, e.offset, e.record, e.message.clone());
     }
 
-    pub(crate) fn finish(mut self) -> Report {
-        let capped: Vec<(&'static str, usize)> = self
-            .per_code
-            .iter()
-            .filter(|(_, &n)| n > MAX_FINDINGS_PER_CODE)
-            .map(|(&c, &n)| (c, n))
-            .collect();
-        for (code, n) in capped {
-            self.findings.push(Finding {
-                code: "findings-capped",
-                severity: Severity::Warning,
-                offset: 0,
-                record: None,
-                message: format!(
-                    "{code}: {n} findings, only the first {MAX_FINDINGS_PER_CODE} are listed"
-                ),
-            });
-        }
-        Report {
-            findings: self.findings,
-            records: self.records,
-            truncation: self.truncation,
-        }
+    fn finish(self) -> Validation {
+        self.findings.finish(self.records, self.truncation)
     }
 
     fn run(&mut self, dump: &JitDump<'_>) {
@@ -294,15 +216,8 @@ impl Validator {
             first_ts.get_or_insert(raw.timestamp);
             self.check_record(&raw);
         }
-        if let Some(t) = records.truncation() {
-            self.push(
-                "truncated",
-                t.offset,
-                Some(t.record),
-                format!("{} (every record before it is complete)", t.reason),
-            );
-            self.truncation = Some(t.clone());
-        }
+        // The cut becomes the common `truncated` error in `finish`.
+        self.truncation = records.truncation().cloned();
         self.check_header_clock(dump.header(), first_ts);
         self.flush_pending(None);
         self.report_bias();
@@ -453,7 +368,7 @@ impl Validator {
             Record::DebugInfo(d) => self.check_debug_info(raw, &d),
             Record::CodeClose => {
                 self.flush_pending(Some(raw));
-                self.closed_at = Some(raw.index);
+                self.closed_at = Some(raw.index as u64);
             }
             Record::UnwindingInfo(u) => {
                 if u.mapped_size != 0 && u.mapped_size != u.unwind_data_size {
@@ -508,7 +423,7 @@ impl Validator {
                     );
                 }
                 self.pending_unwind = Some(Pending {
-                    index: raw.index,
+                    index: raw.index as u64,
                     offset: raw.offset,
                     value: (),
                 });
@@ -544,7 +459,7 @@ impl Validator {
                 if let Some(p) = self.pending_tiers.insert(
                     t.code_addr,
                     Pending {
-                        index: raw.index,
+                        index: raw.index as u64,
                         offset: raw.offset,
                         value: (),
                     },
@@ -582,7 +497,8 @@ impl Validator {
                     );
                 }
                 self.check_extension_padding(raw, s.padding);
-                self.embedded.push((raw.index, raw.offset, s.path.to_vec()));
+                self.embedded
+                    .push((raw.index as u64, raw.offset, s.path.to_vec()));
             }
             _ => {
                 let hint = if (5..0x1000).contains(&raw.record_type.0) {
@@ -722,7 +638,7 @@ impl Validator {
         self.pending_tiers.remove(&load.code_addr);
     }
 
-    fn account_bias(&mut self, index: usize, offset: u64, d: DebugPending, start: u64, end: u64) {
+    fn account_bias(&mut self, index: u64, offset: u64, d: DebugPending, start: u64, end: u64) {
         let (Some(min), Some(max)) = (d.min_addr, d.max_addr) else {
             return;
         };
@@ -744,9 +660,11 @@ impl Validator {
                 b.all_ge_0x34 += 1;
             }
         }
-        let in_range = min >= start && max < end.max(start + 1);
+        // Saturating: a hostile code_addr near u64::MAX must not overflow.
+        let end = end.max(start.saturating_add(1));
+        let in_range = min >= start && max < end;
         if !in_range {
-            let fits = |bias: u64| min >= start + bias && max - bias < end.max(start + 1);
+            let fits = |bias: u64| min >= start.saturating_add(bias) && max - bias < end;
             if max >= end {
                 b.past_end += 1;
             }
@@ -894,7 +812,7 @@ impl Validator {
             );
         }
         self.pending_debug = Some(Pending {
-            index: raw.index,
+            index: raw.index as u64,
             offset: raw.offset,
             value: DebugPending {
                 code_addr: d.code_addr,
@@ -1105,7 +1023,7 @@ impl Validator {
             );
         }
         self.pending_di2 = Some(Pending {
-            index: raw.index,
+            index: raw.index as u64,
             offset: raw.offset,
             value: Di2Pending {
                 max_range_end: max_end,
@@ -1119,7 +1037,7 @@ impl Validator {
             Some(r) => format!("JIT_CODE_CLOSE (record #{})", r.index),
             None => "the end of the file".to_string(),
         };
-        let mut left: Vec<(u64, usize, &str)> = Vec::new();
+        let mut left: Vec<(u64, u64, &str)> = Vec::new();
         if let Some(p) = self.pending_debug.take() {
             left.push((p.offset, p.index, "JIT_CODE_DEBUG_INFO"));
         }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use profkit_jitdump::raw::{elf_machine_name, RecordType};
-use profkit_jitdump::{perfmap, JitDump, Summary};
+use profkit_jitdump::{perfmap, JitDump, Scan};
 use serde_json::{json, Map, Value};
 
 use super::{open_detected, parse_error, unsupported};
@@ -76,7 +76,7 @@ fn base(input: &Input, format: Format) -> Map<String, Value> {
 pub fn jitdump_info(input: &Input) -> Result<Value> {
     let dump = JitDump::parse(&input.data).map_err(|e| parse_error(input, &e))?;
     let h = dump.header();
-    let s = Summary::scan(&dump);
+    let s = Scan::of(&dump);
     let mut m = base(input, Format::Jitdump);
     m.insert("endian".into(), json!(h.endian.name()));
     m.insert("version".into(), json!(h.version));

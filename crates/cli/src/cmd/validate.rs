@@ -4,7 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use profkit_jitdump::validate::{Finding, Report, Severity};
+use profkit_jitdump::validate::{Finding, Severity, Validation};
 use profkit_jitdump::{perfmap, validate};
 use serde_json::json;
 
@@ -68,7 +68,7 @@ fn write_text(
     out: &mut impl Write,
     name: &str,
     format: Format,
-    report: &Report,
+    report: &Validation,
     errors_only: bool,
 ) -> Result<()> {
     let errors = report.errors().count();

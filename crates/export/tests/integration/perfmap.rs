@@ -132,6 +132,40 @@ fn loads_moves_and_reuse() {
 }
 
 #[test]
+fn a_load_evicts_every_entry_it_overlaps() {
+    let path = scratch("perfmap-overlap/perf-7.map");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut sink = PerfMapSink::new(Output::path(path.clone()));
+    begin(&mut sink, &FunctionTable::new());
+    for e in [
+        region(7, 1, 0x1000, 0x100, "a", CodeEvent::Load),
+        region(7, 2, 0x1100, 0x100, "b", CodeEvent::Load),
+        region(7, 3, 0x1300, 0x10, "c", CodeEvent::Load),
+        // Reuses the end of `a` and the start of `b` (a perf map has no times: the last
+        // writer wins per address range).
+        region(7, 4, 0x10f0, 0x20, "d", CodeEvent::Load),
+        // A move whose driver did not know the name keeps the old entry's.
+        region(
+            7,
+            5,
+            0x2000,
+            0x10,
+            "",
+            CodeEvent::Move {
+                old_address: 0x1300,
+            },
+        ),
+    ] {
+        sink.code(&e).unwrap();
+    }
+    sink.finish().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "10f0 20 d\n2000 10 c\n"
+    );
+}
+
+#[test]
 fn function_table_addresses_get_sizes_from_the_next_function() {
     let mut t = FunctionTable::new();
     for (id, name, addr) in [

@@ -422,5 +422,20 @@ fn golden_outputs_of_real_files() {
         let mut s = PerfMapSink::new(Output::path(path.clone()));
         feed(Input::NodeJitdump, &mut s);
     }
-    golden("node-perf-prof.dump.map", &std::fs::read(&path).unwrap());
+    let from_sink = std::fs::read(&path).unwrap();
+    golden("node-perf-prof.dump.map", &from_sink);
+    // One perf-map meaning: profkit-jitdump's own conversion (what `profkit convert
+    // x.dump -o x.map` runs) writes the same file as the event-stream sink.
+    let gz = fixture("jitdump", "node-perf-prof.dump.gz");
+    let mut data = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut data)
+        .unwrap();
+    let dump = profkit_jitdump::JitDump::parse(&data).unwrap();
+    let mut direct = Vec::new();
+    profkit_jitdump::convert::jitdump_to_perf_map(&dump, &mut direct).unwrap();
+    assert!(
+        direct == from_sink,
+        "jitdump_to_perf_map and PerfMapSink disagree"
+    );
 }

@@ -104,7 +104,7 @@ impl<R: Read> FollowReader<R> {
             Some(Err(mut e)) => {
                 self.failed = true;
                 e.offset += self.base + self.consumed as u64;
-                e.record = Some(self.index);
+                e.record = Some(self.index as u64);
                 Err(e)
             }
             Some(Ok(mut raw)) => {

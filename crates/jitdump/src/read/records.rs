@@ -85,11 +85,11 @@ impl<'a> Records<'a> {
     #[cold]
     fn stop_truncated(&mut self, reason: String) {
         self.done = true;
-        self.truncation = Some(Truncation {
-            offset: self.pos as u64,
-            record: self.index,
+        self.truncation = Some(Truncation::new(
+            self.pos as u64,
+            Some(self.index as u64),
             reason,
-        });
+        ));
     }
 }
 
@@ -121,7 +121,7 @@ impl<'a> Iterator for Records<'a> {
         if size < RECORD_HEADER_SIZE {
             self.done = true;
             return Some(Err(Error::record(
-                self.index,
+                self.index as u64,
                 self.pos as u64,
                 format!(
                     "{record_type} total_size {total_size} is below the {RECORD_HEADER_SIZE}-byte record header"
@@ -216,13 +216,13 @@ impl<'a> RawRecord<'a> {
     /// An error about this record, at body byte `at`.
     #[cold]
     pub fn error_at(&self, at: usize, message: impl Into<String>) -> Error {
-        Error::record(self.index, self.body_offset(at), message)
+        Error::record(self.index as u64, self.body_offset(at), message)
     }
 
     /// An error about this record as a whole (offset = the record's start).
     #[cold]
     pub fn error(&self, message: impl Into<String>) -> Error {
-        Error::record(self.index, self.offset, message)
+        Error::record(self.index as u64, self.offset, message)
     }
 
     fn check_fixed(&self) -> Result<()> {

@@ -1,7 +1,7 @@
 //! Real files from real producers (tests/fixtures/jitdump/README.md) and the hand-made ones.
 
 use profkit_jitdump::validate::Severity;
-use profkit_jitdump::{validate, DebugInfo, JitDump, Record, RecordType, Summary};
+use profkit_jitdump::{validate, DebugInfo, JitDump, Record, RecordType, Scan};
 
 use crate::{codes, fixture, handmade};
 
@@ -20,10 +20,10 @@ fn stats_counts(name: &str) -> Vec<(u32, u64)> {
         .collect()
 }
 
-fn check_counts(dump: &str, stats: &str) -> Summary {
+fn check_counts(dump: &str, stats: &str) -> Scan {
     let bytes = fixture(dump);
     let parsed = JitDump::parse(&bytes).unwrap();
-    let s = Summary::scan(&parsed);
+    let s = Scan::of(&parsed);
     assert!(
         s.truncation.is_none() && s.error.is_none(),
         "{dump}: {:?}",

@@ -15,6 +15,7 @@ mod follow;
 mod hostile;
 mod perfmap;
 mod roundtrip;
+mod summary;
 mod truncation;
 
 use std::path::PathBuf;
@@ -36,7 +37,7 @@ pub fn fixture(name: &str) -> Vec<u8> {
 }
 
 /// The codes of a validation report, sorted and unique.
-pub fn codes(report: &profkit_jitdump::Report) -> Vec<&'static str> {
+pub fn codes(report: &profkit_jitdump::Validation) -> Vec<&'static str> {
     let mut c: Vec<_> = report.findings.iter().map(|f| f.code).collect();
     c.sort_unstable();
     c.dedup();

@@ -1,6 +1,6 @@
 //! Cutting real files at every offset: never a panic, always a prefix plus a truncation.
 
-use profkit_jitdump::{validate, FollowReader, JitDump, Summary};
+use profkit_jitdump::{validate, FollowReader, JitDump, Scan};
 
 use crate::{fixture, handmade};
 
@@ -46,14 +46,14 @@ fn cut_everywhere(bytes: &[u8]) {
                     t.offset as usize, ends[expected],
                     "truncation offset at cut {cut}"
                 );
-                assert_eq!(t.record, expected);
+                assert_eq!(t.record, Some(expected as u64));
                 assert!(report
                     .findings
                     .iter()
                     .any(|f| f.code == "truncated" && f.offset == t.offset));
             }
         }
-        let s = Summary::scan(&dump);
+        let s = Scan::of(&dump);
         assert_eq!(s.total_records() as usize, expected);
     }
 }

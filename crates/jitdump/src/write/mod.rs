@@ -4,8 +4,13 @@
 //! with its tier, debug info, DEBUG_INFO2 and unwinding info and writes them in the order
 //! consumers need (everything that describes a LOAD comes before it). The `write_*_record`
 //! methods write single records, for tools that re-encode files or build unusual ones.
+//! [`DebugInfo2Builder`] makes a DEBUG_INFO2 body from an inline tree and a line table.
 //! On Linux, [`JitDumpFile::create`] makes `jit-<pid>.dump` and maps its first page
 //! executable so `perf record` sees it.
+
+mod debug_info2;
+
+pub use debug_info2::{DebugInfo2Builder, InlineCall, MAX_INLINE_DEPTH};
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
