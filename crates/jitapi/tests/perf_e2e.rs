@@ -5,28 +5,6 @@ use std::process::Command;
 
 use crate::support::{compile_c, crate_dir, read_dump, staticlib};
 
-fn perf_works(dir: &std::path::Path) -> Result<(), String> {
-    let probe = |d: &std::path::Path| {
-        Command::new("perf")
-            .args(["record", "-q", "-k", "1", "-e", "cpu-clock", "-o"])
-            .arg(d.join("probe.data"))
-            .arg("true")
-            .output()
-    };
-    match probe(dir) {
-        Ok(o) if o.status.success() => return Ok(()),
-        Ok(_) => {}
-        Err(e) => return Err(format!("perf not runnable: {e}")),
-    }
-    // Lower perf_event_paranoid only if we are allowed to (root in a test container).
-    let _ = std::fs::write("/proc/sys/kernel/perf_event_paranoid", "-1");
-    match probe(dir) {
-        Ok(o) if o.status.success() => Ok(()),
-        Ok(o) => Err(String::from_utf8_lossy(&o.stderr).into_owned()),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn perf_inject_names_jit_functions() {
@@ -43,8 +21,7 @@ fn perf_inject_names_jit_functions() {
             "-lgcc_s",
         ],
     );
-    if let Err(why) = perf_works(dir.path()) {
-        eprintln!("SKIPPED perf part: `perf record -k 1 -e cpu-clock` does not work here: {why}");
+    let Some(perf) = profkit_testkit::perf("perf_inject_names_jit_functions") else {
         // The JIT side still has to work without perf.
         let st = Command::new(&exe)
             .current_dir(dir.path())
@@ -53,9 +30,9 @@ fn perf_inject_names_jit_functions() {
             .unwrap();
         assert!(st.success());
         return;
-    }
+    };
     let data = dir.path().join("perf.data");
-    let st = Command::new("perf")
+    let st = Command::new(&perf)
         .args(["record", "-q", "-k", "1", "-e", "cpu-clock", "-o"])
         .arg(&data)
         .arg(&exe)
@@ -74,7 +51,7 @@ fn perf_inject_names_jit_functions() {
     let names: Vec<_> = loads.iter().map(|l| l.name.as_str()).collect();
     assert_eq!(names, ["jitfn_alpha", "jitfn_beta", "jitfn_gamma"]);
     let injected = dir.path().join("perf.jit.data");
-    let o = Command::new("perf")
+    let o = Command::new(&perf)
         .args(["inject", "--jit", "-i"])
         .arg(&data)
         .arg("-o")
@@ -88,7 +65,7 @@ fn perf_inject_names_jit_functions() {
         "perf inject: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let o = Command::new("perf")
+    let o = Command::new(&perf)
         .args(["report", "--stdio", "--sort", "sym", "-i"])
         .arg(&injected)
         .current_dir(dir.path())

@@ -31,12 +31,11 @@ pub fn duckdb_python(test: &str) -> Option<PathBuf> {
     if ok {
         return Some(py);
     }
-    let what = "duckdb in the Python venv (scripts/ci/install-export-py.sh)";
-    if std::env::var_os("PROFKIT_REQUIRE_EXTERNAL").is_some_and(|v| v == "1") {
-        panic!("{test}: {what} not installed");
-    }
-    eprintln!("{test}: skipped: {what} not installed");
-    None
+    profkit_testkit::missing(
+        test,
+        "duckdb in the Python venv (scripts/ci/install-export-py.sh)",
+        "`import duckdb` fails",
+    )
 }
 
 /// Runs `sql` statements (one per element) in DuckDB with `cwd` as working directory and

@@ -366,29 +366,7 @@ pub fn run<S: EventSink>(mut sink: S) -> S {
 
 /// Compares `actual` with `tests/golden/<name>`; `PROFKIT_BLESS=1` rewrites the file instead.
 pub fn golden(name: &str, actual: &[u8]) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    if std::env::var_os("PROFKIT_BLESS").is_some_and(|v| v == "1") {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (run with PROFKIT_BLESS=1 to create it)",
-            path.display()
-        )
-    });
-    if expected != actual {
-        let dump = scratch(&format!("{name}.actual"));
-        std::fs::write(&dump, actual).unwrap();
-        panic!(
-            "{name} differs from {} (actual output in {}; PROFKIT_BLESS=1 accepts it)",
-            path.display(),
-            dump.display()
-        );
-    }
+    profkit_testkit::golden(format!("crates/export/tests/golden/{name}"), actual);
 }
 
 /// A path for a scratch file of this test binary.
@@ -416,31 +394,19 @@ pub fn deps_dir() -> PathBuf {
 }
 
 /// `Some(path)` when it exists (and `usable` says so); otherwise a failure under
-/// `PROFKIT_REQUIRE_EXTERNAL=1` (CI), else `None` after a "skipped" note on stderr (written
-/// past the test harness's capture, so it shows in a plain `cargo test`).
+/// `PROFKIT_REQUIRE_EXTERNAL=1` (CI), else `None` after a "skipped" note on stderr.
 pub fn external_if(
     test: &str,
     what: &str,
     path: PathBuf,
     usable: impl FnOnce(&Path) -> bool,
 ) -> Option<PathBuf> {
-    if path.exists() && usable(&path) {
-        return Some(path);
-    }
-    let why = if path.exists() {
-        format!("{} does not have it", path.display())
-    } else {
-        format!("{} missing", path.display())
-    };
-    if std::env::var_os("PROFKIT_REQUIRE_EXTERNAL").is_some_and(|v| v == "1") {
-        panic!("{test}: {what} not installed ({why}); run scripts/ci/install-export-deps.sh");
-    }
-    use std::io::Write;
-    let _ = writeln!(
-        io::stderr(),
-        "{test}: skipped: {what} not installed ({why}; scripts/ci/install-export-deps.sh installs it)"
-    );
-    None
+    profkit_testkit::external(
+        test,
+        &format!("{what} (scripts/ci/install-export-deps.sh installs it)"),
+        path,
+        usable,
+    )
 }
 
 /// [`external_if`] for a tool that is there when its path exists.

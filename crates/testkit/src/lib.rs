@@ -1,0 +1,160 @@
+//! What every profkit test binary shares (a dev-dependency, never published):
+//!
+//! * [`fixture`] and [`root`]: paths of the committed real files (`tests/fixtures/…`).
+//! * [`golden`]: compares an output with a committed golden file; `PROFKIT_BLESS=1` rewrites
+//!   the file instead (the one bless switch of the workspace). A mismatch leaves the actual
+//!   output beside the test's scratch files and says where.
+//! * [`tool`] / [`external`]: an external program a test needs (llvm-xray, perf, mono, clang,
+//!   node packages …). When it is missing the test is skipped with a note on stderr — unless
+//!   `PROFKIT_REQUIRE_EXTERNAL=1` (CI sets it and installs the tools), where the test fails.
+//!   Nothing here changes system settings.
+#![allow(clippy::panic)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+}
+
+/// `tests/fixtures/<rel>` of the workspace.
+pub fn fixture(rel: impl AsRef<Path>) -> PathBuf {
+    root().join("tests/fixtures").join(rel)
+}
+
+/// Reads a fixture (panics with its path when it is missing).
+pub fn read_fixture(rel: impl AsRef<Path>) -> Vec<u8> {
+    let p = fixture(rel);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Whether golden files are being rewritten (`PROFKIT_BLESS=1`).
+pub fn blessing() -> bool {
+    std::env::var_os("PROFKIT_BLESS").is_some_and(|v| v == "1")
+}
+
+/// Whether a missing external tool fails the test (`PROFKIT_REQUIRE_EXTERNAL=1`, set by CI).
+pub fn external_required() -> bool {
+    std::env::var_os("PROFKIT_REQUIRE_EXTERNAL").is_some_and(|v| v == "1")
+}
+
+/// A scratch directory shared by the tests of this run (under the target directory).
+pub fn scratch_dir() -> PathBuf {
+    let base = std::env::var_os("CARGO_TARGET_TMPDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = base.join("profkit-tests");
+    let _ = std::fs::create_dir_all(&dir);
+    dir
+}
+
+/// Compares `actual` with the golden file `path` (relative paths are from the workspace
+/// root); with `PROFKIT_BLESS=1` writes `actual` there instead.
+pub fn golden(path: impl AsRef<Path>, actual: &[u8]) {
+    let path = root().join(path);
+    if blessing() {
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        std::fs::write(&path, actual).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        return;
+    }
+    let expected = std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run the test with PROFKIT_BLESS=1 to create it)",
+            path.display()
+        )
+    });
+    if expected != actual {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dump = scratch_dir().join(format!("{name}.actual"));
+        let _ = std::fs::write(&dump, actual);
+        panic!(
+            "{} differs from the output (actual output in {}; PROFKIT_BLESS=1 accepts it)",
+            path.display(),
+            dump.display()
+        );
+    }
+}
+
+/// [`golden`] for text.
+pub fn golden_str(path: impl AsRef<Path>, actual: &str) {
+    golden(path, actual.as_bytes())
+}
+
+/// `Some(path)` when `path` exists and `usable` accepts it. Otherwise the test `test` cannot
+/// run: under `PROFKIT_REQUIRE_EXTERNAL=1` that is a failure (naming `what` and how to get
+/// it); elsewhere a "skipped" note goes to stderr (past the harness's capture) and the answer
+/// is `None`.
+pub fn external(
+    test: &str,
+    what: &str,
+    path: PathBuf,
+    usable: impl FnOnce(&Path) -> bool,
+) -> Option<PathBuf> {
+    if path.exists() && usable(&path) {
+        return Some(path);
+    }
+    let why = if path.exists() {
+        format!("{} is not usable", path.display())
+    } else {
+        format!("{} missing", path.display())
+    };
+    missing(test, what, &why)
+}
+
+/// The program `name` on `PATH` (see [`external`]); `what` says how to install it.
+pub fn tool(test: &str, name: &str, what: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    });
+    match found {
+        Some(p) => Some(p),
+        None => missing(test, what, &format!("`{name}` is not on PATH")),
+    }
+}
+
+/// Reports a missing tool: a failure under `PROFKIT_REQUIRE_EXTERNAL=1`, else a note.
+pub fn missing<T>(test: &str, what: &str, why: &str) -> Option<T> {
+    if external_required() {
+        panic!("{test}: needs {what}, which is not installed ({why})");
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "{test}: skipped: needs {what}, which is not installed ({why})"
+    );
+    None
+}
+
+/// Whether `perf record` works on this machine (it needs `perf_event_paranoid` <= 1 or
+/// root); `None` with the reason through [`missing`] when it does not. Changes nothing.
+pub fn perf(test: &str) -> Option<PathBuf> {
+    let perf = tool(test, "perf", "perf (linux-perf)")?;
+    let dir = std::env::temp_dir().join(format!("profkit-perf-probe-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let out = Command::new(&perf)
+        .args(["record", "-q", "-k", "1", "-e", "cpu-clock", "-o"])
+        .arg(dir.join("probe.data"))
+        .arg("true")
+        .output();
+    let _ = std::fs::remove_dir_all(&dir);
+    match out {
+        Ok(o) if o.status.success() => Some(perf),
+        Ok(o) => missing(
+            test,
+            "a working `perf record` (root, or kernel.perf_event_paranoid <= 1)",
+            String::from_utf8_lossy(&o.stderr).trim(),
+        ),
+        Err(e) => missing(test, "a runnable perf", &e.to_string()),
+    }
+}
