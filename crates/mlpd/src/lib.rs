@@ -33,7 +33,6 @@
 
 pub mod cursor;
 pub mod error;
-pub mod fxhash;
 pub mod header;
 pub mod open;
 pub mod raw;

@@ -22,11 +22,11 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::Mutex;
 
 use crate::error::Error;
-use crate::fxhash::FxMap;
 use crate::header::Header;
 use crate::raw::*;
 use crate::read::{Buffer, ClassRef, CounterValue, EventKind, MetaAction};
 use crate::stream::OwnedBuffer;
+use rustc_hash::FxHashMap as FxMap;
 
 use super::{MethodStats, Options};
 
