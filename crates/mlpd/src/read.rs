@@ -880,7 +880,10 @@ impl<'a> Events<'a> {
         }
         let save = self.c.pos;
         let byte = *self.c.data.get(save)?;
-        if !matches!(byte, 0x13 | 0x23 | 0x33) {
+        if !matches!(
+            byte,
+            event::METHOD_LEAVE | event::METHOD_ENTER | event::METHOD_EXC_LEAVE
+        ) {
             return None;
         }
         let (time0, method0) = (self.time, self.method);
@@ -905,7 +908,7 @@ impl<'a> Events<'a> {
             return None;
         }
         let save = self.c.pos;
-        if *self.c.data.get(save)? != 0x00 {
+        if *self.c.data.get(save)? != event::ALLOC {
             return None;
         }
         let time0 = self.time;
@@ -952,8 +955,8 @@ impl<'a> Events<'a> {
                 size: (self.c.pos - save) as u32,
                 time,
                 kind: match byte {
-                    0x13 => EventKind::Leave { method },
-                    0x23 => EventKind::Enter { method },
+                    event::METHOD_LEAVE => EventKind::Leave { method },
+                    event::METHOD_ENTER => EventKind::Enter { method },
                     _ => EventKind::ExcLeave { method },
                 },
             }),
@@ -984,9 +987,9 @@ impl<'a> Events<'a> {
         if !event_defined(byte, v) {
             return Err(self.unknown(off, byte));
         }
-        let ex = byte & 0xf0;
+        let ex = byte & EXINFO_MASK;
         let ctx = self.ctx;
-        let kind = match EventType(byte & 0x0f) {
+        let kind = match EventType::of(byte) {
             EventType::ALLOC => {
                 self.time()?;
                 let p = ctx.ptr(&mut self.c, "alloc class")?;
@@ -997,7 +1000,7 @@ impl<'a> Events<'a> {
                 };
                 let obj = ctx.obj(&mut self.c, "alloc object")?;
                 let size = self.c.uleb("alloc size")?;
-                let backtrace = if ex == ALLOC_BT {
+                let backtrace = if ex == TYPE_ALLOC_BT {
                     self.frames(false)?
                 } else {
                     Frames::empty(ctx)
@@ -1012,7 +1015,7 @@ impl<'a> Events<'a> {
             EventType::GC => {
                 self.time()?;
                 match ex {
-                    GC_EVENT => {
+                    TYPE_GC_EVENT => {
                         let (event, generation) = if v >= 13 {
                             (
                                 u64::from(self.c.u8("gc event")?),
@@ -1023,19 +1026,19 @@ impl<'a> Events<'a> {
                         };
                         EventKind::GcEvent { event, generation }
                     }
-                    GC_RESIZE => EventKind::GcResize {
+                    TYPE_GC_RESIZE => EventKind::GcResize {
                         heap_size: self.c.uleb("heap size")?,
                     },
-                    GC_MOVE => {
+                    TYPE_GC_MOVE => {
                         let n = self.c.count("gc move count", 1)? as u32;
                         let objects = self.list(n, |c| c.sleb("moved object").map(|_| ()))?;
                         EventKind::GcMove { objects }
                     }
-                    GC_HANDLE_CREATED | GC_HANDLE_CREATED_BT => {
+                    TYPE_GC_HANDLE_CREATED | TYPE_GC_HANDLE_CREATED_BT => {
                         let htype = self.c.uleb("handle type")?;
                         let handle = self.c.uleb("handle")?;
                         let obj = ctx.obj(&mut self.c, "handle object")?;
-                        let backtrace = if ex == GC_HANDLE_CREATED_BT {
+                        let backtrace = if ex == TYPE_GC_HANDLE_CREATED_BT {
                             self.frames(false)?
                         } else {
                             Frames::empty(ctx)
@@ -1047,10 +1050,10 @@ impl<'a> Events<'a> {
                             backtrace,
                         }
                     }
-                    GC_HANDLE_DESTROYED | GC_HANDLE_DESTROYED_BT => {
+                    TYPE_GC_HANDLE_DESTROYED | TYPE_GC_HANDLE_DESTROYED_BT => {
                         let htype = self.c.uleb("handle type")?;
                         let handle = self.c.uleb("handle")?;
-                        let backtrace = if ex == GC_HANDLE_DESTROYED_BT {
+                        let backtrace = if ex == TYPE_GC_HANDLE_DESTROYED_BT {
                             self.frames(false)?
                         } else {
                             Frames::empty(ctx)
@@ -1061,9 +1064,9 @@ impl<'a> Events<'a> {
                             backtrace,
                         }
                     }
-                    GC_FINALIZE_START => EventKind::GcFinalizeStart,
-                    GC_FINALIZE_END => EventKind::GcFinalizeEnd,
-                    GC_FINALIZE_OBJECT_START => EventKind::GcFinalizeObjectStart {
+                    TYPE_GC_FINALIZE_START => EventKind::GcFinalizeStart,
+                    TYPE_GC_FINALIZE_END => EventKind::GcFinalizeEnd,
+                    TYPE_GC_FINALIZE_OBJECT_START => EventKind::GcFinalizeObjectStart {
                         obj: ctx.obj(&mut self.c, "object")?,
                     },
                     _ => EventKind::GcFinalizeObjectEnd {
@@ -1073,9 +1076,9 @@ impl<'a> Events<'a> {
             }
             EventType::METADATA => {
                 self.time()?;
-                let action = match ex & 0x70 {
-                    0x00 => MetaAction::Name,
-                    0x20 => MetaAction::Load,
+                let action = match ex & !TYPE_LOAD_ERR {
+                    TYPE_METADATA_NAME => MetaAction::Name,
+                    TYPE_END_LOAD => MetaAction::Load,
                     _ => MetaAction::Unload,
                 };
                 let mtype_off = self.c.offset();
@@ -1149,9 +1152,9 @@ impl<'a> Events<'a> {
                 self.time()?;
                 let method = self.method()?;
                 match ex {
-                    METHOD_LEAVE => EventKind::Leave { method },
-                    METHOD_ENTER => EventKind::Enter { method },
-                    METHOD_EXC_LEAVE => EventKind::ExcLeave { method },
+                    TYPE_LEAVE => EventKind::Leave { method },
+                    TYPE_ENTER => EventKind::Enter { method },
+                    TYPE_EXC_LEAVE => EventKind::ExcLeave { method },
                     _ => {
                         let code = ctx.ptr(&mut self.c, "code address")?;
                         let size = self.c.uleb("code size")?;
@@ -1167,7 +1170,7 @@ impl<'a> Events<'a> {
             }
             EventType::EXCEPTION => {
                 self.time()?;
-                if ex & 0x70 == EXCEPTION_CLAUSE {
+                if ex & !TYPE_THROW_BT == TYPE_CLAUSE {
                     let clause_type = if v >= 13 {
                         u64::from(self.c.u8("clause type")?)
                     } else {
@@ -1188,7 +1191,7 @@ impl<'a> Events<'a> {
                     }
                 } else {
                     let obj = ctx.obj(&mut self.c, "exception object")?;
-                    let backtrace = if ex & EXCEPTION_BT != 0 {
+                    let backtrace = if ex & TYPE_THROW_BT != 0 {
                         self.frames(false)?
                     } else {
                         Frames::empty(ctx)
@@ -1201,10 +1204,10 @@ impl<'a> Events<'a> {
                 let event = if v >= 14 {
                     self.c.u8("monitor event")?
                 } else {
-                    (ex >> 4) & 7
+                    (ex & !TYPE_MONITOR_BT) >> 4
                 };
                 let obj = ctx.obj(&mut self.c, "monitor object")?;
-                let backtrace = if ex & MONITOR_BT != 0 {
+                let backtrace = if ex & TYPE_MONITOR_BT != 0 {
                     self.frames(false)?
                 } else {
                     Frames::empty(ctx)
@@ -1216,15 +1219,15 @@ impl<'a> Events<'a> {
                 }
             }
             EventType::HEAP => match ex {
-                HEAP_START => {
+                TYPE_HEAP_START => {
                     self.time()?;
                     EventKind::HeapStart
                 }
-                HEAP_END => {
+                TYPE_HEAP_END => {
                     self.time()?;
                     EventKind::HeapEnd
                 }
-                HEAP_OBJECT => {
+                TYPE_HEAP_OBJECT => {
                     if v >= 13 {
                         self.time()?;
                     }
@@ -1258,7 +1261,7 @@ impl<'a> Events<'a> {
                         refs,
                     }
                 }
-                HEAP_ROOT => {
+                TYPE_HEAP_ROOT => {
                     if v >= 13 {
                         self.time()?;
                     }
@@ -1290,7 +1293,7 @@ impl<'a> Events<'a> {
                         }
                     }
                 }
-                HEAP_ROOT_REGISTER => {
+                TYPE_HEAP_ROOT_REGISTER => {
                     self.time()?;
                     let start = ctx.ptr(&mut self.c, "root start")?;
                     let size = self.c.uleb("root size")?;
@@ -1313,7 +1316,7 @@ impl<'a> Events<'a> {
                 }
             },
             EventType::SAMPLE => match ex {
-                SAMPLE_HIT => {
+                TYPE_SAMPLE_HIT => {
                     let (sample_type, timestamp) = if v >= 13 {
                         self.time()?;
                         (
@@ -1350,7 +1353,7 @@ impl<'a> Events<'a> {
                         frames,
                     }
                 }
-                SAMPLE_USYM => {
+                TYPE_SAMPLE_USYM => {
                     if v >= 13 {
                         self.time()?;
                     }
@@ -1359,7 +1362,7 @@ impl<'a> Events<'a> {
                     let name = self.c.cstr("symbol name")?;
                     EventKind::Usym { addr, size, name }
                 }
-                SAMPLE_UBIN => {
+                TYPE_SAMPLE_UBIN => {
                     self.time()?;
                     let addr = if v >= 14 {
                         ctx.ptr(&mut self.c, "binary address")?
@@ -1376,7 +1379,7 @@ impl<'a> Events<'a> {
                         name,
                     }
                 }
-                SAMPLE_COUNTERS_DESC => {
+                TYPE_SAMPLE_COUNTERS_DESC => {
                     if v >= 13 {
                         self.time()?;
                     }
@@ -1443,7 +1446,7 @@ impl<'a> Events<'a> {
                     self.time()?;
                 }
                 match ex {
-                    0x00 => {
+                    TYPE_COVERAGE_ASSEMBLY => {
                         for _ in 0..3 {
                             self.c.cstr("coverage string")?;
                         }
@@ -1451,7 +1454,7 @@ impl<'a> Events<'a> {
                             self.c.uleb("coverage number")?;
                         }
                     }
-                    0x10 => {
+                    TYPE_COVERAGE_METHOD => {
                         for _ in 0..5 {
                             self.c.cstr("coverage string")?;
                         }
@@ -1459,7 +1462,7 @@ impl<'a> Events<'a> {
                             self.c.uleb("coverage number")?;
                         }
                     }
-                    0x20 => {
+                    TYPE_COVERAGE_STATEMENT => {
                         for _ in 0..5 {
                             self.c.uleb("coverage number")?;
                         }
@@ -1477,7 +1480,7 @@ impl<'a> Events<'a> {
             }
             _ => {
                 self.time()?;
-                if ex == META_SYNC_POINT {
+                if ex == TYPE_SYNC_POINT {
                     EventKind::SyncPoint {
                         kind: self.c.u8("sync point type")?,
                     }

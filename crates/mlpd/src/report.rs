@@ -550,7 +550,7 @@ fn finish(
         .filter(|(_, s)| s.0 > 0)
         .map(|(b, &(c, mn, mx, by))| (b as u8, c, mn, mx, by))
         .collect();
-    stats.sort_by_key(|s| ((s.0 & 0xf), s.0 >> 4));
+    stats.sort_by_key(|s| (s.0 & TYPE_MASK, s.0 >> 4));
     let mut gc_handles = [(0, 0, 0); 4];
     for (o, h) in gc_handles.iter_mut().zip(st.handles) {
         *o = (h.0, h.1, h.3.max(0) as u64);
@@ -1053,8 +1053,8 @@ pub fn write_text(
             writeln!(
                 out,
                 "\t{:>16}\t{:#04x}\tcount {c:6}\tmin {mn:3}\tmax {mx:6}\tbytes {by}",
-                EventType(b & 0xf).name(),
-                b & 0xf0
+                EventType::of(b).name(),
+                b & EXINFO_MASK
             )?;
         }
     }

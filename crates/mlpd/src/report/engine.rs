@@ -440,7 +440,14 @@ impl Worker {
                     s.3 += u64::from(size);
                 }
                 if in_window(t) {
-                    self.call(byte == 0x23, t, method, &mut p, &mut phase, &mut bailed);
+                    self.call(
+                        byte == event::METHOD_ENTER,
+                        t,
+                        method,
+                        &mut p,
+                        &mut phase,
+                        &mut bailed,
+                    );
                 }
                 continue;
             }
@@ -540,7 +547,7 @@ impl Worker {
                     self.alloc(class, size);
                     let bt = if !traces {
                         Bt::None
-                    } else if ev.byte & ALLOC_BT != 0 {
+                    } else if ev.byte & TYPE_ALLOC_BT != 0 {
                         Bt::Frames(span(&mut p.arena, backtrace))
                     } else {
                         Bt::Stack
@@ -591,7 +598,7 @@ impl Worker {
                     push(&mut p, &mut heap, Item::Handle(ht, true));
                     let bt = if !traces {
                         Bt::None
-                    } else if ev.byte & 0xf0 == GC_HANDLE_CREATED_BT {
+                    } else if ev.byte == event::GC_HANDLE_CREATED_BT {
                         Bt::Frames(span(&mut p.arena, backtrace))
                     } else {
                         Bt::Stack
@@ -619,7 +626,7 @@ impl Worker {
                     let ht = htype.min(255) as u8;
                     push(&mut p, &mut heap, Item::Handle(ht, false));
                     if traces {
-                        let bt = if ev.byte & 0xf0 == GC_HANDLE_DESTROYED_BT {
+                        let bt = if ev.byte == event::GC_HANDLE_DESTROYED_BT {
                             Bt::Frames(span(&mut p.arena, backtrace))
                         } else {
                             Bt::Stack
@@ -634,7 +641,7 @@ impl Worker {
                 EventKind::Throw { backtrace, .. } if in_window(t) => {
                     agg.throws += 1;
                     if traces {
-                        let bt = if ev.byte & EXCEPTION_BT != 0 {
+                        let bt = if ev.byte & TYPE_THROW_BT != 0 {
                             Bt::Frames(span(&mut p.arena, backtrace))
                         } else {
                             Bt::Stack
@@ -654,7 +661,7 @@ impl Worker {
                 } => {
                     let bt = if !traces || event != MONITOR_CONTENTION {
                         Bt::None
-                    } else if ev.byte & MONITOR_BT != 0 {
+                    } else if ev.byte & TYPE_MONITOR_BT != 0 {
                         Bt::Frames(span(&mut p.arena, backtrace))
                     } else {
                         Bt::Stack
@@ -737,7 +744,12 @@ impl Worker {
             }
         }
         for (i, c) in calls_stats.iter().enumerate() {
-            if let Some(s) = self.agg.stats.get_mut((i << 4) | 3).filter(|_| c.0 > 0) {
+            if let Some(s) = self
+                .agg
+                .stats
+                .get_mut((i << 4) | usize::from(TYPE_METHOD))
+                .filter(|_| c.0 > 0)
+            {
                 self.agg.events += c.0;
                 s.0 += c.0;
                 s.1 = s.1.min(c.1);
@@ -1116,11 +1128,11 @@ impl Stitcher {
             Item::Leave(m, t) => self.leave(tid, m, t),
             Item::Gc(event, g, t) => {
                 let ts = self.threads.entry(tid).or_default();
-                if event == 0 {
+                if event == GC_EVENT_START {
                     if let Some(s) = ts.gc_start.get_mut(g) {
                         *s = Some(t);
                     }
-                } else if event == 5 {
+                } else if event == GC_EVENT_END {
                     if let (Some(Some(start)), Some(gen)) =
                         (ts.gc_start.get(g).copied(), self.gens.get_mut(g))
                     {
