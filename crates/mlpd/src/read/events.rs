@@ -222,20 +222,29 @@ pub struct Events<'a> {
     ctx: Ctx,
     time: u64,
     method: u64,
+    /// Index of the buffer in the file (for errors).
+    buffer: u64,
     /// Events decoded so far (the index of the next one in its buffer).
     index: u64,
     done: bool,
 }
 
 impl<'a> Events<'a> {
-    /// The events in `c` (a buffer's event bytes) with the buffer's context, time base and
-    /// method base.
-    pub(super) fn new(c: Cursor<'a>, ctx: Ctx, time_base: u64, method_base: u64) -> Self {
+    /// The events in `c` (the event bytes of buffer #`buffer`) with the buffer's context, time
+    /// base and method base.
+    pub(super) fn new(
+        c: Cursor<'a>,
+        ctx: Ctx,
+        buffer: u64,
+        time_base: u64,
+        method_base: u64,
+    ) -> Self {
         Events {
             c,
             ctx,
             time: time_base,
             method: method_base,
+            buffer,
             index: 0,
             done: false,
         }
@@ -362,6 +371,13 @@ impl<'a> Events<'a> {
                 None
             }
         }
+    }
+
+    /// Ends the iteration at error `e`, placing it in this buffer and event.
+    #[cold]
+    fn fail(&mut self, e: Error) -> Error {
+        self.done = true;
+        e.at(self.buffer, Some(self.index))
     }
 
     fn unknown(&self, off: u64, byte: u8) -> Error {
@@ -821,18 +837,16 @@ impl<'a> Iterator for Events<'a> {
                         kind: call_kind(byte, method),
                     }))
                 }
-                Err(e) => {
-                    self.done = true;
-                    Some(Err(e))
-                }
+                Err(e) => Some(Err(self.fail(e))),
             };
         }
-        let r = self.decode();
-        match &r {
-            Ok(_) => self.index += 1,
-            Err(_) => self.done = true,
+        match self.decode() {
+            Ok(e) => {
+                self.index += 1;
+                Some(Ok(e))
+            }
+            Err(e) => Some(Err(self.fail(e))),
         }
-        Some(r)
     }
 }
 

@@ -1,5 +1,13 @@
 //! The file and the buffer scan: [`File`] → [`Buffers`] → [`Buffer`] (its 48-byte
 //! [`BufferHeader`] and its event bytes).
+//!
+//! A file that ends inside a buffer (a profiler killed, a file still being written) is cut:
+//! the scan yields the buffer's complete part (marked [`Buffer::truncated`]) and stops, and
+//! [`Buffers::truncation`] says where and why, also when the cut falls between two events
+//! (every event of the part then decodes cleanly). A cut inside a buffer header is reported
+//! by the iterator (an error) and by [`Buffers::truncation`].
+
+use profkit_common::Truncation;
 
 use super::events::{Ctx, Events};
 use crate::cursor::Cursor;
@@ -36,8 +44,40 @@ impl<'a> File<'a> {
             done: false,
             ctx_version: self.header.data_version,
             ptrsize: self.header.ptrsize,
+            truncation: None,
         }
     }
+
+    /// Where the file is cut, if it ends inside a buffer (a scan of the buffer headers only).
+    /// The offset is where the data ends; a decoder that finds the cut inside an event can
+    /// place it at that event's start.
+    pub fn truncation(&self) -> Option<Truncation> {
+        let mut b = self.buffers();
+        for _ in b.by_ref() {}
+        b.truncation
+    }
+}
+
+/// The cut of a file that ends inside the header of buffer #`index` at `offset` (`remain`
+/// bytes of it are there).
+#[cold]
+pub(crate) fn header_cut(index: usize, offset: u64, remain: usize) -> Truncation {
+    Truncation::new(
+        offset,
+        None,
+        format!("buffer #{index}: the file ends inside its {BUF_HEADER_SIZE}-byte header ({remain} bytes remain)"),
+    )
+}
+
+/// The cut of a file that ends after `avail` of the `len` event bytes of buffer #`index`,
+/// whose header is at `offset`.
+#[cold]
+pub(crate) fn buffer_cut(index: usize, offset: u64, len: u32, avail: usize) -> Truncation {
+    Truncation::new(
+        offset + (BUF_HEADER_SIZE + avail) as u64,
+        None,
+        format!("buffer #{index} at {offset:#x}: the file ends after {avail} of its {len} bytes of events"),
+    )
 }
 
 /// A buffer header.
@@ -85,7 +125,7 @@ pub struct Buffer<'a> {
     pub header: BufferHeader,
     /// The event bytes (shorter than `header.len` when the file is cut off).
     pub data: &'a [u8],
-    /// True when the file ends before `header.len` bytes.
+    /// True when the file ends before `header.len` bytes ([`Buffer::truncation`] says where).
     pub truncated: bool,
     version: u8,
     ptrsize: u8,
@@ -123,6 +163,7 @@ impl<'a> Buffer<'a> {
                 self.truncated,
             ),
             Ctx::new(h.ptr_base, h.obj_base, self.version, self.ptrsize),
+            self.index as u64,
             h.time_base,
             h.method_base,
         )
@@ -131,6 +172,17 @@ impl<'a> Buffer<'a> {
     /// Data version of the file.
     pub fn version(&self) -> u8 {
         self.version
+    }
+
+    /// Offset just past the buffer's data (where the next buffer starts, or the file ends).
+    pub fn end(&self) -> u64 {
+        self.offset + (BUF_HEADER_SIZE + self.data.len()) as u64
+    }
+
+    /// The cut, when the file ends before the buffer's `header.len` bytes.
+    pub fn truncation(&self) -> Option<Truncation> {
+        self.truncated
+            .then(|| buffer_cut(self.index, self.offset, self.header.len, self.data.len()))
     }
 }
 
@@ -144,12 +196,20 @@ pub struct Buffers<'a> {
     done: bool,
     ctx_version: u8,
     ptrsize: u8,
+    truncation: Option<Truncation>,
 }
 
 impl<'a> Buffers<'a> {
     /// Offset of the next buffer.
     pub fn offset(&self) -> usize {
         self.pos
+    }
+
+    /// Where the file is cut, once the scan has reached the cut: inside a buffer header, or
+    /// inside a buffer's events (the buffer was yielded with its complete part). `None` for a
+    /// file that ends at a buffer boundary.
+    pub fn truncation(&self) -> Option<Truncation> {
+        self.truncation.clone()
     }
 }
 
@@ -181,6 +241,7 @@ impl<'a> Iterator for Buffers<'a> {
             Err(e) => {
                 if e.is_truncation() {
                     self.done = true;
+                    self.truncation = Some(header_cut(self.index, self.pos as u64, rest.len()));
                 } else {
                     // resync at the next buffer magic
                     let magic = BUF_ID.to_le_bytes();
@@ -194,7 +255,7 @@ impl<'a> Iterator for Buffers<'a> {
                         None => self.done = true,
                     }
                 }
-                return Some(Err(e));
+                return Some(Err(e.at(self.index as u64, None)));
             }
         };
         let start = self.pos + BUF_HEADER_SIZE;
@@ -215,6 +276,7 @@ impl<'a> Iterator for Buffers<'a> {
         self.pos = end;
         if truncated {
             self.done = true;
+            self.truncation = buf.truncation();
         }
         Some(Ok(buf))
     }
