@@ -49,6 +49,11 @@ impl OwnedBuffer {
         )
     }
 
+    /// Offset just past the buffer's data (where the next buffer starts, or the stream ends).
+    pub fn end(&self) -> u64 {
+        self.offset + (BUF_HEADER_SIZE + self.data.len()) as u64
+    }
+
     /// The cut, when the stream ended before the buffer's `header.len` bytes.
     pub fn truncation(&self) -> Option<Truncation> {
         self.truncated
