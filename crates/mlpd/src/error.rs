@@ -93,7 +93,14 @@ impl fmt::Display for Error {
             (Some(b), None) => write!(f, "buffer #{b} at offset {:#x}: ", self.offset)?,
             _ => write!(f, "offset {:#x}: ", self.offset)?,
         }
-        match &self.kind {
+        self.kind.fmt(f)
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    /// What went wrong, without the position.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             ErrorKind::BadMagic(m) => write!(f, "bad file magic {m:#010x} (expected 0x4d505a01)"),
             ErrorKind::BadBufferMagic(m) => {
                 write!(f, "bad buffer magic {m:#010x} (expected 0x4d504c01)")
@@ -105,8 +112,8 @@ impl fmt::Display for Error {
             ErrorKind::UnknownEvent { byte, version } => write!(
                 f,
                 "unknown event byte {byte:#04x} (type {}, exinfo {:#04x}) for data version {version}; rest of buffer skipped",
-                byte & 0xf,
-                byte & 0xf0
+                byte & crate::raw::TYPE_MASK,
+                byte & crate::raw::EXINFO_MASK
             ),
             ErrorKind::BadValue(what, v) => write!(f, "bad {what}: {v}"),
             ErrorKind::UnsupportedVersion(v) => {

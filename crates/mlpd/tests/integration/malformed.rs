@@ -3,6 +3,7 @@
 
 use profkit_mlpd::report::{self, Options};
 use profkit_mlpd::stream::StreamReader;
+use profkit_mlpd::validate::validate;
 use profkit_mlpd::write::Writer;
 use profkit_mlpd::{ErrorKind, EventKind, File, Header};
 
@@ -385,6 +386,24 @@ fn every_cut_past_the_header_is_a_truncation() {
             let mut stream = StreamReader::new(d).expect("header");
             while stream.next_buffer(Vec::new()).is_some() {}
             assert_eq!(stream.truncation(), t, "{} cut at {cut}", path.display());
+            // validate reports it as `truncated` (at the incomplete event's start)
+            let v = validate(&f);
+            let cuts: Vec<_> = v
+                .findings
+                .iter()
+                .filter(|x| x.code == "truncated")
+                .collect();
+            assert_eq!(
+                cuts.len(),
+                usize::from(!boundary),
+                "{} cut at {cut}",
+                path.display()
+            );
+            assert_eq!(v.truncation.is_some(), !boundary);
+            if let (Some(vt), Some(t)) = (&v.truncation, &t) {
+                assert!(vt.offset <= t.offset && vt.offset >= file.header.size as u64);
+                assert_eq!(vt.record, Some(v.records));
+            }
             if let Some(t) = t {
                 assert!(t.offset <= cut as u64);
                 if event_ends.contains(&(cut as u64)) && !boundary {
