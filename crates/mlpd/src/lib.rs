@@ -39,6 +39,7 @@ pub mod raw;
 pub mod read;
 pub mod report;
 pub mod stream;
+pub mod summary;
 pub mod validate;
 pub mod write;
 

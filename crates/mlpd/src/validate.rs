@@ -259,14 +259,14 @@ impl Validator {
         let mut last = b.header.time_base;
         // where the next event starts
         let mut next = b.offset + BUF_HEADER_SIZE as u64;
-        let mut cut_inside: Option<(u64, ErrorKind)> = None;
+        let mut incomplete = None;
         let mut evs = b.events();
         while let Some(ev) = evs.next() {
             let rec = self.events;
             let e = match ev {
                 Ok(e) => e,
                 Err(e) if e.is_truncation() => {
-                    cut_inside = Some((e.event.unwrap_or(0), e.kind));
+                    incomplete = Some(e);
                     break;
                 }
                 Err(e) => {
@@ -303,13 +303,7 @@ impl Validator {
             last = e.time;
             self.event(tid, e.offset, rec, &e.kind);
         }
-        let mut t = b.truncation()?;
-        t.record = Some(self.events);
-        if let Some((event, kind)) = cut_inside {
-            t.offset = next;
-            t.reason = format!("{}; event #{event} is incomplete ({kind})", t.reason);
-        }
-        Some(t)
+        b.cut_at(next, self.events, incomplete.as_ref())
     }
 
     fn event(&mut self, tid: u64, off: u64, rec: u64, kind: &EventKind<'_>) {

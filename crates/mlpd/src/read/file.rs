@@ -184,6 +184,29 @@ impl<'a> Buffer<'a> {
         self.truncated
             .then(|| buffer_cut(self.index, self.offset, self.header.len, self.data.len()))
     }
+
+    /// The cut as a scan of the events in file order sees it: `next` is where the first event
+    /// not decoded starts, `record` its index in the file, and `incomplete` the error that
+    /// ended the buffer inside that event, if one did.
+    pub(crate) fn cut_at(
+        &self,
+        next: u64,
+        record: u64,
+        incomplete: Option<&Error>,
+    ) -> Option<Truncation> {
+        let mut t = self.truncation()?;
+        t.record = Some(record);
+        if let Some(e) = incomplete {
+            t.offset = next;
+            t.reason = format!(
+                "{}; event #{} is incomplete ({})",
+                t.reason,
+                e.event.unwrap_or(0),
+                e.kind
+            );
+        }
+        Some(t)
+    }
 }
 
 /// Iterator over the buffers of a file. A bad buffer magic is reported and the scan resumes
