@@ -32,6 +32,7 @@
 //! ```
 
 pub mod cursor;
+pub mod dump;
 pub mod error;
 pub mod header;
 pub mod open;
