@@ -6,7 +6,7 @@
 //! are validated when the event is decoded and iterated lazily, without allocation.
 //!
 //! # Layout
-//! * [`file`]: [`File`] (the header and the bytes) and the buffer scan, [`Buffers`] →
+//! * [`file`](mod@file): [`File`] (the header and the bytes) and the buffer scan, [`Buffers`] →
 //!   [`Buffer`] with its [`BufferHeader`]; a bad buffer magic resyncs at the next `BUF_ID`, a
 //!   cut-off buffer ends the scan.
 //! * [`events`]: the event decoder, [`Events`] → [`Event`] / [`EventKind`]; the fast paths for
