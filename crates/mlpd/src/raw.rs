@@ -276,6 +276,11 @@ pub const COUNTER_STRING: u64 = 6;
 pub const COUNTER_TIME_INTERVAL: u64 = 7;
 /// Counter section with its own name (PERFCOUNTERS).
 pub const COUNTER_SECTION_PERFCOUNTERS: u64 = 1 << 15;
+/// Counter unit TIME (values in 100 ns ticks).
+pub const COUNTER_UNIT_TIME: u64 = 2 << 24;
+
+/// Root type flag (v3-14 HEAP_ROOT): the root pins its object (`MONO_PROFILE_GC_ROOT_PINNING`).
+pub const GC_ROOT_PINNING: u64 = 1 << 8;
 
 /// log.h's name (without `TYPE_`) of an event byte's extended info in data version `v`
 /// (`"ENTER"` for `0x23`), or `None` when `v` does not define the byte. Before v14 a monitor

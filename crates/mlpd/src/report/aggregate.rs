@@ -382,7 +382,7 @@ pub(super) fn finish(
             Some(Counter {
                 section: *section,
                 name: n.to_string(),
-                value: if *unit == 2 << 24 {
+                value: if *unit == COUNTER_UNIT_TIME {
                     // TIME unit: 100 ns ticks, shown in ms
                     v.parse::<i64>()
                         .map(|x| format!("{:.3}ms", x as f64 / 10_000.0))

@@ -433,7 +433,7 @@ impl RawShot {
             if let Some((c, _)) = objs.get(&o) {
                 let e = self.root_refs.entry(*c).or_default();
                 e.0 += 1;
-                if ty & 0x100 != 0 {
+                if ty & GC_ROOT_PINNING != 0 {
                     e.1 += 1;
                 }
             }
