@@ -209,6 +209,16 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// This cursor (at its position) limited to the bytes before `end`'s position: the bytes
+    /// of a list validated by reading it with a copy of the cursor.
+    #[inline]
+    pub(crate) fn up_to(self, end: &Cursor<'a>) -> Cursor<'a> {
+        Cursor {
+            data: self.data.get(..end.pos).unwrap_or(&[]),
+            ..self
+        }
+    }
+
     /// A count that must not exceed the bytes left (each item takes at least `min_item` bytes).
     #[inline]
     pub fn count(&mut self, what: &'static str, min_item: usize) -> Result<u64> {

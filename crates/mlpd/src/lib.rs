@@ -9,8 +9,16 @@
 //! use a running cursor shared with backtraces; objects are `(addr >> 3) - obj_base`.
 //!
 //! # API layout
-//! * [`read`]: [`File`] → [`Buffers`] → [`Buffer::events`] → [`Event`] (borrowed, lazy lists).
-//! * [`write`]: [`write::Writer`] encodes any data version.
+//! * [`raw`]: on-disk constants with log.h's names (`TYPE_METHOD | TYPE_ENTER`, or
+//!   `raw::event::METHOD_ENTER` in patterns) and the per-version table of defined events.
+//! * [`read`]: [`File`] → [`Buffers`] → [`Buffer::events`] → [`Event`] (borrowed, lazy lists);
+//!   a file cut inside a buffer is a [`Truncation`](profkit_common::Truncation)
+//!   ([`Buffers::truncation`]); errors name their offset, buffer and event ([`Error`]).
+//! * [`write`](mod@write): [`write::Writer`] encodes any data version.
+//! * [`validate`]: spec violations and producer quirks as [`profkit_common::Validation`], with
+//!   stable codes ([`validate::codes::ALL`]).
+//! * [`summary`]: what `profkit info` shows, as a [`profkit_common::Summary`].
+//! * [`dump`]: the text and NDJSON lines of `profkit dump`.
 //! * [`report`]: mprof-report's sections, decoded in parallel (per buffer, calls stitched
 //!   across buffers), from a slice or a stream; text and JSON.
 //! * [`open`]: gzip detection and decompression.
@@ -32,14 +40,16 @@
 //! ```
 
 pub mod cursor;
+pub mod dump;
 pub mod error;
-pub mod fxhash;
 pub mod header;
 pub mod open;
 pub mod raw;
 pub mod read;
 pub mod report;
 pub mod stream;
+pub mod summary;
+pub mod validate;
 pub mod write;
 
 pub use error::{Error, ErrorKind, Result};

@@ -4,13 +4,18 @@
 //!
 //! [`StreamReader`] mirrors [`crate::File::buffers`]: a bad buffer magic is reported and the
 //! scan resumes at the next `BUF_ID`; a buffer cut off by the end of the stream is yielded
-//! marked truncated and ends the scan. Offsets in errors are offsets in the decompressed stream.
+//! marked truncated and ends the scan, and [`StreamReader::truncation`] says where (as
+//! [`crate::read::Buffers::truncation`] does). Offsets in errors are offsets in the
+//! decompressed stream.
 
 use std::io::{self, Read};
+
+use profkit_common::Truncation;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::header::Header;
 use crate::raw::{BUF_HEADER_SIZE, BUF_ID};
+use crate::read::file::{buffer_cut, header_cut};
 use crate::read::{Buffer, BufferHeader};
 
 /// Header strings longer than this are refused (Mono writes a few dozen bytes).
@@ -42,6 +47,17 @@ impl OwnedBuffer {
             &self.data,
             self.truncated,
         )
+    }
+
+    /// Offset just past the buffer's data (where the next buffer starts, or the stream ends).
+    pub fn end(&self) -> u64 {
+        self.offset + (BUF_HEADER_SIZE + self.data.len()) as u64
+    }
+
+    /// The cut, when the stream ended before the buffer's `header.len` bytes.
+    pub fn truncation(&self) -> Option<Truncation> {
+        self.truncated
+            .then(|| buffer_cut(self.index, self.offset, self.header.len, self.data.len()))
     }
 }
 
@@ -75,6 +91,7 @@ pub struct StreamReader<R> {
     pos: u64,
     index: usize,
     done: bool,
+    truncation: Option<Truncation>,
 }
 
 fn io_error(pos: u64, e: &io::Error) -> Error {
@@ -134,6 +151,7 @@ impl<R: Read> StreamReader<R> {
             header,
             index: 0,
             done: false,
+            truncation: None,
         })
     }
 
@@ -154,6 +172,12 @@ impl<R: Read> StreamReader<R> {
         &self.header
     }
 
+    /// Where the stream is cut, once the reader has reached the cut (inside a buffer header,
+    /// or inside a buffer's events); `None` for a stream that ends at a buffer boundary.
+    pub fn truncation(&self) -> Option<Truncation> {
+        self.truncation.clone()
+    }
+
     /// The next buffer, read into `data` (a recycled allocation; its content is replaced).
     pub fn next_buffer(&mut self, mut data: Vec<u8>) -> Option<Result<OwnedBuffer>> {
         if self.done {
@@ -164,7 +188,7 @@ impl<R: Read> StreamReader<R> {
             Ok(n) => n,
             Err(e) => {
                 self.done = true;
-                return Some(Err(io_error(self.pos, &e)));
+                return Some(Err(io_error(self.pos, &e).at(self.index as u64, None)));
             }
         };
         if got == 0 {
@@ -180,7 +204,8 @@ impl<R: Read> StreamReader<R> {
         };
         let id = word(0) as u32;
         if got >= 4 && id != BUF_ID {
-            let err = Error::new(self.pos, ErrorKind::BadBufferMagic(id));
+            let err =
+                Error::new(self.pos, ErrorKind::BadBufferMagic(id)).at(self.index as u64, None);
             self.resync(raw.get(..got).unwrap_or(&[]));
             return Some(Err(err));
         }
@@ -191,10 +216,12 @@ impl<R: Read> StreamReader<R> {
                 .rfind(|&b| b <= got)
                 .unwrap_or(0);
             self.done = true;
+            self.truncation = Some(header_cut(self.index, self.pos, got));
             return Some(Err(Error::new(
                 self.pos + field as u64,
                 ErrorKind::Truncated("buffer header"),
-            )));
+            )
+            .at(self.index as u64, None)));
         }
         let header = BufferHeader {
             len: (word(0) >> 32) as u32,
@@ -211,7 +238,8 @@ impl<R: Read> StreamReader<R> {
             return Some(Err(io_error(
                 self.pos + BUF_HEADER_SIZE as u64 + data.len() as u64,
                 &e,
-            )));
+            )
+            .at(self.index as u64, None)));
         }
         let truncated = (data.len() as u64) < want;
         let buf = OwnedBuffer {
@@ -225,6 +253,7 @@ impl<R: Read> StreamReader<R> {
         self.pos += BUF_HEADER_SIZE as u64 + buf.data.len() as u64;
         if truncated {
             self.done = true;
+            self.truncation = buf.truncation();
         }
         Some(Ok(buf))
     }

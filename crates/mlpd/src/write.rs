@@ -150,7 +150,14 @@ impl BufferWriter<'_> {
 
     /// ALLOC (class before v15, vtable from v15).
     pub fn alloc(&mut self, t: u64, class: u64, obj: u64, size: u64, bt: Option<&[u64]>) {
-        self.byte(if bt.is_some() { ALLOC_BT } else { 0 });
+        self.byte(
+            TYPE_ALLOC
+                | if bt.is_some() {
+                    TYPE_ALLOC_BT
+                } else {
+                    TYPE_ALLOC_NO_BT
+                },
+        );
         self.time(t);
         self.ptr(class);
         self.obj(obj);
@@ -161,20 +168,20 @@ impl BufferWriter<'_> {
     }
     /// GC EVENT.
     pub fn gc_event(&mut self, t: u64, event: u64, generation: u64) {
-        self.byte(GC_EVENT | 1);
+        self.byte(TYPE_GC | TYPE_GC_EVENT);
         self.time(t);
         self.small(event, 13, 255);
         self.small(generation, 13, 255);
     }
     /// GC RESIZE.
     pub fn gc_resize(&mut self, t: u64, heap_size: u64) {
-        self.byte(GC_RESIZE | 1);
+        self.byte(TYPE_GC | TYPE_GC_RESIZE);
         self.time(t);
         self.u(heap_size);
     }
     /// GC MOVE: (old, new) pairs flattened.
     pub fn gc_move(&mut self, t: u64, objects: &[u64]) {
-        self.byte(GC_MOVE | 1);
+        self.byte(TYPE_GC | TYPE_GC_MOVE);
         self.time(t);
         self.u(objects.len() as u64);
         for &o in objects {
@@ -191,11 +198,12 @@ impl BufferWriter<'_> {
         bt: Option<&[u64]>,
     ) {
         self.byte(
-            if bt.is_some() {
-                GC_HANDLE_CREATED_BT
-            } else {
-                GC_HANDLE_CREATED
-            } | 1,
+            TYPE_GC
+                | if bt.is_some() {
+                    TYPE_GC_HANDLE_CREATED_BT
+                } else {
+                    TYPE_GC_HANDLE_CREATED
+                },
         );
         self.time(t);
         self.u(htype);
@@ -208,11 +216,12 @@ impl BufferWriter<'_> {
     /// GC handle destroyed.
     pub fn gc_handle_destroyed(&mut self, t: u64, htype: u64, handle: u64, bt: Option<&[u64]>) {
         self.byte(
-            if bt.is_some() {
-                GC_HANDLE_DESTROYED_BT
-            } else {
-                GC_HANDLE_DESTROYED
-            } | 1,
+            TYPE_GC
+                | if bt.is_some() {
+                    TYPE_GC_HANDLE_DESTROYED_BT
+                } else {
+                    TYPE_GC_HANDLE_DESTROYED
+                },
         );
         self.time(t);
         self.u(htype);
@@ -224,21 +233,21 @@ impl BufferWriter<'_> {
     /// GC finalize events (v13+): `exinfo` one of FINALIZE_START/END (obj ignored) or
     /// FINALIZE_OBJECT_START/END.
     pub fn gc_finalize(&mut self, t: u64, exinfo: u8, obj: u64) {
-        self.byte(exinfo | 1);
+        self.byte(TYPE_GC | exinfo);
         self.time(t);
-        if exinfo >= GC_FINALIZE_OBJECT_START {
+        if exinfo >= TYPE_GC_FINALIZE_OBJECT_START {
             self.obj(obj);
         }
     }
     /// METADATA (fields as the version's layout needs).
     pub fn metadata(&mut self, t: u64, m: &Metadata<'_>) {
         let ex = match m.action {
-            MetaAction::Name => METADATA_NAME,
-            MetaAction::Load => METADATA_END_LOAD,
-            MetaAction::Unload => METADATA_END_UNLOAD,
+            MetaAction::Name => TYPE_METADATA_NAME,
+            MetaAction::Load => TYPE_END_LOAD,
+            MetaAction::Unload => TYPE_END_UNLOAD,
         };
         let old = self.version < 13;
-        self.byte(ex | 2);
+        self.byte(TYPE_METADATA | ex);
         self.time(t);
         self.byte(m.mtype);
         self.ptr(m.ptr);
@@ -290,25 +299,25 @@ impl BufferWriter<'_> {
     }
     /// METHOD ENTER.
     pub fn enter(&mut self, t: u64, method: u64) {
-        self.byte(METHOD_ENTER | 3);
+        self.byte(TYPE_METHOD | TYPE_ENTER);
         self.time(t);
         self.method(method);
     }
     /// METHOD LEAVE.
     pub fn leave(&mut self, t: u64, method: u64) {
-        self.byte(METHOD_LEAVE | 3);
+        self.byte(TYPE_METHOD | TYPE_LEAVE);
         self.time(t);
         self.method(method);
     }
     /// METHOD EXC_LEAVE.
     pub fn exc_leave(&mut self, t: u64, method: u64) {
-        self.byte(METHOD_EXC_LEAVE | 3);
+        self.byte(TYPE_METHOD | TYPE_EXC_LEAVE);
         self.time(t);
         self.method(method);
     }
     /// METHOD JIT.
     pub fn jit(&mut self, t: u64, method: u64, code: u64, size: u64, name: &[u8]) {
-        self.byte(METHOD_JIT | 3);
+        self.byte(TYPE_METHOD | TYPE_JIT);
         self.time(t);
         self.method(method);
         self.ptr(code);
@@ -317,7 +326,14 @@ impl BufferWriter<'_> {
     }
     /// EXCEPTION THROW.
     pub fn throw(&mut self, t: u64, obj: u64, bt: Option<&[u64]>) {
-        self.byte(if bt.is_some() { EXCEPTION_BT } else { 0 } | 4);
+        self.byte(
+            TYPE_EXCEPTION
+                | if bt.is_some() {
+                    TYPE_THROW_BT
+                } else {
+                    TYPE_THROW_NO_BT
+                },
+        );
         self.time(t);
         self.obj(obj);
         if let Some(f) = bt {
@@ -326,7 +342,7 @@ impl BufferWriter<'_> {
     }
     /// EXCEPTION CLAUSE (`obj` written in v14+).
     pub fn clause(&mut self, t: u64, clause_type: u64, index: u64, method: u64, obj: u64) {
-        self.byte(EXCEPTION_CLAUSE | 4);
+        self.byte(TYPE_EXCEPTION | TYPE_CLAUSE);
         self.time(t);
         self.small(clause_type, 13, 255);
         self.u(index);
@@ -337,13 +353,18 @@ impl BufferWriter<'_> {
     }
     /// MONITOR (1 contention, 2 done, 3 fail).
     pub fn monitor(&mut self, t: u64, event: u8, obj: u64, bt: Option<&[u64]>) {
-        let btf = if bt.is_some() { MONITOR_BT } else { 0 };
+        let btf = if bt.is_some() {
+            TYPE_MONITOR_BT
+        } else {
+            TYPE_MONITOR_NO_BT
+        };
         if self.version >= 14 {
-            self.byte(btf | 5);
+            self.byte(TYPE_MONITOR | btf);
             self.time(t);
             self.byte(event);
         } else {
-            self.byte(btf | ((event & 7) << 4) | 5);
+            // before v14 the event is in bits 4-6
+            self.byte(TYPE_MONITOR | btf | ((event & 7) << 4));
             self.time(t);
         }
         self.obj(obj);
@@ -353,7 +374,7 @@ impl BufferWriter<'_> {
     }
     /// HEAP START / END.
     pub fn heap_mark(&mut self, t: u64, end: bool) {
-        self.byte(if end { HEAP_END } else { HEAP_START } | 6);
+        self.byte(TYPE_HEAP | if end { TYPE_HEAP_END } else { TYPE_HEAP_START });
         self.time(t);
     }
     /// HEAP OBJECT; `refs` are (offset, object) with absolute offsets.
@@ -366,7 +387,7 @@ impl BufferWriter<'_> {
         generation: u8,
         refs: &[(u64, u64)],
     ) {
-        self.byte(HEAP_OBJECT | 6);
+        self.byte(TYPE_HEAP | TYPE_HEAP_OBJECT);
         if self.version >= 13 {
             self.time(t);
         }
@@ -388,7 +409,7 @@ impl BufferWriter<'_> {
     }
     /// HEAP ROOT.
     pub fn heap_roots(&mut self, t: u64, num_major_gcs: u64, roots: &[Root]) {
-        self.byte(HEAP_ROOT | 6);
+        self.byte(TYPE_HEAP | TYPE_HEAP_ROOT);
         if self.version >= 13 {
             self.time(t);
         }
@@ -417,7 +438,7 @@ impl BufferWriter<'_> {
         key: u64,
         name: &[u8],
     ) {
-        self.byte(HEAP_ROOT_REGISTER | 6);
+        self.byte(TYPE_HEAP | TYPE_HEAP_ROOT_REGISTER);
         self.time(t);
         self.ptr(start);
         self.u(size);
@@ -427,7 +448,7 @@ impl BufferWriter<'_> {
     }
     /// HEAP ROOT_UNREGISTER (v15+).
     pub fn root_unregister(&mut self, t: u64, start: u64) {
-        self.byte(HEAP_ROOT_UNREGISTER | 6);
+        self.byte(TYPE_HEAP | TYPE_HEAP_ROOT_UNREGISTER);
         self.time(t);
         self.ptr(start);
     }
@@ -441,7 +462,7 @@ impl BufferWriter<'_> {
         ips: &[u64],
         frames: &[u64],
     ) {
-        self.byte(SAMPLE_HIT | 7);
+        self.byte(TYPE_SAMPLE | TYPE_SAMPLE_HIT);
         let v = self.version;
         if v >= 13 {
             self.time(t);
@@ -472,7 +493,7 @@ impl BufferWriter<'_> {
     }
     /// SAMPLE USYM.
     pub fn usym(&mut self, t: u64, addr: u64, size: u64, name: &[u8]) {
-        self.byte(SAMPLE_USYM | 7);
+        self.byte(TYPE_SAMPLE | TYPE_SAMPLE_USYM);
         if self.version >= 13 {
             self.time(t);
         }
@@ -482,7 +503,7 @@ impl BufferWriter<'_> {
     }
     /// SAMPLE UBIN (v4-15).
     pub fn ubin(&mut self, t: u64, addr: u64, file_offset: u64, size: u64, name: &[u8]) {
-        self.byte(SAMPLE_UBIN | 7);
+        self.byte(TYPE_SAMPLE | TYPE_SAMPLE_UBIN);
         self.time(t);
         if self.version >= 14 {
             self.ptr(addr);
@@ -495,7 +516,7 @@ impl BufferWriter<'_> {
     }
     /// SAMPLE COUNTERS_DESC (v5+).
     pub fn counters_desc(&mut self, t: u64, descs: &[CounterDesc<'_>]) {
-        self.byte(SAMPLE_COUNTERS_DESC | 7);
+        self.byte(TYPE_SAMPLE | TYPE_SAMPLE_COUNTERS_DESC);
         if self.version >= 13 {
             self.time(t);
         }
@@ -514,7 +535,7 @@ impl BufferWriter<'_> {
     }
     /// SAMPLE COUNTERS (v5+; `timestamp` in ms before v13).
     pub fn counters(&mut self, t: u64, timestamp: u64, values: &[(u64, u64, CounterValue<'_>)]) {
-        self.byte(SAMPLE_COUNTERS | 7);
+        self.byte(TYPE_SAMPLE | TYPE_SAMPLE_COUNTERS);
         if self.version >= 13 {
             self.time(t);
         } else {
@@ -540,7 +561,7 @@ impl BufferWriter<'_> {
     }
     /// RUNTIME JITHELPER (v8+; `htype` in v14+ numbering, 5 = SPECIFIC_TRAMPOLINE has a name).
     pub fn jit_helper(&mut self, t: u64, htype: u64, addr: u64, size: u64, name: &[u8]) {
-        self.byte(RUNTIME_JITHELPER | 8);
+        self.byte(TYPE_RUNTIME | TYPE_JITHELPER);
         self.time(t);
         let raw = if self.version < 14 { htype + 1 } else { htype };
         self.small(raw, 13, 255);
@@ -552,13 +573,13 @@ impl BufferWriter<'_> {
     }
     /// META SYNC_POINT (v13+).
     pub fn sync_point(&mut self, t: u64, kind: u8) {
-        self.byte(META_SYNC_POINT | 10);
+        self.byte(TYPE_META | TYPE_SYNC_POINT);
         self.time(t);
         self.byte(kind);
     }
     /// META AOT_ID (v16+).
     pub fn aot_id(&mut self, t: u64, id: &[u8]) {
-        self.byte(META_AOT_ID | 10);
+        self.byte(TYPE_META | TYPE_AOT_ID);
         self.time(t);
         self.z(id);
     }

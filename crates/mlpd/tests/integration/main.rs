@@ -1,5 +1,6 @@
 //! profkit-mlpd's integration tests (one binary): parity with mprof-report's committed outputs,
-//! round trips through the writer for every data version, and malformed input.
+//! round trips through the writer for every data version, malformed input, and what validate,
+//! summary and dump make of the fixtures.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -7,6 +8,7 @@
     clippy::indexing_slicing
 )]
 
+mod commands;
 mod malformed;
 mod options;
 mod parity;
