@@ -60,8 +60,9 @@ pub struct Error {
 }
 
 impl Error {
+    /// An error at `offset`, in no buffer or event yet.
     #[cold]
-    pub(crate) fn new(offset: u64, kind: ErrorKind) -> Self {
+    pub fn new(offset: u64, kind: ErrorKind) -> Self {
         Error {
             offset,
             buffer: None,

@@ -1,5 +1,6 @@
 //! Mono log profiler files (`.mlpd`): read every header major (0-3) and data version (1-17),
-//! write any data version, and compute mprof-report's sections (with its bugs fixed).
+//! write any data version, validate, summarize and dump (mprof-report's sections are
+//! computed by profkit-model's `mono_report`, on the model's buffer-parallel replay).
 //!
 //! # The format in five lines
 //! A file is a header (layout by major version) then buffers; each buffer is a 48-byte header
@@ -19,8 +20,6 @@
 //!   stable codes ([`validate::codes::ALL`]).
 //! * [`summary`]: what `profkit info` shows, as a [`profkit_common::Summary`].
 //! * [`dump`]: the text and NDJSON lines of `profkit dump`.
-//! * [`report`]: mprof-report's sections, decoded in parallel (per buffer, calls stitched
-//!   across buffers), from a slice or a stream; text and JSON.
 //! * [`open`]: gzip detection and decompression.
 //! * [`stream`]: [`stream::StreamReader`] reads a file (e.g. a gzip stream) one buffer at a time.
 //!
@@ -46,7 +45,6 @@ pub mod header;
 pub mod open;
 pub mod raw;
 pub mod read;
-pub mod report;
 pub mod stream;
 pub mod summary;
 pub mod validate;

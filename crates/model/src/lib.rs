@@ -23,6 +23,7 @@
 //! * [`source`]: [`source::Source`], an opened input of any format, the one dispatch to the
 //!   drivers.
 //! * [`llvm_stack`]: `llvm-xray stack` reproduced.
+//! * [`mono_report`]: mprof-report's sections of a Mono log profiler file.
 //!
 //! ```
 //! use profkit_model::{CallKind, FuncId, SpanBuilder, MismatchPolicy, account::Accounting};
@@ -45,6 +46,7 @@ pub mod feed;
 pub mod func;
 pub mod llvm;
 pub mod llvm_stack;
+pub mod mono_report;
 pub mod replay;
 pub mod source;
 pub mod span;

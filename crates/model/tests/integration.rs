@@ -524,3 +524,5 @@ proptest! {
 mod codemap;
 #[path = "integration/feed.rs"]
 mod feed;
+#[path = "integration/mono_report/mod.rs"]
+mod mono_report;

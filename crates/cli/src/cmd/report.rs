@@ -6,7 +6,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Result};
-use profkit_mlpd::report::{self, AllocSort, Find, MethodSort, Options, SECTIONS};
+use profkit_model::mono_report::{self as report, AllocSort, Find, MethodSort, Options, SECTIONS};
 
 use crate::cli::ReportArgs;
 use crate::detect::{detect, Format};

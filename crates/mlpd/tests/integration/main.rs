@@ -10,11 +10,7 @@
 
 mod commands;
 mod malformed;
-mod options;
-mod parity;
 mod roundtrip;
-mod stream;
-mod traces;
 
 use std::path::PathBuf;
 

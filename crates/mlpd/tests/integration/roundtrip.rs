@@ -465,25 +465,6 @@ fn four_byte_pointers_are_masked() {
     assert_eq!(m, vec![0x8000_0000, 0x7fff_fff0]);
 }
 
-/// The synthetic report on an old version: late binding works for classes too.
-#[test]
-fn report_on_every_version() {
-    for v in VERSIONS {
-        let bytes = everything(v);
-        let f = File::parse(&bytes).expect("header");
-        let r = profkit_mlpd::report::compute(&f, &profkit_mlpd::report::Options::default());
-        assert!(r.problems.is_empty(), "v{v}: {:?}", r.problems);
-        assert_eq!(r.alloc.len(), 1, "v{v}: {:?}", r.alloc);
-        assert_eq!(r.alloc[0], ("System.String".to_string(), 56, 2), "v{v}");
-        assert_eq!(r.exceptions.0, 2);
-        assert_eq!(r.monitor_totals, (1, 1, 1), "v{v}");
-        let g = r.calls.iter().find(|(n, _)| n == "A:G ()").expect("A:G");
-        assert_eq!((g.1.calls, g.1.total_ns), (1, 10));
-        let fcall = r.calls.iter().find(|(n, _)| n == "A:F ()").expect("A:F");
-        assert_eq!((fcall.1.total_ns, fcall.1.self_ns), (30, 20));
-    }
-}
-
 #[derive(Clone, Copy, Debug)]
 enum Op {
     Enter(u64, u64),
@@ -538,7 +519,7 @@ proptest! {
 #[test]
 fn synthetic_fixtures_are_current() {
     let dir = super::fixtures().join("synthetic");
-    let bless = std::env::var_os("PROFKIT_BLESS").is_some();
+    let bless = profkit_testkit::blessing();
     if bless {
         std::fs::create_dir_all(&dir).expect("mkdir");
     }

@@ -36,9 +36,9 @@ mod worker;
 
 use std::io::Read;
 
-use crate::error::Result;
-use crate::read::File;
-use crate::stream::StreamReader;
+use profkit_mlpd::read::File;
+use profkit_mlpd::stream::StreamReader;
+use profkit_mlpd::Result;
 
 pub use aggregate::{Counter, HeapShot, MethodStats, Report, ReportTraces, Trace, TrackEvent};
 pub use json::to_json;

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::aggregate::{section_name, Counter, Report, Trace, TrackEvent, HANDLE_NAMES};
-use crate::raw::*;
+use profkit_mlpd::raw::*;
 
 fn ptr(p: u64) -> String {
     if p == 0 {

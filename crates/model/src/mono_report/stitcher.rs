@@ -12,9 +12,9 @@ use rustc_hash::FxHashMap as FxMap;
 use super::calls::CallStitcher;
 use super::worker::{Bt, Item, Piece, Span, Target, TrackRec, Value};
 use super::Options;
-use crate::error::Error;
-use crate::raw::*;
-use crate::read::ClassRef;
+use profkit_mlpd::raw::*;
+use profkit_mlpd::read::ClassRef;
+use profkit_mlpd::Error;
 
 /// One thread's state in the stitcher (besides its call stack).
 #[derive(Debug, Default)]
@@ -445,10 +445,10 @@ impl RawShot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::worker::{Agg, Worker};
-    use crate::report::MethodStats;
-    use crate::write::{BufferWriter, Writer};
-    use crate::{File, Header};
+    use crate::mono_report::worker::{Agg, Worker};
+    use crate::mono_report::MethodStats;
+    use profkit_mlpd::write::{BufferWriter, Writer};
+    use profkit_mlpd::{File, Header};
 
     const MAIN: u64 = 0x5000;
     const FIB: u64 = 0x5008;
@@ -669,7 +669,7 @@ mod tests {
         let mut st = Stitcher::new(&Options::default());
         for off in [10, 5] {
             st.apply(Piece {
-                problem: Some(Error::new(off, crate::ErrorKind::BadBufferMagic(0))),
+                problem: Some(Error::new(off, profkit_mlpd::ErrorKind::BadBufferMagic(0))),
                 ..Piece::default()
             });
         }

@@ -19,10 +19,10 @@ use std::sync::Mutex;
 use super::stitcher::Stitcher;
 use super::worker::{Agg, Piece, Worker};
 use super::Options;
-use crate::error::Error;
-use crate::header::Header;
-use crate::read::Buffer;
-use crate::stream::OwnedBuffer;
+use profkit_mlpd::read::Buffer;
+use profkit_mlpd::stream::OwnedBuffer;
+use profkit_mlpd::Error;
+use profkit_mlpd::Header;
 
 /// Jobs in flight (bounds memory; more than the workers, so none waits for work).
 pub(crate) const TOKENS: usize = 16;
@@ -227,9 +227,9 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::read::File;
-    use crate::report::{compute, to_json, write_text, SECTIONS};
-    use crate::write::Writer;
+    use crate::mono_report::{compute, to_json, write_text, SECTIONS};
+    use profkit_mlpd::read::File;
+    use profkit_mlpd::write::Writer;
 
     /// Many more jobs than tokens, decoded at uneven speeds: applied in source order, never more
     /// than `tokens` in flight, every allocation recycled through the source.
@@ -280,7 +280,7 @@ mod tests {
         }
     }
 
-    fn text(r: &crate::report::Report) -> String {
+    fn text(r: &crate::mono_report::Report) -> String {
         let mut v = Vec::new();
         write_text(&mut v, r, &SECTIONS, true).unwrap();
         String::from_utf8(v).unwrap()
@@ -290,11 +290,11 @@ mod tests {
     /// them: the parallel pass gives the sequential pass's report, problems in file order.
     #[test]
     fn parallel_and_sequential_passes_agree() {
-        let mut w = Writer::new(crate::Header {
+        let mut w = Writer::new(profkit_mlpd::Header {
             major: 3,
             data_version: 17,
             ptrsize: 8,
-            ..crate::Header::default()
+            ..profkit_mlpd::Header::default()
         });
         let mut t = 1000u64;
         for i in 0..200u64 {
@@ -339,11 +339,11 @@ mod tests {
     /// recycled); the time window starts at the first buffer of any thread.
     #[test]
     fn the_thread_filter_and_the_window_apply_at_the_source() {
-        let mut w = Writer::new(crate::Header {
+        let mut w = Writer::new(profkit_mlpd::Header {
             major: 3,
             data_version: 17,
             ptrsize: 8,
-            ..crate::Header::default()
+            ..profkit_mlpd::Header::default()
         });
         for (thread, base) in [(1u64, 1000u64), (2, 1100), (1, 1200)] {
             let mut b = w.buffer(thread, base);

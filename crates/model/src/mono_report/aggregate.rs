@@ -10,10 +10,10 @@ use profkit_common::Truncation;
 use super::stitcher::{Stitcher, Traces, Tracked};
 use super::worker::{Agg, Target};
 use super::{AllocSort, MethodSort, Options};
-use crate::error::Error;
-use crate::header::Header;
-use crate::raw::*;
-use crate::read::ClassRef;
+use profkit_mlpd::raw::*;
+use profkit_mlpd::read::ClassRef;
+use profkit_mlpd::Error;
+use profkit_mlpd::Header;
 
 /// Per-method call statistics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

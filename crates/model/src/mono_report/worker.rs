@@ -11,9 +11,9 @@ use rustc_hash::FxHashMap as FxMap;
 
 use super::calls::{CallPiece, LocalCalls};
 use super::{MethodStats, Options};
-use crate::error::Error;
-use crate::raw::*;
-use crate::read::{Buffer, ClassRef, CounterValue, EventKind, MetaAction};
+use profkit_mlpd::raw::*;
+use profkit_mlpd::read::{Buffer, ClassRef, CounterValue, EventKind, MetaAction};
+use profkit_mlpd::Error;
 
 /// A range in a piece's `arena`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -704,9 +704,9 @@ fn name(b: &[u8]) -> Box<str> {
 mod tests {
     use super::super::calls;
     use super::*;
-    use crate::read::{File, Metadata};
-    use crate::write::{BufferWriter, Writer};
-    use crate::Header;
+    use profkit_mlpd::read::{File, Metadata};
+    use profkit_mlpd::write::{BufferWriter, Writer};
+    use profkit_mlpd::Header;
 
     const A: u64 = 0x5000;
     const B: u64 = 0x5008;

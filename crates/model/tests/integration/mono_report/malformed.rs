@@ -1,0 +1,420 @@
+//! Malformed input: truncation at every offset of a small real file, hostile fields, unknown
+//! events and bad magics. Nothing panics; problems carry offsets; the file goes on.
+
+use profkit_mlpd::stream::StreamReader;
+use profkit_mlpd::validate::validate;
+use profkit_mlpd::write::Writer;
+use profkit_mlpd::{ErrorKind, EventKind, File, Header};
+use profkit_model::mono_report::{self as report, Options};
+
+use super::{fixtures, load};
+
+fn decode_all(data: &[u8]) -> (usize, usize) {
+    let Ok(f) = File::parse(data) else {
+        return (0, 1);
+    };
+    let (mut ok, mut bad) = (0, 0);
+    for b in f.buffers() {
+        match b {
+            Ok(b) => {
+                for e in b.events() {
+                    match e {
+                        Ok(e) => {
+                            ok += 1;
+                            // walk the lazy lists too
+                            match e.kind {
+                                EventKind::Alloc { backtrace, .. }
+                                | EventKind::Throw { backtrace, .. } => {
+                                    backtrace.count();
+                                }
+                                EventKind::SampleHit { ips, frames, .. } => {
+                                    ips.count();
+                                    frames.count();
+                                }
+                                EventKind::HeapObject { refs, .. } => {
+                                    refs.count();
+                                }
+                                EventKind::CountersDesc { descs } => {
+                                    descs.count();
+                                }
+                                EventKind::Counters { values, .. } => {
+                                    values.count();
+                                }
+                                _ => {}
+                            }
+                        }
+                        Err(_) => bad += 1,
+                    }
+                }
+            }
+            Err(_) => bad += 1,
+        }
+    }
+    (ok, bad)
+}
+
+#[test]
+fn truncation_at_every_offset_never_panics() {
+    let data = load(&fixtures().join("hello_nodefaults.mlpd"));
+    let full = decode_all(&data);
+    assert_eq!(full.1, 0);
+    let mut last_ok = 0;
+    for cut in 0..data.len() {
+        let (ok, _bad) = decode_all(&data[..cut]);
+        assert!(ok >= last_ok.min(ok), "monotone-ish");
+        last_ok = ok;
+        if cut >= 128 && cut % 997 == 0 {
+            let f = File::parse(&data[..cut]).expect("header");
+            let r = report::compute(&f, &Options::default());
+            // a cut inside a buffer is reported as a truncation
+            assert!(
+                r.problems.iter().all(|p| p.is_truncation()),
+                "{cut}: {:?}",
+                r.problems
+            );
+        }
+    }
+}
+
+#[test]
+fn truncated_buffer_is_reported_with_its_offset() {
+    let data = load(&fixtures().join("hello_calls.mlpd"));
+    let cut = data.len() - 3;
+    let f = File::parse(&data[..cut]).expect("header");
+    let r = report::compute(&f, &Options::default());
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+    assert!(r.problems[0].is_truncation());
+    assert!(r.problems[0].offset as usize <= cut);
+}
+
+#[test]
+fn flipped_bytes_never_panic() {
+    let data = load(&fixtures().join("hello_nodefaults.mlpd"));
+    let mut seed = 0x1234_5678_9abc_def0u64;
+    for i in 0..3000 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let mut d = data.clone();
+        let pos = 32 + (seed as usize % (d.len() - 32));
+        d[pos] = (seed >> 32) as u8;
+        if i % 3 == 0 {
+            let p2 = 32 + ((seed >> 20) as usize % (d.len() - 32));
+            d[p2] = 0xff;
+        }
+        decode_all(&d);
+        if i % 50 == 0 {
+            if let Ok(f) = File::parse(&d) {
+                report::compute(&f, &Options::default());
+            }
+        }
+    }
+}
+
+#[test]
+fn unknown_event_skips_the_rest_of_its_buffer_only() {
+    let mut w = Writer::new(Header {
+        major: 3,
+        data_version: 17,
+        ptrsize: 8,
+        ..Header::default()
+    });
+    let mut b = w.buffer(1, 100);
+    b.enter(110, 0x5000);
+    b.raw(&[0x6e, 1, 2, 3]); // mono#8463's "unhandled profiler event 0x6e"
+    b.finish();
+    let mut b = w.buffer(1, 200);
+    b.leave(210, 0x5000);
+    b.finish();
+    let bytes = w.into_bytes();
+    let f = File::parse(&bytes).expect("header");
+    let r = report::compute(&f, &Options::default());
+    assert_eq!(r.problems.len(), 1);
+    assert!(matches!(
+        r.problems[0].kind,
+        ErrorKind::UnknownEvent {
+            byte: 0x6e,
+            version: 17
+        }
+    ));
+    assert_eq!(r.skipped_bytes, 3);
+    assert_eq!(r.calls.len(), 1);
+    assert_eq!(r.calls[0].1.total_ns, 100);
+    // the message names the buffer, the event and the offset
+    assert!(
+        r.problems[0]
+            .to_string()
+            .starts_with("buffer #0, event #1 at offset 0x"),
+        "{}",
+        r.problems[0]
+    );
+}
+
+#[test]
+fn hostile_counts_do_not_allocate_or_panic() {
+    for v in [1u8, 12, 13, 17] {
+        let mut w = Writer::new(Header {
+            major: Header::major_for(v),
+            data_version: v,
+            ptrsize: 8,
+            ..Header::default()
+        });
+        let mut b = w.buffer(1, 0);
+        // GC_MOVE with 2^63 objects, an alloc backtrace with a huge count, a heap object with huge refs
+        b.raw(&[
+            0x31, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+        ]);
+        b.finish();
+        let mut b = w.buffer(1, 0);
+        b.raw(&[0x10, 0x01, 0x00, 0x00, 0x08]);
+        if v < 13 {
+            b.raw(&[0x00]);
+        }
+        b.raw(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+        b.finish();
+        let mut b = w.buffer(1, 0);
+        b.raw(&[0x26]);
+        if v >= 13 {
+            b.raw(&[0x01]);
+        }
+        b.raw(&[0x00, 0x00, 0x08]);
+        if v >= 16 {
+            b.raw(&[0x00]);
+        }
+        b.raw(&[0xff, 0xff, 0xff, 0x7f]);
+        b.finish();
+        // an 11-byte LEB
+        let mut b = w.buffer(1, 0);
+        b.raw(&[
+            0x23, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0x00,
+        ]);
+        b.finish();
+        // a string without NUL
+        let mut b = w.buffer(1, 0);
+        b.raw(&[0x43, 0x01, 0x00, 0x00, 0x10, b'a', b'b']);
+        b.finish();
+        let bytes = w.into_bytes();
+        let f = File::parse(&bytes).expect("header");
+        let r = report::compute(&f, &Options::default());
+        assert_eq!(r.problems.len(), 5, "v{v}: {:?}", r.problems);
+        assert!(r
+            .problems
+            .iter()
+            .any(|p| matches!(p.kind, ErrorKind::LebTooLong)));
+        assert!(r
+            .problems
+            .iter()
+            .any(|p| matches!(p.kind, ErrorKind::UnterminatedString)));
+        assert!(r
+            .problems
+            .iter()
+            .any(|p| matches!(p.kind, ErrorKind::BadValue(..))));
+    }
+}
+
+#[test]
+fn bad_buffer_magic_resyncs_at_the_next_buffer() {
+    let mut w = Writer::new(Header {
+        major: 3,
+        data_version: 17,
+        ptrsize: 8,
+        ..Header::default()
+    });
+    w.raw(b"garbage!");
+    let mut b = w.buffer(1, 100);
+    b.enter(110, 0x5000);
+    b.leave(120, 0x5000);
+    b.finish();
+    let bytes = w.into_bytes();
+    let f = File::parse(&bytes).expect("header");
+    let r = report::compute(&f, &Options::default());
+    assert_eq!(r.problems.len(), 1);
+    assert!(matches!(r.problems[0].kind, ErrorKind::BadBufferMagic(_)));
+    assert_eq!(r.calls.len(), 1);
+}
+
+#[test]
+fn bad_headers_are_errors() {
+    assert!(matches!(
+        File::parse(b"").map(|_| ()).unwrap_err().kind,
+        ErrorKind::Truncated(_)
+    ));
+    assert!(matches!(
+        File::parse(b"\x01ZPX").map(|_| ()).unwrap_err().kind,
+        ErrorKind::BadMagic(_)
+    ));
+    let h = Header {
+        major: 3,
+        data_version: 18,
+        ptrsize: 8,
+        ..Header::default()
+    }
+    .encode();
+    assert!(matches!(
+        File::parse(&h).map(|_| ()).unwrap_err().kind,
+        ErrorKind::UnsupportedVersion(18)
+    ));
+    let h = Header {
+        major: 3,
+        data_version: 17,
+        ptrsize: 8,
+        args: "x".into(),
+        ..Header::default()
+    }
+    .encode();
+    for cut in 0..h.len() {
+        assert!(File::parse(&h[..cut]).is_err());
+    }
+    // a string length past the end
+    let mut h = Header {
+        major: 1,
+        data_version: 13,
+        ptrsize: 8,
+        ..Header::default()
+    }
+    .encode();
+    let n = h.len();
+    h[n - 6..n - 2].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(File::parse(&h).is_err());
+}
+
+#[test]
+fn major_zero_header_is_32_bytes() {
+    for v in [1u8, 4, 8, 11, 12] {
+        let h = Header {
+            major: 0,
+            minor: 4,
+            data_version: v,
+            ptrsize: 8,
+            pid: 7,
+            port: 99,
+            sysid: 3,
+            ..Header::default()
+        };
+        let b = h.encode();
+        assert_eq!(b.len(), 32);
+        let p = File::parse(&b).expect("parse").header;
+        assert_eq!((p.pid, p.size), (7, 32));
+        if v >= 4 {
+            assert_eq!((p.port, p.sysid), (99, 3));
+        }
+    }
+}
+
+/// Inputs the `mlpd_read` fuzz target found (and hand-made hostile ones) in
+/// `fuzz/regressions/mlpd_read/`: every one goes through what the target does without a panic,
+/// and the stream reader and the sequential replay agree with the slice reader.
+#[test]
+fn fuzz_regressions_stay_fixed() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/regressions/mlpd_read");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).expect("fuzz/regressions/mlpd_read") {
+        let path = entry.expect("entry").path();
+        let bytes = std::fs::read(&path).expect("read");
+        let streamed = report::compute_stream(&bytes[..], &Options::default());
+        let Ok(f) = File::parse(&bytes) else {
+            assert!(streamed.is_err(), "{}", path.display());
+            n += 1;
+            continue;
+        };
+        let r = report::compute(&f, &Options::default());
+        let full = report::compute(
+            &f,
+            &Options {
+                traces: true,
+                track: vec![0x10],
+                ..Options::default()
+            },
+        );
+        assert_eq!(r.calls, full.calls, "{}", path.display());
+        if let Ok(s) = streamed {
+            assert_eq!(
+                (s.events, &s.calls),
+                (r.events, &r.calls),
+                "{}",
+                path.display()
+            );
+        }
+        let mut out = Vec::new();
+        report::write_text(&mut out, &r, &report::SECTIONS, true).expect("text");
+        report::write_text(&mut out, &full, &report::SECTIONS, true).expect("text");
+        let _ = report::to_json(&full);
+        n += 1;
+    }
+    assert!(n >= 2, "{n} regression inputs");
+}
+
+/// A file cut anywhere past its header, also between two events of a buffer (where every
+/// event before the cut decodes cleanly), is reported as truncated by the slice reader and the
+/// stream reader; a cut at a buffer boundary leaves a complete (shorter) file.
+#[test]
+fn every_cut_past_the_header_is_a_truncation() {
+    let dir = fixtures().join("synthetic");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("synthetic")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "mlpd"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 9);
+    let mut between_events = 0;
+    for path in files {
+        let data = std::fs::read(&path).expect("read");
+        let file = File::parse(&data).expect("header");
+        // where the complete buffers end
+        let ends: Vec<u64> = file
+            .buffers()
+            .flatten()
+            .filter(|b| !b.truncated)
+            .map(|b| b.end())
+            .collect();
+        let event_ends: Vec<u64> = file
+            .buffers()
+            .flatten()
+            .flat_map(|b| b.events().flatten().map(|e| e.offset + u64::from(e.size)))
+            .collect();
+        for cut in file.header.size + 1..data.len() {
+            let d = &data[..cut];
+            let f = File::parse(d).expect("header");
+            let boundary = ends.contains(&(cut as u64));
+            let t = f.truncation();
+            assert_eq!(t.is_some(), !boundary, "{} cut at {cut}", path.display());
+            let mut scan = f.buffers();
+            for _ in scan.by_ref() {}
+            assert_eq!(scan.truncation(), t);
+            let mut stream = StreamReader::new(d).expect("header");
+            while stream.next_buffer(Vec::new()).is_some() {}
+            assert_eq!(stream.truncation(), t, "{} cut at {cut}", path.display());
+            // validate reports it as `truncated` (at the incomplete event's start)
+            let v = validate(&f);
+            let cuts: Vec<_> = v
+                .findings
+                .iter()
+                .filter(|x| x.code == "truncated")
+                .collect();
+            assert_eq!(
+                cuts.len(),
+                usize::from(!boundary),
+                "{} cut at {cut}",
+                path.display()
+            );
+            assert_eq!(v.truncation.is_some(), !boundary);
+            if let (Some(vt), Some(t)) = (&v.truncation, &t) {
+                assert!(vt.offset <= t.offset && vt.offset >= file.header.size as u64);
+                assert_eq!(vt.record, Some(v.records));
+            }
+            if let Some(t) = t {
+                assert!(t.offset <= cut as u64);
+                if event_ends.contains(&(cut as u64)) && !boundary {
+                    // between two events: nothing else says the file is cut
+                    between_events += 1;
+                    assert_eq!(t.offset, cut as u64);
+                    let (_, bad) = decode_all(d);
+                    assert_eq!(bad, 0, "{} cut at {cut}", path.display());
+                }
+            }
+        }
+    }
+    assert!(between_events > 100, "{between_events}");
+}
