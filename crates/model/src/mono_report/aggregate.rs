@@ -276,7 +276,7 @@ pub(super) fn finish(
     alloc.sort_by(by_alloc);
     // calls: the workers' local replays plus the stitcher's
     let mut methods = std::mem::take(&mut agg.methods);
-    for (m, s) in std::mem::take(&mut st.calls.methods) {
+    for (m, s) in std::mem::take(&mut st.calls.methods_stats) {
         methods.entry(m).or_default().add(&s);
     }
     let mut calls: Vec<(u64, String, MethodStats)> = methods
@@ -418,7 +418,8 @@ pub(super) fn finish(
             calls: calls
                 .iter()
                 .map(|(m, _, _)| {
-                    st.call_traces
+                    st.calls
+                        .call_traces
                         .get(m)
                         .map(|tr| sort_traces(tr, &method_name))
                         .unwrap_or_default()

@@ -1,307 +1,358 @@
-//! The call replay: per-method call statistics ([`MethodStats`]) from ENTER / LEAVE /
-//! EXC_LEAVE, computed buffer by buffer on the workers and completed in file order by the
-//! stitcher.
+//! The call section: per-method call statistics ([`MethodStats`]) from ENTER / LEAVE /
+//! EXC_LEAVE, through the model's buffer-parallel [`replay`](crate::replay) — the same
+//! mechanism that accounts XRay and Mono calls for `account` and `stack`.
 //!
-//! This module is all the report knows about call stacks; the worker and the stitcher talk to
-//! it through a narrow interface, so that another replay (profkit-model's generic one) can
-//! take its place:
-//!
-//! * worker side, [`LocalCalls`]: [`begin`](LocalCalls::begin) a buffer, feed each
-//!   [`call`](LocalCalls::call) (it answers `false` when the call must instead be passed on in
-//!   order, as an ordered item of the piece), [`end`](LocalCalls::end) the buffer into a
-//!   [`CallPiece`], and at the end [`finish`](LocalCalls::finish) into the per-method totals;
-//! * stitcher side, [`CallStitcher`]: per buffer (in file order) [`apply`](CallStitcher::apply)
-//!   its [`CallPiece`] before its ordered items, [`enter`](CallStitcher::enter) /
-//!   [`leave`](CallStitcher::leave) the calls passed on in order, [`after`](CallStitcher::after)
-//!   the items; [`stack`](CallStitcher::stack) is a thread's real stack (for backtraces);
-//!   [`finish`](CallStitcher::finish) closes the frames still open.
-//!
-//! How a buffer is replayed on its own: its calls run against an *unknown inherited stack*.
-//! Frames entered and left in the buffer are accounted at once (self time, inclusive time,
-//! calls). What depends on the frames the buffer inherits is summarised in [`Phase`]s, one per
-//! leave of an inherited frame: the time of the completed top-level frames (the callee time of
-//! the inherited top frame), and the completed frames with no activation of the same method
-//! below them in the buffer (outermost activations, unless an inherited frame is one). Frames
-//! still open at the end are handed on. A leave that matches none of the buffer's own frames
-//! while it has some cannot be resolved here: that call and the rest of the buffer's calls are
-//! passed on in order. With `ordered` (backtraces need the real stack) every call is.
+//! * Method pointers become [`FuncId`]s through one [`MethodIds`] table shared by the workers
+//!   (each keeps a small direct-mapped cache in front of it, so the hot path rarely locks).
+//! * Worker side, [`LocalCalls`]: each buffer's calls go through a [`PieceBuilder`] in
+//!   [`Mode::Local`] (or [`Mode::Ordered`] with `--traces`, whose backtraces need the real stack
+//!   at every event). What does not depend on the frames the buffer inherits — calls, self
+//!   time, inclusive time of every activation — is summed in the worker ([`WorkerStats`], a
+//!   [`Local`]); what does — whether a completed frame is its method's outermost activation —
+//!   is kept per phase as candidates ([`MethodPart`]). The report's other ordered items ride
+//!   in the same piece, so they stay in order with the calls passed on in order.
+//! * Stitcher side, [`CallStitcher`]: a [`ThreadReplay`] per thread with a [`MethodFold`]: the
+//!   real stack, the statistics of the calls completed on it, the candidates resolved against
+//!   it (a candidate counts when no activation of its method is open below it), the call
+//!   traces with `--traces`. At the end the frames still open close at their thread's last
+//!   call, as mprof-report does.
+
+use std::sync::{Arc, RwLock};
 
 use rustc_hash::FxHashMap as FxMap;
 
 use super::MethodStats;
+use crate::func::FuncId;
+use crate::replay::{Fold, Local, Mode, Piece, PieceBuilder, ThreadReplay};
+use crate::span::{BuilderStats, CallKind, Frame, MismatchPolicy, Span, SpanSink};
 
-/// What the frames a buffer inherits see between two of their leaves.
+/// Method pointers ↔ dense [`FuncId`]s, shared by every worker (ids from 1, in the order the
+/// workers first meet the methods; nothing depends on that order).
+#[derive(Debug, Default)]
+pub(crate) struct MethodIds {
+    ids: RwLock<FxMap<u64, u32>>,
+    methods: RwLock<Vec<u64>>,
+}
+
+impl MethodIds {
+    /// The id of `method`, assigned now if it has none.
+    pub(crate) fn id(&self, method: u64) -> FuncId {
+        if let Some(&id) = self.ids.read().ok().as_ref().and_then(|m| m.get(&method)) {
+            return FuncId(id);
+        }
+        let (Ok(mut ids), Ok(mut methods)) = (self.ids.write(), self.methods.write()) else {
+            return FuncId(0);
+        };
+        let next = methods.len() as u32 + 1;
+        let id = *ids.entry(method).or_insert(next);
+        if id == next {
+            methods.push(method);
+        }
+        FuncId(id)
+    }
+
+    /// Every method, indexed by id - 1.
+    fn snapshot(&self) -> Vec<u64> {
+        self.methods.read().map(|m| m.clone()).unwrap_or_default()
+    }
+}
+
+/// A method's index in dense per-method tables.
+#[inline(always)]
+fn slot(f: FuncId) -> usize {
+    f.0 as usize
+}
+
+/// Grows `v` so that `i` is an index of it.
+#[inline(always)]
+fn at<T: Default + Clone>(v: &mut Vec<T>, i: usize) -> Option<&mut T> {
+    if i >= v.len() {
+        v.resize(i + 1, T::default());
+    }
+    v.get_mut(i)
+}
+
+/// The order-dependent part of a phase: completed frames with no activation of their method
+/// below them in the buffer, as (method, inclusive ns) summed per method — outermost
+/// activations unless a frame the buffer inherited is one.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Phase {
-    /// Time of completed top-level frames: callee time of the inherited top frame.
-    pub(crate) callee: u64,
-    /// (method, inclusive ns) of completed frames with no activation of the same method
-    /// below them in the buffer: outermost activations unless the inherited stack has one.
-    pub(crate) cands: Vec<(u64, u64)>,
-    /// The leave (method, time) that ends the phase (it pops inherited frames).
-    pub(crate) end: Option<(u64, u64)>,
+pub(crate) struct MethodPart {
+    pub(crate) cands: Vec<(FuncId, u64)>,
 }
 
-/// A frame left open at the end of a buffer's local replay.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Open {
-    pub(crate) method: u64,
-    pub(crate) start: u64,
-    pub(crate) callee: u64,
+impl SpanSink for MethodPart {
+    // A part is fed through `WorkerStats` (a `Local`), never as a sink.
+    fn span(&mut self, _span: &Span) {}
 }
 
-/// What a buffer's local replay hands to the stitcher.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct CallPiece {
-    /// The stretches between leaves of inherited frames (the last one has no `end`).
-    pub(crate) phases: Vec<Phase>,
-    /// Frames the buffer opened and did not close, outermost first.
-    pub(crate) open: Vec<Open>,
-    /// Time of the buffer's last call (local or passed on).
-    pub(crate) last_call: Option<u64>,
-}
-
-/// A method's statistics in a worker, and its state in the buffer being replayed.
-#[derive(Clone, Copy, Debug, Default)]
-struct Slot {
-    method: u64,
-    stats: MethodStats,
+/// What a worker sums over every buffer it replays, by method id: the order-free statistics,
+/// and (per buffer) the activations open and the candidates of the current phase.
+#[derive(Debug, Default)]
+pub(crate) struct WorkerStats {
+    stats: Vec<MethodStats>,
     /// Activations on the buffer's own stack.
-    active: u32,
-    /// Inclusive time of the frames completed with no other activation below (this phase).
-    acc: u64,
-    /// Listed in `touched`.
-    touched: bool,
+    active: Vec<u32>,
+    /// Inclusive time of the frames completed with no other activation below (this phase),
+    /// and whether the method is listed in `touched`.
+    acc: Vec<(u64, bool)>,
+    /// Methods with an `acc` in this phase.
+    touched: Vec<FuncId>,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct LocalFrame {
-    slot: u32,
-    start: u64,
-    callee: u64,
+impl Local<MethodPart> for WorkerStats {
+    #[inline(always)]
+    fn enter(&mut self, _part: &mut MethodPart, func: FuncId, _time: u64, _depth: u32) {
+        let i = slot(func);
+        if let Some(s) = at(&mut self.stats, i) {
+            s.calls += 1;
+        }
+        if let Some(a) = at(&mut self.active, i) {
+            *a += 1;
+        }
+    }
+
+    #[inline(always)]
+    fn span(&mut self, _part: &mut MethodPart, span: &Span) {
+        let i = slot(span.func);
+        let dur = span.duration();
+        if let Some(s) = at(&mut self.stats, i) {
+            s.self_ns += span.self_time;
+            s.total_all_ns += dur;
+        }
+        let Some(a) = at(&mut self.active, i) else {
+            return;
+        };
+        *a = a.saturating_sub(1);
+        if *a == 0 {
+            if let Some((acc, listed)) = at(&mut self.acc, i) {
+                if !*listed {
+                    *listed = true;
+                    self.touched.push(span.func);
+                }
+                *acc += dur;
+            }
+        }
+    }
+
+    fn end_phase(&mut self, part: &mut MethodPart) {
+        for f in self.touched.drain(..) {
+            if let Some((acc, listed)) = self.acc.get_mut(slot(f)) {
+                part.cands.push((f, std::mem::take(acc)));
+                *listed = false;
+            }
+        }
+    }
+
+    fn end_piece(&mut self, open: &[Frame]) {
+        for f in open {
+            if let Some(a) = self.active.get_mut(slot(f.func)) {
+                *a = a.saturating_sub(1);
+            }
+        }
+    }
 }
 
-/// A worker's call replay: one buffer at a time against an unknown inherited stack.
-#[derive(Debug)]
-pub(crate) struct LocalCalls {
-    slots: Vec<Slot>,
-    slot_of: FxMap<u64, u32>,
-    /// Direct-mapped cache in front of `slot_of` (method pointers repeat a lot).
+/// A direct-mapped cache of method ids in front of the shared [`MethodIds`].
+struct IdCache {
+    ids: Arc<MethodIds>,
     cache: Box<[(u64, u32); 512]>,
-    stack: Vec<LocalFrame>,
-    /// Slots with a candidate in the current phase.
-    touched: Vec<u32>,
-    /// Every call is passed on in order.
-    ordered: bool,
-    // the buffer being replayed
-    phase: Phase,
-    piece: CallPiece,
-    /// The rest of the buffer's calls are passed on in order.
-    bailed: bool,
 }
 
-impl LocalCalls {
-    /// A replay; with `ordered` every call is passed on in order.
-    pub(crate) fn new(ordered: bool) -> LocalCalls {
+impl IdCache {
+    #[inline(always)]
+    fn id(&mut self, method: u64) -> FuncId {
+        let ci = ((method >> 3) ^ (method >> 12)) as usize & 511;
+        if let Some(&(m, id)) = self.cache.get(ci) {
+            if m == method && id != 0 {
+                return FuncId(id);
+            }
+        }
+        let id = self.ids.id(method);
+        if let Some(c) = self.cache.get_mut(ci) {
+            *c = (method, id.0);
+        }
+        id
+    }
+}
+
+/// A worker's call replay: one buffer at a time.
+pub(crate) struct LocalCalls<I> {
+    ids: IdCache,
+    stats: WorkerStats,
+    mode: Mode,
+    piece: Option<PieceBuilder<MethodPart, I>>,
+}
+
+impl<I> LocalCalls<I> {
+    /// A replay on `ids`; with `ordered` every call is passed on in order.
+    pub(crate) fn new(ids: Arc<MethodIds>, ordered: bool) -> Self {
         LocalCalls {
-            slots: Vec::new(),
-            slot_of: FxMap::default(),
-            cache: Box::new([(0, u32::MAX); 512]),
-            stack: Vec::with_capacity(256),
-            touched: Vec::new(),
-            ordered,
-            phase: Phase::default(),
-            piece: CallPiece::default(),
-            bailed: ordered,
+            ids: IdCache {
+                ids,
+                cache: Box::new([(0, 0); 512]),
+            },
+            stats: WorkerStats::default(),
+            mode: if ordered { Mode::Ordered } else { Mode::Local },
+            piece: None,
         }
     }
 
     /// Starts a buffer.
     pub(crate) fn begin(&mut self) {
-        self.stack.clear();
-        self.phase = Phase::default();
-        self.piece = CallPiece::default();
-        self.bailed = self.ordered;
+        self.piece = Some(PieceBuilder::new(self.mode, MismatchPolicy::Unwind, 0));
     }
 
-    /// An enter (`enter`) or a leave (LEAVE or EXC_LEAVE) of `method` at `t`: replayed inside
-    /// the buffer (`true`), or to be passed on in order (`false`; also every later call of the
-    /// buffer).
+    /// An enter (`enter`) or a leave (LEAVE or EXC_LEAVE) of `method` at `t`.
     #[inline(always)]
-    pub(crate) fn call(&mut self, enter: bool, t: u64, method: u64) -> bool {
-        self.piece.last_call = Some(t);
-        if self.bailed {
-            return false;
-        }
-        if enter {
-            let slot = self.slot(method);
-            if let Some(s) = self.slots.get_mut(slot as usize) {
-                s.stats.calls += 1;
-                s.active += 1;
-            }
-            self.stack.push(LocalFrame {
-                slot,
-                start: t,
-                callee: 0,
-            });
-            return true;
-        }
-        match self.stack.last() {
-            Some(f) if self.method_of(f.slot) == method => self.pop_local(t),
-            None => {
-                // pops a frame the buffer inherited: a phase ends
-                self.flush_phase();
-                self.phase.end = Some((method, t));
-                self.piece.phases.push(std::mem::take(&mut self.phase));
-            }
-            Some(_) => {
-                let pos = self
-                    .stack
-                    .iter()
-                    .rposition(|f| self.method_of(f.slot) == method);
-                match pos {
-                    Some(pos) => {
-                        while self.stack.len() > pos {
-                            self.pop_local(t);
-                        }
-                    }
-                    None => {
-                        // it may match an inherited frame, or nothing: the stitcher decides;
-                        // the rest of the buffer's calls go there
-                        self.bailed = true;
-                        self.close_local();
-                        return false;
-                    }
-                }
-            }
-        }
-        true
-    }
-
-    /// Ends the buffer: what the stitcher needs of its local replay.
-    pub(crate) fn end(&mut self) -> CallPiece {
-        if !self.bailed {
-            self.close_local();
-        }
-        std::mem::take(&mut self.piece)
-    }
-
-    /// The per-method statistics of every buffer replayed, added to `into`.
-    pub(crate) fn finish(self, into: &mut FxMap<u64, MethodStats>) {
-        for s in self.slots {
-            into.entry(s.method).or_default().add(&s.stats);
-        }
-    }
-
-    #[inline(always)]
-    fn slot(&mut self, method: u64) -> u32 {
-        let ci = ((method >> 3) ^ (method >> 12)) as usize & 511;
-        if let Some(&(m, s)) = self.cache.get(ci) {
-            if m == method && s != u32::MAX {
-                return s;
-            }
-        }
-        self.slot_miss(method, ci)
-    }
-
-    #[inline(never)]
-    fn slot_miss(&mut self, method: u64, ci: usize) -> u32 {
-        let s = match self.slot_of.get(&method) {
-            Some(&s) => s,
-            None => {
-                let s = self.slots.len() as u32;
-                self.slots.push(Slot {
-                    method,
-                    ..Slot::default()
-                });
-                self.slot_of.insert(method, s);
-                s
-            }
+    pub(crate) fn call(&mut self, enter: bool, t: u64, method: u64) {
+        let func = self.ids.id(method);
+        let kind = if enter {
+            CallKind::Enter
+        } else {
+            CallKind::Exit
         };
-        if let Some(c) = self.cache.get_mut(ci) {
-            *c = (method, s);
-        }
-        s
-    }
-
-    #[inline(always)]
-    fn method_of(&self, slot: u32) -> u64 {
-        self.slots.get(slot as usize).map_or(0, |s| s.method)
-    }
-
-    #[inline(always)]
-    fn pop_local(&mut self, t: u64) {
-        let Some(f) = self.stack.pop() else { return };
-        let dur = t.saturating_sub(f.start);
-        if let Some(s) = self.slots.get_mut(f.slot as usize) {
-            s.stats.self_ns += dur.saturating_sub(f.callee);
-            s.stats.total_all_ns += dur;
-            s.active = s.active.saturating_sub(1);
-            if s.active == 0 {
-                if !s.touched {
-                    s.touched = true;
-                    self.touched.push(f.slot);
-                }
-                s.acc += dur;
-            }
-        }
-        match self.stack.last_mut() {
-            Some(p) => p.callee += dur,
-            None => self.phase.callee += dur,
+        if let Some(pb) = &mut self.piece {
+            pb.call_with(kind, func, t, &mut self.stats);
         }
     }
 
-    fn flush_phase(&mut self) {
-        for &i in &self.touched {
-            if let Some(s) = self.slots.get_mut(i as usize) {
-                self.phase.cands.push((s.method, s.acc));
-                s.acc = 0;
-                s.touched = false;
-            }
+    /// One of the report's ordered items, in order with the calls.
+    pub(crate) fn item(&mut self, item: I) {
+        if let Some(pb) = &mut self.piece {
+            pb.other(item);
         }
-        self.touched.clear();
     }
 
-    /// Ends the local replay: the last phase, and the frames still open.
-    fn close_local(&mut self) {
-        self.flush_phase();
-        self.piece.phases.push(std::mem::take(&mut self.phase));
-        for f in self.stack.drain(..) {
-            if let Some(s) = self.slots.get_mut(f.slot as usize) {
-                s.active = s.active.saturating_sub(1);
-                self.piece.open.push(Open {
-                    method: s.method,
-                    start: f.start,
-                    callee: f.callee,
-                });
-            }
+    /// Ends the buffer.
+    pub(crate) fn end(&mut self) -> Piece<MethodPart, I> {
+        match self.piece.take() {
+            Some(pb) => pb.finish_with(&mut self.stats),
+            None => Piece::default(),
+        }
+    }
+
+    /// The order-free statistics of every buffer replayed, by method, added to `into`.
+    pub(crate) fn finish(self, into: &mut FxMap<u64, MethodStats>) {
+        let methods = self.ids.ids.snapshot();
+        add_by_method(&methods, self.stats.stats, into);
+    }
+}
+
+/// Adds statistics indexed by method id to `into`, keyed by method pointer.
+fn add_by_method(methods: &[u64], stats: Vec<MethodStats>, into: &mut FxMap<u64, MethodStats>) {
+    for (i, s) in stats.into_iter().enumerate() {
+        if s == MethodStats::default() {
+            continue;
+        }
+        if let Some(&m) = i.checked_sub(1).and_then(|j| methods.get(j)) {
+            into.entry(m).or_default().add(&s);
         }
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Frame {
-    method: u64,
-    start: u64,
-    callee: u64,
-}
-
-/// One thread's real stack in the stitcher.
+/// One thread's calls on its real stack (the stitcher's [`Fold`]).
 #[derive(Debug, Default)]
-struct ThreadCalls {
-    stack: Vec<Frame>,
-    /// Activations per method on the stack.
-    active: FxMap<u64, u32>,
-    /// Time of the thread's last call (open frames close there at the end).
-    last: u64,
+pub(crate) struct MethodFold {
+    stats: Vec<MethodStats>,
+    /// Activations per method on the real stack.
+    active: Vec<u32>,
+    /// With `--traces`: the real stack (method ids), and per method the stacks it was entered
+    /// from (the innermost `maxframes` frames).
+    traces: Option<usize>,
+    stack: Vec<FuncId>,
+    call_traces: FxMap<FuncId, FxMap<Box<[FuncId]>, u64>>,
 }
 
-/// The stitcher's call replay: the real stack of every thread, in file order.
+impl MethodFold {
+    fn new(traces: Option<usize>) -> Self {
+        MethodFold {
+            traces,
+            ..MethodFold::default()
+        }
+    }
+
+    fn push(&mut self, func: FuncId) {
+        if let Some(a) = at(&mut self.active, slot(func)) {
+            *a += 1;
+        }
+        if self.traces.is_some() {
+            self.stack.push(func);
+        }
+    }
+}
+
+impl SpanSink for MethodFold {
+    fn enter(&mut self, func: FuncId, _time: u64, _depth: u32) {
+        if let Some(s) = at(&mut self.stats, slot(func)) {
+            s.calls += 1;
+        }
+        if let Some(max) = self.traces {
+            let skip = self.stack.len().saturating_sub(max);
+            let key: Box<[FuncId]> = self.stack.get(skip..).unwrap_or_default().into();
+            *self
+                .call_traces
+                .entry(func)
+                .or_default()
+                .entry(key)
+                .or_default() += 1;
+        }
+        self.push(func);
+    }
+
+    fn span(&mut self, span: &Span) {
+        let i = slot(span.func);
+        let dur = span.duration();
+        let outermost = match self.active.get_mut(i) {
+            Some(a) => {
+                *a = a.saturating_sub(1);
+                *a == 0
+            }
+            None => true,
+        };
+        if self.traces.is_some() {
+            self.stack.pop();
+        }
+        if let Some(s) = at(&mut self.stats, i) {
+            s.self_ns += span.self_time;
+            s.total_all_ns += dur;
+            if outermost {
+                s.total_ns += dur;
+            }
+        }
+    }
+}
+
+impl Fold for MethodFold {
+    type Part = MethodPart;
+
+    fn resolve(&mut self, part: MethodPart) {
+        for (f, dur) in part.cands {
+            let i = slot(f);
+            if self.active.get(i).is_none_or(|&a| a == 0) {
+                if let Some(s) = at(&mut self.stats, i) {
+                    s.total_ns += dur;
+                }
+            }
+        }
+    }
+
+    fn push_open(&mut self, func: FuncId, _start: u64, _depth: u32) {
+        self.push(func);
+    }
+}
+
+/// The stitcher's side: every thread's real stack, in file order.
 #[derive(Debug, Default)]
 pub(crate) struct CallStitcher {
-    threads: FxMap<u64, ThreadCalls>,
-    /// Statistics of the calls completed here.
-    pub(crate) methods: FxMap<u64, MethodStats>,
+    ids: Arc<MethodIds>,
+    threads: FxMap<u64, ThreadReplay<MethodFold>>,
+    traces: Option<usize>,
+    /// The methods by id - 1 (a snapshot, refreshed when a stack names a newer id).
+    methods: Vec<u64>,
+    /// Statistics of the calls completed here, by method.
+    pub(crate) methods_stats: FxMap<u64, MethodStats>,
+    /// With `--traces`: per method, the stacks it was entered from.
+    pub(crate) call_traces: FxMap<u64, FxMap<Box<[u64]>, u64>>,
     /// Leaves that matched no frame.
     pub(crate) unmatched_leaves: u64,
     /// Frames still open at the end (closed at their thread's last call).
@@ -309,121 +360,67 @@ pub(crate) struct CallStitcher {
 }
 
 impl CallStitcher {
-    /// Applies the local replay of thread `tid`'s next buffer (before its ordered items): each
-    /// phase on top of the real stack, then the frames it left open.
-    pub(crate) fn apply(&mut self, tid: u64, p: &CallPiece) {
-        self.threads.entry(tid).or_default();
-        for ph in &p.phases {
-            if let Some(ts) = self.threads.get_mut(&tid) {
-                if let Some(top) = ts.stack.last_mut() {
-                    top.callee += ph.callee;
-                }
-                for &(m, dur) in &ph.cands {
-                    if ts.active.get(&m).is_none_or(|&a| a == 0) {
-                        self.methods.entry(m).or_default().total_ns += dur;
-                    }
-                }
-            }
-            if let Some((m, t)) = ph.end {
-                self.leave(tid, m, t);
-            }
-        }
-        if let Some(ts) = self.threads.get_mut(&tid) {
-            for f in &p.open {
-                *ts.active.entry(f.method).or_default() += 1;
-                ts.stack.push(Frame {
-                    method: f.method,
-                    start: f.start,
-                    callee: f.callee,
-                });
-            }
+    /// A stitcher for the ids `ids`; with `traces`, call traces of at most that many frames.
+    pub(crate) fn new(ids: Arc<MethodIds>, traces: Option<usize>) -> Self {
+        CallStitcher {
+            ids,
+            traces,
+            ..CallStitcher::default()
         }
     }
 
-    /// After the buffer's ordered items: its last call time.
-    pub(crate) fn after(&mut self, tid: u64, p: &CallPiece) {
-        if let (Some(t), Some(ts)) = (p.last_call, self.threads.get_mut(&tid)) {
-            ts.last = t;
-        }
-    }
-
-    /// An enter passed on in order.
-    pub(crate) fn enter(&mut self, tid: u64, m: u64, t: u64) {
-        self.methods.entry(m).or_default().calls += 1;
-        let ts = self.threads.entry(tid).or_default();
-        ts.last = t;
-        *ts.active.entry(m).or_default() += 1;
-        ts.stack.push(Frame {
-            method: m,
-            start: t,
-            callee: 0,
+    /// Applies thread `tid`'s next piece: its phases on top of the real stack, its open
+    /// frames, then its ordered calls and items (`item` gets each item with the thread's real
+    /// stack of method pointers, outermost first).
+    pub(crate) fn apply<I>(
+        &mut self,
+        tid: u64,
+        piece: Piece<MethodPart, I>,
+        mut item: impl FnMut(I, &[u64]),
+    ) {
+        let traces = self.traces;
+        let replay = self.threads.entry(tid).or_insert_with(|| {
+            ThreadReplay::new(0, MismatchPolicy::Unwind, MethodFold::new(traces), false)
+        });
+        let ids = &self.ids;
+        let methods = &mut self.methods;
+        let mut stack = Vec::new();
+        replay.apply(piece, |r, it| {
+            stack.clear();
+            for f in r.frames() {
+                let j = (f.func.0 as usize).wrapping_sub(1);
+                if j >= methods.len() {
+                    *methods = ids.snapshot();
+                }
+                stack.push(methods.get(j).copied().unwrap_or(0));
+            }
+            item(it, &stack);
         });
     }
 
-    /// A leave (LEAVE or EXC_LEAVE) passed on in order: closes the innermost frame of `m` and
-    /// the frames above it (an exception that unwound them without EXC_LEAVE); counted as
-    /// unmatched when no frame is `m`.
-    pub(crate) fn leave(&mut self, tid: u64, m: u64, t: u64) {
-        let ts = self.threads.entry(tid).or_default();
-        ts.last = t;
-        match ts.stack.iter().rposition(|f| f.method == m) {
-            Some(pos) => {
-                while self
-                    .threads
-                    .get(&tid)
-                    .is_some_and(|ts| ts.stack.len() > pos)
-                {
-                    self.pop(tid, t);
+    /// Ends the pass: closes every thread's open frames at its last call, and gathers the
+    /// statistics and traces by method.
+    pub(crate) fn finish(&mut self) {
+        let methods = self.ids.snapshot();
+        let by_id = |f: FuncId| {
+            (f.0 as usize)
+                .checked_sub(1)
+                .and_then(|j| methods.get(j))
+                .copied()
+                .unwrap_or(0)
+        };
+        for (_, r) in std::mem::take(&mut self.threads) {
+            let (fold, stats): (MethodFold, BuilderStats) = r.finish(true);
+            self.unmatched_leaves += stats.unmatched_exits;
+            self.unfinished += stats.unfinished;
+            add_by_method(&methods, fold.stats, &mut self.methods_stats);
+            for (f, t) in fold.call_traces {
+                let per = self.call_traces.entry(by_id(f)).or_default();
+                for (k, n) in t {
+                    let key: Box<[u64]> = k.iter().map(|&f| by_id(f)).collect();
+                    *per.entry(key).or_default() += n;
                 }
             }
-            None => self.unmatched_leaves += 1,
-        }
-    }
-
-    /// Thread `tid`'s real stack, outermost first.
-    pub(crate) fn stack(
-        &self,
-        tid: u64,
-    ) -> impl DoubleEndedIterator<Item = u64> + ExactSizeIterator + '_ {
-        self.threads
-            .get(&tid)
-            .map_or(&[][..], |ts| &ts.stack[..])
-            .iter()
-            .map(|f| f.method)
-    }
-
-    /// Closes every thread's open frames at its last call time (as mprof-report does).
-    pub(crate) fn finish(&mut self) {
-        let tids: Vec<u64> = self.threads.keys().copied().collect();
-        for tid in tids {
-            let (n, last) = self
-                .threads
-                .get(&tid)
-                .map_or((0, 0), |ts| (ts.stack.len(), ts.last));
-            self.unfinished += n as u64;
-            for _ in 0..n {
-                self.pop(tid, last);
-            }
-        }
-    }
-
-    fn pop(&mut self, tid: u64, t: u64) {
-        let Some(ts) = self.threads.get_mut(&tid) else {
-            return;
-        };
-        let Some(f) = ts.stack.pop() else { return };
-        let dur = t.saturating_sub(f.start);
-        let active = ts.active.entry(f.method).or_default();
-        *active = active.saturating_sub(1);
-        let outermost = *active == 0;
-        if let Some(p) = ts.stack.last_mut() {
-            p.callee += dur;
-        }
-        let m = self.methods.entry(f.method).or_default();
-        m.self_ns += dur.saturating_sub(f.callee);
-        m.total_all_ns += dur;
-        if outermost {
-            m.total_ns += dur;
         }
     }
 }
@@ -433,43 +430,37 @@ mod tests {
     use super::*;
 
     /// Replays `calls` (enter?, time, method) of one thread cut into pieces at `cuts`, each
-    /// piece by its own worker replay, stitched in order; `ordered` passes every call on.
-    fn replay(calls: &[(bool, u64, u64)], cuts: &[usize], ordered: bool) -> CallStitcher {
-        let mut st = CallStitcher::default();
+    /// piece by its own worker, stitched in order; `ordered` passes every call on.
+    fn replay(
+        calls: &[(bool, u64, u64)],
+        cuts: &[usize],
+        ordered: bool,
+    ) -> (FxMap<u64, MethodStats>, u64, u64) {
+        let ids = Arc::new(MethodIds::default());
+        let mut st = CallStitcher::new(ids.clone(), None);
         let mut bounds = vec![0];
         bounds.extend_from_slice(cuts);
         bounds.push(calls.len());
         let mut totals: FxMap<u64, MethodStats> = FxMap::default();
         for w in bounds.windows(2) {
-            let mut local = LocalCalls::new(ordered);
+            let mut local: LocalCalls<()> = LocalCalls::new(ids.clone(), ordered);
             local.begin();
-            let mut passed = Vec::new();
             for &(enter, t, m) in &calls[w[0]..w[1]] {
-                if !local.call(enter, t, m) {
-                    passed.push((enter, t, m));
-                }
+                local.call(enter, t, m);
             }
             let piece = local.end();
-            st.apply(1, &piece);
-            for (enter, t, m) in passed {
-                if enter {
-                    st.enter(1, m, t);
-                } else {
-                    st.leave(1, m, t);
-                }
-            }
-            st.after(1, &piece);
+            st.apply(1, piece, |_, _| {});
             local.finish(&mut totals);
         }
         st.finish();
-        for (m, s) in totals {
-            st.methods.entry(m).or_default().add(&s);
+        for (m, s) in std::mem::take(&mut st.methods_stats) {
+            totals.entry(m).or_default().add(&s);
         }
-        st
+        (totals, st.unmatched_leaves, st.unfinished)
     }
 
-    fn sorted(st: &CallStitcher) -> Vec<(u64, MethodStats)> {
-        let mut v: Vec<_> = st.methods.iter().map(|(&m, &s)| (m, s)).collect();
+    fn sorted(m: &FxMap<u64, MethodStats>) -> Vec<(u64, MethodStats)> {
+        let mut v: Vec<_> = m.iter().map(|(&m, &s)| (m, s)).collect();
         v.sort_by_key(|&(m, _)| m);
         v
     }
@@ -495,20 +486,17 @@ mod tests {
             (true, 120, 6),
             (false, 130, 6),
         ];
-        let seq = replay(&calls, &[], true);
-        assert_eq!((seq.unmatched_leaves, seq.unfinished), (1, 1));
-        let m = |id| seq.methods[&id];
+        let (seq, unmatched, unfinished) = replay(&calls, &[], true);
+        assert_eq!((unmatched, unfinished), (1, 1));
+        let m = |id| seq[&id];
         assert_eq!((m(1).total_ns, m(1).self_ns), (100, 100 - 30 - 10 - 10));
         assert_eq!((m(2).calls, m(2).total_ns, m(2).total_all_ns), (3, 40, 50));
         assert_eq!(m(5).total_ns, 20);
         for a in 0..=calls.len() {
             for b in a..=calls.len() {
                 let cut = replay(&calls, &[a, b], false);
-                assert_eq!(sorted(&cut), sorted(&seq), "cut at {a}, {b}");
-                assert_eq!(
-                    (cut.unmatched_leaves, cut.unfinished),
-                    (seq.unmatched_leaves, seq.unfinished)
-                );
+                assert_eq!(sorted(&cut.0), sorted(&seq), "cut at {a}, {b}");
+                assert_eq!((cut.1, cut.2), (unmatched, unfinished));
             }
         }
     }

@@ -89,7 +89,6 @@ pub(crate) struct Stitcher {
     // traces
     maxframes: usize,
     traces: bool,
-    pub call_traces: FxMap<u64, Traces>,
     pub target_traces: FxMap<Target, Traces>,
     // tracking
     tracked: Vec<u64>,
@@ -100,8 +99,9 @@ pub(crate) struct Stitcher {
 }
 
 impl Stitcher {
-    pub(crate) fn new(opts: &Options) -> Stitcher {
+    pub(crate) fn new(opts: &Options, ids: std::sync::Arc<super::calls::MethodIds>) -> Stitcher {
         Stitcher {
+            calls: CallStitcher::new(ids, opts.traces.then_some(opts.maxframes)),
             maxframes: opts.maxframes,
             traces: opts.traces,
             tracked: opts.track.clone(),
@@ -110,17 +110,16 @@ impl Stitcher {
         }
     }
 
-    /// The innermost `maxframes` frames of thread `tid`'s real stack, outermost first.
-    fn stack_key(&self, tid: u64) -> Box<[u64]> {
-        let stack = self.calls.stack(tid);
+    /// The innermost `maxframes` frames of a thread's real `stack`, outermost first.
+    fn stack_key(&self, stack: &[u64]) -> Box<[u64]> {
         let skip = stack.len().saturating_sub(self.maxframes);
-        stack.skip(skip).collect()
+        stack.get(skip..).unwrap_or_default().into()
     }
 
-    fn bt_key(&self, tid: u64, bt: Bt, arena: &[u64]) -> Box<[u64]> {
+    fn bt_key(&self, stack: &[u64], bt: Bt, arena: &[u64]) -> Box<[u64]> {
         match bt {
             Bt::None => Box::new([]),
-            Bt::Stack => self.stack_key(tid),
+            Bt::Stack => self.stack_key(stack),
             Bt::Frames(s) => {
                 let all = s.of(arena);
                 all.get(..all.len().min(self.maxframes))
@@ -144,30 +143,15 @@ impl Stitcher {
             self.problems.push(e);
         }
         let tid = p.thread;
-        self.calls.apply(tid, &p.calls);
         let arena = std::mem::take(&mut p.arena);
-        for it in p.items {
-            self.item(tid, it, &arena);
-        }
-        self.calls.after(tid, &p.calls);
+        let mut calls = std::mem::take(&mut self.calls);
+        calls.apply(tid, p.calls, |it, stack| self.item(tid, it, &arena, stack));
+        self.calls = calls;
     }
 
-    fn item(&mut self, tid: u64, it: Item, arena: &[u64]) {
+    fn item(&mut self, tid: u64, it: Item, arena: &[u64], stack: &[u64]) {
         let span = |s: Span| s.of(arena);
         match it {
-            Item::Enter(m, t) => {
-                if self.traces {
-                    let key = self.stack_key(tid);
-                    *self
-                        .call_traces
-                        .entry(m)
-                        .or_default()
-                        .entry(key)
-                        .or_default() += 1;
-                }
-                self.calls.enter(tid, m, t);
-            }
-            Item::Leave(m, t) => self.calls.leave(tid, m, t),
             Item::Gc(event, g, t) => {
                 let ts = self.threads.entry(tid).or_default();
                 if event == GC_EVENT_START {
@@ -196,7 +180,7 @@ impl Stitcher {
                     MONITOR_CONTENTION => {
                         self.locks.entry(obj).or_default().0 += 1;
                         if self.traces {
-                            let key = self.bt_key(tid, bt, arena);
+                            let key = self.bt_key(stack, bt, arena);
                             *self
                                 .target_traces
                                 .entry(Target::Monitor(obj))
@@ -223,7 +207,7 @@ impl Stitcher {
                 }
             }
             Item::Trace(target, value, bt) => {
-                let key = self.bt_key(tid, bt, arena);
+                let key = self.bt_key(stack, bt, arena);
                 *self
                     .target_traces
                     .entry(target)
@@ -329,7 +313,7 @@ impl Stitcher {
             Item::Vtable(v, c) => {
                 self.vtables.insert(v, c);
             }
-            Item::Track(r) => self.track(tid, r, arena),
+            Item::Track(r) => self.track(r, arena, stack),
         }
     }
 
@@ -337,7 +321,7 @@ impl Stitcher {
         self.tracked.contains(&obj)
     }
 
-    fn track(&mut self, tid: u64, r: TrackRec, arena: &[u64]) {
+    fn track(&mut self, r: TrackRec, arena: &[u64], stack: &[u64]) {
         match r {
             TrackRec::Alloc {
                 obj,
@@ -363,7 +347,7 @@ impl Stitcher {
                     }
                 }
                 if self.is_tracked(obj) {
-                    let frames = self.bt_key(tid, bt, arena).into_vec();
+                    let frames = self.bt_key(stack, bt, arena).into_vec();
                     self.tracking.push(Tracked::Created {
                         obj,
                         class,
@@ -380,7 +364,7 @@ impl Stitcher {
                 bt,
             } => {
                 if self.is_tracked(obj) {
-                    let frames = self.bt_key(tid, bt, arena).into_vec();
+                    let frames = self.bt_key(stack, bt, arena).into_vec();
                     self.tracking.push(Tracked::Handle {
                         obj,
                         handle,
@@ -477,10 +461,11 @@ mod tests {
     /// stitched in file order.
     fn stitch(bytes: &[u8], opts: &Options) -> (Stitcher, Agg) {
         let f = File::parse(bytes).unwrap();
-        let mut st = Stitcher::new(opts);
+        let ids = std::sync::Arc::new(super::super::calls::MethodIds::default());
+        let mut st = Stitcher::new(opts, ids.clone());
         let mut agg = Agg::default();
         for b in f.buffers() {
-            let mut w = Worker::new(opts);
+            let mut w = Worker::new(opts, ids.clone());
             st.apply(w.piece(&b.unwrap(), None));
             agg.merge(w.finish());
         }
@@ -491,7 +476,7 @@ mod tests {
     /// The workers' and the stitcher's statistics of `m`.
     fn stats(st: &Stitcher, agg: &Agg, m: u64) -> MethodStats {
         let mut s = agg.methods.get(&m).copied().unwrap_or_default();
-        if let Some(t) = st.calls.methods.get(&m) {
+        if let Some(t) = st.calls.methods_stats.get(&m) {
             s.add(t);
         }
         s
@@ -666,7 +651,7 @@ mod tests {
 
     #[test]
     fn problems_pass_in_order() {
-        let mut st = Stitcher::new(&Options::default());
+        let mut st = Stitcher::new(&Options::default(), Default::default());
         for off in [10, 5] {
             st.apply(Piece {
                 problem: Some(Error::new(off, profkit_mlpd::ErrorKind::BadBufferMagic(0))),

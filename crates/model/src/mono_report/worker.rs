@@ -9,7 +9,9 @@
 
 use rustc_hash::FxHashMap as FxMap;
 
-use super::calls::{CallPiece, LocalCalls};
+use std::sync::Arc;
+
+use super::calls::{LocalCalls, MethodIds, MethodPart};
 use super::{MethodStats, Options};
 use profkit_mlpd::raw::*;
 use profkit_mlpd::read::{Buffer, ClassRef, CounterValue, EventKind, MetaAction};
@@ -88,13 +90,10 @@ pub(crate) enum TrackRec {
     },
 }
 
-/// An event whose effect depends on order (applied by the stitcher in file order).
+/// An event whose effect depends on order (applied by the stitcher in file order, in order
+/// with the calls passed on in order).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Item {
-    /// An enter passed on in order: (method, time).
-    Enter(u64, u64),
-    /// A leave passed on in order: (method, time).
-    Leave(u64, u64),
     /// A GC event: (event, generation (at most 2), time).
     Gc(u64, usize, u64),
     /// A monitor event: (event, object, time, backtrace).
@@ -133,10 +132,8 @@ pub(crate) enum Item {
 pub(crate) struct Piece {
     /// The buffer's thread.
     pub(crate) thread: u64,
-    /// The call replay's part.
-    pub(crate) calls: CallPiece,
-    /// Ordered items.
-    pub(crate) items: Vec<Item>,
+    /// The buffer's calls (replayed in it, or passed on in order) and its ordered items.
+    pub(crate) calls: crate::replay::Piece<MethodPart, Item>,
     /// Values the items' spans point into.
     pub(crate) arena: Vec<u64>,
     /// A problem of the buffer scan, passed on in order (a piece with nothing else).
@@ -259,7 +256,7 @@ impl MethodStats {
 /// A worker: decodes buffers into pieces; keeps its order-free aggregates.
 pub(crate) struct Worker {
     pub(crate) agg: Agg,
-    calls: LocalCalls,
+    calls: LocalCalls<Item>,
     /// Direct-mapped cache in front of `agg.allocs`: (class, bytes, count).
     alloc_cache: [(Option<ClassRef>, u64, u64); 64],
     /// Forward what tracking needs.
@@ -267,25 +264,13 @@ pub(crate) struct Worker {
     traces: bool,
 }
 
-/// A call for the call replay, or passed on in order when it says so.
-#[inline(always)]
-fn call(calls: &mut LocalCalls, p: &mut Piece, enter: bool, t: u64, method: u64) {
-    if !calls.call(enter, t, method) {
-        p.items.push(if enter {
-            Item::Enter(method, t)
-        } else {
-            Item::Leave(method, t)
-        });
-    }
-}
-
 impl Worker {
-    pub(crate) fn new(opts: &Options) -> Worker {
+    pub(crate) fn new(opts: &Options, ids: Arc<MethodIds>) -> Worker {
         let track = !opts.track.is_empty() || opts.find.is_some();
         Worker {
             agg: Agg::default(),
             // every call goes to the items with traces (backtraces need the whole stack)
-            calls: LocalCalls::new(opts.traces),
+            calls: LocalCalls::new(ids, opts.traces),
             alloc_cache: [(None, 0, 0); 64],
             track,
             traces: opts.traces,
@@ -318,12 +303,12 @@ impl Worker {
         agg.buffers += 1;
         let mut evs = buf.events();
         // pushes an ordered item, first flushing the heap objects aggregated so far
-        fn push(p: &mut Piece, heap: &mut FxMap<ClassRef, (u64, u64)>, it: Item) {
+        fn push(calls: &mut LocalCalls<Item>, heap: &mut FxMap<ClassRef, (u64, u64)>, it: Item) {
             if !heap.is_empty() {
                 let v = heap.drain().map(|(c, (b, n))| (c, b, n)).collect();
-                p.items.push(Item::HeapObjects(v));
+                calls.item(Item::HeapObjects(v));
             }
-            p.items.push(it);
+            calls.item(it);
         }
         fn span(arena: &mut Vec<u64>, it: impl Iterator<Item = u64>) -> Span {
             let start = arena.len();
@@ -347,13 +332,7 @@ impl Worker {
                     s.3 += u64::from(size);
                 }
                 if in_window(t) {
-                    call(
-                        &mut self.calls,
-                        &mut p,
-                        byte == event::METHOD_ENTER,
-                        t,
-                        method,
-                    );
+                    self.calls.call(byte == event::METHOD_ENTER, t, method);
                 }
                 continue;
             }
@@ -371,7 +350,7 @@ impl Worker {
                         self.alloc(class, bytes);
                         if traces {
                             let it = Item::Trace(Target::Alloc(class), bytes, Bt::Stack);
-                            push(&mut p, &mut heap, it);
+                            push(&mut self.calls, &mut heap, it);
                         }
                     }
                     continue;
@@ -395,11 +374,9 @@ impl Worker {
             }
             let t = ev.time;
             match ev.kind {
-                EventKind::Enter { method } if in_window(t) => {
-                    call(&mut self.calls, &mut p, true, t, method)
-                }
+                EventKind::Enter { method } if in_window(t) => self.calls.call(true, t, method),
                 EventKind::Leave { method } | EventKind::ExcLeave { method } if in_window(t) => {
-                    call(&mut self.calls, &mut p, false, t, method)
+                    self.calls.call(false, t, method)
                 }
                 EventKind::Enter { .. } | EventKind::Leave { .. } | EventKind::ExcLeave { .. } => {}
                 EventKind::Jit {
@@ -419,25 +396,33 @@ impl Worker {
                     (MTYPE_CLASS, MetaAction::Load) => {
                         agg.classes.insert(m.ptr, m.name.into());
                         if track {
-                            push(&mut p, &mut heap, Item::Class(m.ptr, m.name.into()));
+                            push(
+                                &mut self.calls,
+                                &mut heap,
+                                Item::Class(m.ptr, m.name.into()),
+                            );
                         }
                     }
                     (MTYPE_VTABLE, MetaAction::Load) => {
                         agg.vtables.insert(m.ptr, m.class);
                         if track {
-                            push(&mut p, &mut heap, Item::Vtable(m.ptr, m.class));
+                            push(&mut self.calls, &mut heap, Item::Vtable(m.ptr, m.class));
                         }
                     }
                     (MTYPE_IMAGE, MetaAction::Load) => agg.images += 1,
                     (MTYPE_ASSEMBLY, MetaAction::Load) => agg.assemblies += 1,
-                    (MTYPE_THREAD, MetaAction::Name) => {
-                        push(&mut p, &mut heap, Item::Thread(m.ptr, name(m.name)))
-                    }
-                    (MTYPE_DOMAIN, MetaAction::Name) => {
-                        push(&mut p, &mut heap, Item::Domain(m.ptr, name(m.name)))
-                    }
+                    (MTYPE_THREAD, MetaAction::Name) => push(
+                        &mut self.calls,
+                        &mut heap,
+                        Item::Thread(m.ptr, name(m.name)),
+                    ),
+                    (MTYPE_DOMAIN, MetaAction::Name) => push(
+                        &mut self.calls,
+                        &mut heap,
+                        Item::Domain(m.ptr, name(m.name)),
+                    ),
                     (MTYPE_CONTEXT, MetaAction::Load) => {
-                        push(&mut p, &mut heap, Item::Context(m.ptr, m.domain))
+                        push(&mut self.calls, &mut heap, Item::Context(m.ptr, m.domain))
                     }
                     _ => {}
                 },
@@ -460,7 +445,7 @@ impl Worker {
                     };
                     if traces {
                         push(
-                            &mut p,
+                            &mut self.calls,
                             &mut heap,
                             Item::Trace(Target::Alloc(class), size, bt),
                         );
@@ -473,7 +458,7 @@ impl Worker {
                             time: t,
                             bt,
                         };
-                        push(&mut p, &mut heap, Item::Track(r));
+                        push(&mut self.calls, &mut heap, Item::Track(r));
                     }
                 }
                 EventKind::GcResize { heap_size } => {
@@ -485,12 +470,16 @@ impl Worker {
                     if track {
                         let mut it = objects;
                         while let (Some(from), Some(to)) = (it.next(), it.next()) {
-                            push(&mut p, &mut heap, Item::Track(TrackRec::Move { from, to }));
+                            push(
+                                &mut self.calls,
+                                &mut heap,
+                                Item::Track(TrackRec::Move { from, to }),
+                            );
                         }
                     }
                 }
                 EventKind::GcEvent { event, generation } => push(
-                    &mut p,
+                    &mut self.calls,
                     &mut heap,
                     Item::Gc(event, (generation as usize).min(2), t),
                 ),
@@ -501,7 +490,7 @@ impl Worker {
                     backtrace,
                 } => {
                     let ht = htype.min(255) as u8;
-                    push(&mut p, &mut heap, Item::Handle(ht, true));
+                    push(&mut self.calls, &mut heap, Item::Handle(ht, true));
                     let bt = if !traces {
                         Bt::None
                     } else if ev.byte == event::GC_HANDLE_CREATED_BT {
@@ -511,7 +500,7 @@ impl Worker {
                     };
                     if traces {
                         push(
-                            &mut p,
+                            &mut self.calls,
                             &mut heap,
                             Item::Trace(Target::HandleCreated(ht), 1, bt),
                         );
@@ -523,14 +512,14 @@ impl Worker {
                             time: t,
                             bt,
                         };
-                        push(&mut p, &mut heap, Item::Track(r));
+                        push(&mut self.calls, &mut heap, Item::Track(r));
                     }
                 }
                 EventKind::GcHandleDestroyed {
                     htype, backtrace, ..
                 } => {
                     let ht = htype.min(255) as u8;
-                    push(&mut p, &mut heap, Item::Handle(ht, false));
+                    push(&mut self.calls, &mut heap, Item::Handle(ht, false));
                     if traces {
                         let bt = if ev.byte == event::GC_HANDLE_DESTROYED_BT {
                             Bt::Frames(span(&mut p.arena, backtrace))
@@ -538,7 +527,7 @@ impl Worker {
                             Bt::Stack
                         };
                         push(
-                            &mut p,
+                            &mut self.calls,
                             &mut heap,
                             Item::Trace(Target::HandleDestroyed(ht), 1, bt),
                         );
@@ -552,7 +541,11 @@ impl Worker {
                         } else {
                             Bt::Stack
                         };
-                        push(&mut p, &mut heap, Item::Trace(Target::Throw, 1, bt));
+                        push(
+                            &mut self.calls,
+                            &mut heap,
+                            Item::Trace(Target::Throw, 1, bt),
+                        );
                     }
                 }
                 EventKind::Clause { clause_type, .. } => {
@@ -572,7 +565,7 @@ impl Worker {
                     } else {
                         Bt::Stack
                     };
-                    push(&mut p, &mut heap, Item::Monitor(event, obj, t, bt));
+                    push(&mut self.calls, &mut heap, Item::Monitor(event, obj, t, bt));
                 }
                 EventKind::SampleHit { mut ips, .. } => {
                     if let Some(ip) = ips.next() {
@@ -580,8 +573,8 @@ impl Worker {
                     }
                 }
                 EventKind::Usym { addr, size, name } => agg.usyms.push((addr, size, name.into())),
-                EventKind::HeapStart => push(&mut p, &mut heap, Item::HeapStart(t)),
-                EventKind::HeapEnd => push(&mut p, &mut heap, Item::HeapEnd),
+                EventKind::HeapStart => push(&mut self.calls, &mut heap, Item::HeapStart(t)),
+                EventKind::HeapEnd => push(&mut self.calls, &mut heap, Item::HeapEnd),
                 EventKind::HeapObject {
                     obj,
                     class,
@@ -596,13 +589,13 @@ impl Worker {
                                 parent: obj,
                                 class,
                             };
-                            push(&mut p, &mut heap, Item::Track(r));
+                            push(&mut self.calls, &mut heap, Item::Track(r));
                         }
                     }
                     if traces {
                         let refs = span(&mut p.arena, refs.map(|r| r.obj));
                         push(
-                            &mut p,
+                            &mut self.calls,
                             &mut heap,
                             Item::HeapObject {
                                 obj,
@@ -624,13 +617,13 @@ impl Worker {
                     } else {
                         Span::default()
                     };
-                    push(&mut p, &mut heap, Item::Roots(n, objs));
+                    push(&mut self.calls, &mut heap, Item::Roots(n, objs));
                 }
                 EventKind::CountersDesc { descs } => {
                     let v = descs
                         .map(|d| (d.index, d.section, name(d.name), d.unit))
                         .collect();
-                    push(&mut p, &mut heap, Item::CounterDescs(v));
+                    push(&mut self.calls, &mut heap, Item::CounterDescs(v));
                 }
                 EventKind::Counters { values, .. } => {
                     let v = values
@@ -644,7 +637,7 @@ impl Worker {
                             (i, v)
                         })
                         .collect();
-                    push(&mut p, &mut heap, Item::Counters(v));
+                    push(&mut self.calls, &mut heap, Item::Counters(v));
                 }
                 _ => {}
             }
@@ -666,7 +659,7 @@ impl Worker {
         self.agg.skipped_bytes += evs.remaining() as u64;
         if !heap.is_empty() {
             let v = heap.drain().map(|(c, (b, n))| (c, b, n)).collect();
-            p.items.push(Item::HeapObjects(v));
+            self.calls.item(Item::HeapObjects(v));
         }
         p.calls = self.calls.end();
         p
@@ -702,8 +695,10 @@ fn name(b: &[u8]) -> Box<str> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::calls;
     use super::*;
+    use crate::func::FuncId;
+    use crate::replay::{Call, Item as RItem, Phase};
+    use crate::span::{CallKind, Frame};
     use profkit_mlpd::read::{File, Metadata};
     use profkit_mlpd::write::{BufferWriter, Writer};
     use profkit_mlpd::Header;
@@ -727,13 +722,22 @@ mod tests {
         w.into_bytes()
     }
 
-    /// The piece of the file's only buffer, and the worker's aggregates.
-    fn decode(bytes: &[u8], opts: &Options, window: Option<(u64, u64)>) -> (Piece, Agg) {
+    /// The piece of the file's only buffer, the worker's aggregates, and the method ids.
+    fn decode(
+        bytes: &[u8],
+        opts: &Options,
+        window: Option<(u64, u64)>,
+    ) -> (Piece, Agg, Arc<MethodIds>) {
         let file = File::parse(bytes).unwrap();
         let buf = file.buffers().next().unwrap().unwrap();
-        let mut w = Worker::new(opts);
+        let ids = Arc::new(MethodIds::default());
+        let mut w = Worker::new(opts, ids.clone());
         let p = w.piece(&buf, window);
-        (p, w.finish())
+        (p, w.finish(), ids)
+    }
+
+    fn call(kind: CallKind, func: FuncId, time: u64) -> RItem {
+        RItem::Call(Call { kind, func, time })
     }
 
     #[test]
@@ -746,25 +750,39 @@ mod tests {
             b.leave(60, X); // a frame the buffer inherited
             b.enter(70, C); // still open at the end
         });
-        let (p, agg) = decode(&bytes, &Options::default(), None);
+        let (p, agg, ids) = decode(&bytes, &Options::default(), None);
+        let id = |m| ids.id(m);
         assert_eq!(p.thread, 7);
-        assert!(p.items.is_empty());
+        assert!(p.calls.others.is_empty());
         let phases = &p.calls.phases;
         assert_eq!(phases.len(), 2);
         // A (40 ns) ran on the inherited X; B and A are outermost in the buffer
-        assert_eq!(phases[0].callee, 40);
-        assert_eq!(phases[0].cands, [(B, 10), (A, 40)]);
-        assert_eq!(phases[0].end, Some((X, 60)));
-        assert_eq!(phases[1], calls::Phase::default());
+        assert_eq!(phases[0].child, 40);
+        assert_eq!(phases[0].part.cands, [(id(B), 10), (id(A), 40)]);
+        assert_eq!(
+            phases[0].end,
+            Some(Call {
+                kind: CallKind::Exit,
+                func: id(X),
+                time: 60
+            })
+        );
+        assert_eq!(
+            phases[1],
+            Phase {
+                peak: 1, // C
+                ..Phase::default()
+            }
+        );
         assert_eq!(
             p.calls.open,
-            [calls::Open {
-                method: C,
+            [Frame {
+                func: id(C),
                 start: 70,
-                callee: 0
+                child: 0
             }]
         );
-        assert_eq!(p.calls.last_call, Some(70));
+        assert_eq!(p.calls.last_time, Some(70));
         // self and all-activation totals are final; outermost totals wait for the stitcher
         let a = agg.methods[&A];
         assert_eq!(
@@ -787,14 +805,19 @@ mod tests {
             b.enter(30, B);
             b.leave(40, B);
         });
-        let (p, agg) = decode(&bytes, &Options::default(), None);
+        let (p, agg, ids) = decode(&bytes, &Options::default(), None);
+        let id = |m| ids.id(m);
         assert_eq!(
-            p.items,
-            [Item::Leave(X, 20), Item::Enter(B, 30), Item::Leave(B, 40)]
+            p.calls.ordered,
+            [
+                call(CallKind::Exit, id(X), 20),
+                call(CallKind::Enter, id(B), 30),
+                call(CallKind::Exit, id(B), 40)
+            ]
         );
         assert_eq!(p.calls.phases.len(), 1);
         assert_eq!(p.calls.open.len(), 1);
-        assert_eq!(p.calls.last_call, Some(40));
+        assert_eq!(p.calls.last_time, Some(40));
         assert_eq!(agg.methods[&A].calls, 1);
         assert!(!agg.methods.contains_key(&B));
     }
@@ -827,10 +850,10 @@ mod tests {
             b.heap_object(42, 0x3040, 0x7700, 8, 0, &[]);
             b.heap_mark(43, true);
         });
-        let (p, agg) = decode(&bytes, &Options::default(), None);
+        let (p, agg, _) = decode(&bytes, &Options::default(), None);
         let vt = ClassRef::Vtable(0x7700);
         assert_eq!(
-            p.items,
+            p.calls.others,
             [
                 Item::Thread(7, "MainWorker".into()),
                 Item::Gc(GC_EVENT_START, 1, 10),
@@ -860,15 +883,22 @@ mod tests {
             traces: true,
             ..Options::default()
         };
-        let (p, agg) = decode(&bytes, &opts, None);
+        let (p, agg, ids) = decode(&bytes, &opts, None);
         let frames = Span { start: 0, len: 2 };
         assert_eq!(
-            p.items,
+            p.calls.ordered,
             [
-                Item::Enter(A, 10),
+                call(CallKind::Enter, ids.id(A), 10),
+                RItem::Other,
+                RItem::Other,
+                call(CallKind::Exit, ids.id(A), 20),
+            ]
+        );
+        assert_eq!(
+            p.calls.others,
+            [
                 Item::Trace(Target::Alloc(ClassRef::Vtable(0x7700)), 32, Bt::Stack),
                 Item::Trace(Target::Throw, 1, Bt::Frames(frames)),
-                Item::Leave(A, 20),
             ]
         );
         assert_eq!(frames.of(&p.arena), [B, A]);
@@ -887,8 +917,8 @@ mod tests {
             b.alloc(31, 0x7700, 0x1000, 16, None);
             b.leave(40, B);
         });
-        let (p, agg) = decode(&bytes, &Options::default(), Some((25, 45)));
-        assert_eq!(p.calls.last_call, Some(40));
+        let (p, agg, _) = decode(&bytes, &Options::default(), Some((25, 45)));
+        assert_eq!(p.calls.last_time, Some(40));
         assert!(!agg.methods.contains_key(&A));
         assert_eq!(agg.methods[&B].self_ns, 10);
         assert_eq!(agg.allocs[&ClassRef::Vtable(0x7700)], (16, 1));
@@ -902,7 +932,7 @@ mod tests {
             b.enter(10, A);
             b.raw(&[0x6e, 1, 2, 3]);
         });
-        let (p, agg) = decode(&bytes, &Options::default(), None);
+        let (p, agg, _) = decode(&bytes, &Options::default(), None);
         assert_eq!(p.calls.open.len(), 1);
         assert_eq!(agg.problems.len(), 1);
         let e = &agg.problems[0];

@@ -40,6 +40,33 @@ pub enum Mode {
     Ordered,
 }
 
+/// What a worker keeps across the pieces it builds, fed as a piece's own calls enter and
+/// complete: order-free numbers can stay in the worker (merged at the end), while what depends
+/// on the frames the piece inherits goes into the phase's part. `()` forwards everything to
+/// the part (a [`SpanSink`]).
+pub trait Local<P> {
+    /// A frame was entered at `depth` (relative to the piece's first frame).
+    fn enter(&mut self, part: &mut P, func: FuncId, time: u64, depth: u32);
+    /// A call the piece entered completed.
+    fn span(&mut self, part: &mut P, span: &Span);
+    /// The phase whose part is `part` ends (an exit of an inherited frame follows, or the
+    /// piece's local replay ends).
+    fn end_phase(&mut self, _part: &mut P) {}
+    /// The piece's local replay ended with `open` frames entered and never completed.
+    fn end_piece(&mut self, _open: &[Frame]) {}
+}
+
+impl<P: SpanSink> Local<P> for () {
+    #[inline(always)]
+    fn enter(&mut self, part: &mut P, func: FuncId, time: u64, depth: u32) {
+        part.enter(func, time, depth);
+    }
+    #[inline(always)]
+    fn span(&mut self, part: &mut P, span: &Span) {
+        part.span(span);
+    }
+}
+
 /// Counters of the calls a piece completed on its own.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -140,6 +167,18 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
     /// Feeds a call.
     #[inline(always)]
     pub fn call(&mut self, kind: CallKind, func: FuncId, time: u64) {
+        self.call_with(kind, func, time, &mut ());
+    }
+
+    /// Feeds a call, the piece's own calls through `local` (see [`Local`]).
+    #[inline(always)]
+    pub fn call_with(
+        &mut self,
+        kind: CallKind,
+        func: FuncId,
+        time: u64,
+        local: &mut impl Local<P>,
+    ) {
         self.piece.calls += 1;
         self.piece.last_time = Some(time);
         let call = Call { kind, func, time };
@@ -149,7 +188,7 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
         }
         if kind == CallKind::Enter {
             let depth = self.stack.len() as u32;
-            self.phase.part.enter(func, time, depth);
+            local.enter(&mut self.phase.part, func, time, depth);
             self.stack.push(Frame {
                 func,
                 start: time,
@@ -161,6 +200,7 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
         match self.stack.last() {
             None => {
                 // The exit of an inherited frame: the stretch ends.
+                local.end_phase(&mut self.phase.part);
                 let next = Phase {
                     end: None,
                     ..Phase::default()
@@ -169,7 +209,7 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
                 done.end = Some(call);
                 self.piece.phases.push(done);
             }
-            Some(top) if top.func == func => self.pop(time),
+            Some(top) if top.func == func => self.pop(time, local),
             Some(_) => match self.policy {
                 MismatchPolicy::Ignore => self.piece.counts.unmatched += 1,
                 MismatchPolicy::Unwind | MismatchPolicy::UnwindAll => {
@@ -177,14 +217,14 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
                         Some(pos) => {
                             while self.stack.len() > pos + 1 {
                                 self.piece.counts.deduced += 1;
-                                self.pop(time);
+                                self.pop(time, local);
                             }
-                            self.pop(time);
+                            self.pop(time, local);
                         }
                         None => {
                             // It may close inherited frames too, or nothing: only the real
                             // stack can tell. The rest of the piece is replayed in order.
-                            self.close_local();
+                            self.close_local(local);
                             self.ordered = true;
                             self.piece.ordered.push(Item::Call(call));
                         }
@@ -201,7 +241,7 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
     }
 
     #[inline(always)]
-    fn pop(&mut self, time: u64) {
+    fn pop(&mut self, time: u64, local: &mut impl Local<P>) {
         let Some(f) = self.stack.pop() else { return };
         let dur = time.abs_diff(f.start);
         let span = Span {
@@ -217,19 +257,26 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
             None => self.phase.child = self.phase.child.saturating_add(dur),
         }
         self.piece.counts.spans += 1;
-        self.phase.part.span(&span);
+        local.span(&mut self.phase.part, &span);
     }
 
-    fn close_local(&mut self) {
+    fn close_local(&mut self, local: &mut impl Local<P>) {
+        local.end_phase(&mut self.phase.part);
+        local.end_piece(&self.stack);
         let last = mem::take(&mut self.phase);
         self.piece.phases.push(last);
         self.piece.open.append(&mut self.stack);
     }
 
     /// Ends the piece.
-    pub fn finish(mut self) -> Piece<P, I> {
+    pub fn finish(self) -> Piece<P, I> {
+        self.finish_with(&mut ())
+    }
+
+    /// Ends the piece whose calls went through `local` ([`PieceBuilder::call_with`]).
+    pub fn finish_with(mut self, local: &mut impl Local<P>) -> Piece<P, I> {
         if !self.ordered {
-            self.close_local();
+            self.close_local(local);
         }
         self.piece
     }

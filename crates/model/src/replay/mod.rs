@@ -32,7 +32,7 @@ pub mod local;
 pub mod pipeline;
 pub mod stitch;
 
-pub use local::{Call, Counts, Item, Mode, Phase, Piece, PieceBuilder};
+pub use local::{Call, Counts, Item, Local, Mode, Phase, Piece, PieceBuilder};
 pub use stitch::ThreadReplay;
 
 use crate::span::SpanSink;
@@ -50,6 +50,12 @@ pub trait Fold: SpanSink {
     /// Adds a part: its calls happened on top of the frames open now (the fold has seen them
     /// entered).
     fn resolve(&mut self, part: Self::Part);
+
+    /// A frame a piece entered and left open is pushed on the real stack (its enter was
+    /// already seen by the worker). By default, the same as an enter.
+    fn push_open(&mut self, func: crate::func::FuncId, start: u64, depth: u32) {
+        self.enter(func, start, depth);
+    }
 }
 
 /// The fold that keeps nothing (the replay's counters are all it gives).

@@ -73,7 +73,7 @@ impl<F: Fold> ThreadReplay<F> {
         }
         for f in piece.open {
             let depth = self.builder.depth() as u32;
-            self.fold.enter(f.func, f.start, depth);
+            self.fold.push_open(f.func, f.start, depth);
             self.builder.push_frame(f);
         }
         let c = piece.counts;
