@@ -16,7 +16,8 @@ use crate::trace_yaml::{read_yaml, write_event, write_footer, write_header, yaml
 
 /// The binary readers on `data`: header parse, buffer scan, full decode (parallel and
 /// sequential must agree), the closure-driven buffer decoder (must give what the iterator
-/// gives), the sequential record walk, the verifier, and the instrumentation-map YAML reader.
+/// gives), the sequential record walk, the verifier, the summary and the instrumentation-map
+/// YAML reader.
 pub fn check_read(data: &[u8]) {
     let _ = crate::FileHeader::parse(data);
     if let Ok(trace) = Trace::parse(data) {
@@ -31,7 +32,9 @@ pub fn check_read(data: &[u8]) {
         }
         let _ = trace.fdr_records().count();
         let _ = trace.basic_records().count();
-        let _ = crate::verify(&trace);
+        let v = crate::verify(&trace);
+        assert_eq!(v.truncation, decoded.truncation);
+        check_summary(&trace);
     }
     let _ = crate::InstrMap::from_yaml(&String::from_utf8_lossy(data));
 }
@@ -91,4 +94,43 @@ pub fn check_yaml(data: &[u8]) {
     }
     write_footer(&mut out).unwrap();
     read_yaml(&String::from_utf8_lossy(&out)).expect("profkit's own YAML reads back");
+}
+
+/// [`crate::summary`] counts what [`Trace::decode`] decodes.
+pub fn check_summary(trace: &Trace<'_>) {
+    let d = trace.decode();
+    let s = crate::summary(trace);
+    assert_eq!(s.records, d.records);
+    assert_eq!(s.problems, d.problems.len() as u64);
+    assert_eq!(s.first_problem, d.problems.first().map(|p| p.to_string()));
+    assert_eq!(s.truncation, d.truncation);
+    let threads: Vec<(Option<u32>, u64, u64)> = d
+        .threads
+        .iter()
+        .map(|t| {
+            let pid = (t.key.pid != 0).then_some(t.key.pid);
+            (pid, u64::from(t.key.tid), t.events.len() as u64)
+        })
+        .collect();
+    let got: Vec<_> = s
+        .threads
+        .iter()
+        .map(|t| (t.pid, t.tid, t.records))
+        .collect();
+    assert_eq!(got, threads);
+    let mut kinds: Vec<(String, u64)> = Vec::new();
+    for ev in d.events() {
+        match kinds.iter_mut().find(|(k, _)| k == ev.kind.llvm_name()) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((ev.kind.llvm_name().to_string(), 1)),
+        }
+    }
+    let mut got = s.kinds.clone();
+    got.sort();
+    kinds.sort();
+    assert_eq!(got, kinds);
+    let lo = d.events().map(|e| e.tsc).min();
+    let hi = d.events().map(|e| e.tsc).max();
+    assert_eq!(s.time.map(|t| t.first), lo);
+    assert_eq!(s.time.map(|t| t.last), hi);
 }

@@ -8,13 +8,13 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Context, Result};
+use profkit_common::Value;
 use profkit_model::{ingest, FunctionTable};
 use profkit_xray::trace_yaml;
 use profkit_xray::trace_yaml::{CachedFormatter, RecordFormatter};
-use profkit_xray::verify::{verify, Severity};
 use profkit_xray::{
-    BufferEvents, BufferItem, Event, EventKind, FdrEntry, FdrRecord, InstrMap, Symbolizer,
-    ThreadKey, ThreadState, Trace,
+    verify, BufferEvents, BufferItem, Event, EventKind, FdrEntry, FdrRecord, Finding, InstrMap,
+    Severity, Symbolizer, ThreadKey, ThreadState, Trace,
 };
 use rayon::prelude::*;
 use serde_json::json;
@@ -113,10 +113,10 @@ pub fn names(bin: Option<&Path>) -> Result<FunctionTable> {
 pub fn report_problems(
     name: &str,
     problems: &[profkit_xray::Error],
-    truncation: Option<&profkit_xray::Error>,
+    truncation: Option<&profkit_xray::Truncation>,
 ) {
     if let Some(t) = truncation {
-        output::print_warning(&format!("{name}: truncated: {t}"));
+        output::print_warning(&format!("{name}: {t}"));
     }
     if !problems.is_empty() {
         output::print_warning(&format!(
@@ -127,54 +127,42 @@ pub fn report_problems(
     }
 }
 
-/// `profkit info` for an XRay trace.
+/// `profkit info` for an XRay trace (from [`profkit_xray::summary`]).
 pub fn info(input: Input, format: Format, json_out: bool, out: &mut dyn Write) -> Result<()> {
     let l = from_input(input, format, "info")?;
     let trace = l.trace()?;
     let h = trace.header;
-    let decoded = trace.decode();
-    let mut kinds: Vec<(&str, u64)> = Vec::new();
-    let mut first = u64::MAX;
-    let mut last = 0u64;
-    for ev in decoded.events() {
-        let name = ev.kind.llvm_name();
-        match kinds.iter_mut().find(|(k, _)| *k == name) {
-            Some((_, n)) => *n += 1,
-            None => kinds.push((name, 1)),
-        }
-        first = first.min(ev.tsc);
-        last = last.max(ev.tsc);
-    }
-    let threads: Vec<_> = decoded
-        .threads
-        .iter()
-        .map(|t| json!({"pid": t.key.pid, "tid": t.key.tid, "events": t.events.len()}))
-        .collect();
-    let span_ns = if first <= last {
-        h.ticks_to_ns(last - first)
-    } else {
-        0
+    let s = profkit_xray::summary(&trace);
+    let buffers = match s.detail("buffers") {
+        Some(Value::U64(n)) => *n,
+        _ => 0,
     };
-    let v = json!({
-        "schema": "profkit.info/1",
-        "file": l.input.name,
-        "format": l.format.name(),
-        "size": l.input.data.len(),
-        "mode": if h.is_fdr() { "fdr" } else { "basic" },
-        "version": h.version,
-        "header": {"type": h.trace_type.0, "constant_tsc": h.constant_tsc(), "nonstop_tsc": h.nonstop_tsc(),
-                   "cycle_frequency": h.cycle_frequency, "buffer_size": h.buffer_size},
-        "buffers": trace.layout().buffers.len(),
-        "records": decoded.records,
-        "events": kinds.iter().map(|(k, n)| ((*k).to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
-        "threads": threads,
-        "tsc_first": if first == u64::MAX { None } else { Some(first) },
-        "tsc_last": if first == u64::MAX { None } else { Some(last) },
-        "duration_ns": span_ns,
-        "problems": decoded.problems.len(),
-        "truncated": decoded.truncation.as_ref().map(|t| t.to_string()),
-    });
+    let (first, last, span_ns) = match s.time {
+        Some(t) => (Some(t.first), Some(t.last), t.duration_ns),
+        None => (None, None, 0),
+    };
     if json_out {
+        let v = json!({
+            "schema": "profkit.info/1",
+            "file": l.input.name,
+            "format": l.format.name(),
+            "size": l.input.data.len(),
+            "mode": if h.is_fdr() { "fdr" } else { "basic" },
+            "version": h.version,
+            "header": {"type": h.trace_type.0, "constant_tsc": h.constant_tsc(), "nonstop_tsc": h.nonstop_tsc(),
+                       "cycle_frequency": h.cycle_frequency, "buffer_size": h.buffer_size},
+            "buffers": buffers,
+            "records": s.records,
+            "events": s.kinds.iter().map(|(k, n)| (k.clone(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "threads": s.threads.iter()
+                .map(|t| json!({"pid": t.pid.unwrap_or(0), "tid": t.tid, "events": t.records}))
+                .collect::<Vec<_>>(),
+            "tsc_first": first,
+            "tsc_last": last,
+            "duration_ns": span_ns,
+            "problems": s.problems,
+            "truncated": s.truncation.as_ref().map(|t| t.to_string()),
+        });
         serde_json::to_writer(&mut *out, &v)?;
         writeln!(out)?;
         return Ok(());
@@ -201,30 +189,30 @@ pub fn info(input: Input, format: Format, json_out: bool, out: &mut dyn Write) -
         h.buffer_size
     )?;
     if h.is_fdr() {
-        writeln!(out, "buffers:  {}", trace.layout().buffers.len())?;
+        writeln!(out, "buffers:  {buffers}")?;
     }
-    writeln!(out, "records:  {}", decoded.records)?;
-    for (k, n) in &kinds {
+    writeln!(out, "records:  {}", s.records)?;
+    for (k, n) in &s.kinds {
         writeln!(out, "  {k:<30} {n:>10}")?;
     }
-    writeln!(out, "threads:  {}", decoded.threads.len())?;
-    for t in &decoded.threads {
+    writeln!(out, "threads:  {}", s.threads.len())?;
+    for t in &s.threads {
         writeln!(
             out,
             "  pid {:<8} tid {:<8} {:>10} events",
-            t.key.pid,
-            t.key.tid,
-            t.events.len()
+            t.pid.unwrap_or(0),
+            t.tid,
+            t.records
         )?;
     }
     writeln!(
         out,
         "time:     {span_ns} ns between the first and the last event"
     )?;
-    if !decoded.problems.is_empty() {
-        writeln!(out, "problems: {}", decoded.problems.len())?;
+    if s.problems > 0 {
+        writeln!(out, "problems: {}", s.problems)?;
     }
-    if let Some(t) = &decoded.truncation {
+    if let Some(t) = &s.truncation {
         writeln!(out, "truncated: {t}")?;
     }
     Ok(())
@@ -429,18 +417,10 @@ pub fn validate(
     let l = from_input(input, format, "validate")?;
     let trace = l.trace()?;
     let report = verify(&trace);
-    let errors: Vec<_> = report
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Error)
-        .collect();
-    let warnings: Vec<_> = report
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Warning)
-        .collect();
+    let errors: Vec<&Finding> = report.errors().collect();
+    let warnings: Vec<&Finding> = report.warnings().collect();
     if json_out {
-        let list = |v: &[&profkit_xray::Finding]| -> Vec<serde_json::Value> {
+        let list = |v: &[&Finding]| -> Vec<serde_json::Value> {
             v.iter()
                 .map(|f| json!({"offset": f.offset, "record": f.record, "code": f.code, "message": f.message}))
                 .collect()
@@ -458,10 +438,9 @@ pub fn validate(
     } else {
         writeln!(
             out,
-            "{}: xray ({} records, {} blocks): {} error{}, {} warning{}",
+            "{}: xray ({} records): {} error{}, {} warning{}",
             l.input.name,
             report.records,
-            report.blocks,
             errors.len(),
             if errors.len() == 1 { "" } else { "s" },
             warnings.len(),
@@ -473,7 +452,7 @@ pub fn validate(
                 continue;
             }
             let style = output::severity_style(is_error);
-            let label = if is_error { "error" } else { "warning" };
+            let label = f.severity.name();
             let place = match f.record {
                 Some(r) => format!("record #{r} at offset {:#x}", f.offset),
                 None => format!("offset {:#x}", f.offset),

@@ -167,15 +167,7 @@ pub fn feed(
             summary.truncation = d.truncation.map(|t| t.to_string());
         }
         None => {
-            for seg in &trace.layout().segments {
-                if let profkit_xray::Segment::Problem(p) = seg {
-                    if p.is_truncation() {
-                        summary.truncation.get_or_insert_with(|| p.to_string());
-                    } else {
-                        summary.problems.push(p.to_string());
-                    }
-                }
-            }
+            summary.truncation = trace.truncation().map(|t| t.to_string());
         }
     }
     sink.finish()?;

@@ -12,7 +12,7 @@ use std::ops::ControlFlow;
 
 use profkit_xray::{
     BufferItem, CallRecord, Error, Event, EventKind, FileHeader, InstrMap, Symbolizer, ThreadKey,
-    ThreadState, Trace, TraceType,
+    ThreadState, Trace, TraceType, Truncation,
 };
 use rayon::prelude::*;
 
@@ -75,7 +75,7 @@ pub struct Ingested<S> {
     /// Decoding problems (the affected records were skipped).
     pub problems: Vec<Error>,
     /// Set when the file ends inside a record or buffer (everything before it was used).
-    pub truncation: Option<Error>,
+    pub truncation: Option<Truncation>,
     /// Function-call events fed.
     pub calls: u64,
     /// Custom and typed events seen (not calls).
@@ -223,15 +223,7 @@ where
         out.truncation = decoded.truncation;
         return out;
     }
-    for seg in &trace.layout().segments {
-        if let profkit_xray::Segment::Problem(p) = seg {
-            if p.is_truncation() {
-                out.truncation.get_or_insert(p.clone());
-            } else {
-                out.problems.push(p.clone());
-            }
-        }
-    }
+    out.truncation = trace.truncation().cloned();
     let groups = thread_buffers(trace);
     let run = |(ti, (key, bufs)): (usize, &(ThreadKey, Vec<usize>))| {
         (
@@ -245,13 +237,7 @@ where
         groups.iter().enumerate().map(run).collect()
     };
     for (key, r) in runs {
-        for p in r.problems {
-            if p.is_truncation() {
-                out.truncation.get_or_insert(p);
-            } else {
-                out.problems.push(p);
-            }
-        }
+        out.problems.extend(r.problems);
         out.calls += r.calls;
         out.other_events += r.other;
         out.threads.push((key, r.sink, r.stats));
@@ -314,7 +300,7 @@ pub struct AccountIngest {
     /// Decoding problems (the affected records were skipped).
     pub problems: Vec<Error>,
     /// Set when the file ends inside a record or buffer.
-    pub truncation: Option<Error>,
+    pub truncation: Option<Truncation>,
     /// Function-call events fed.
     pub calls: u64,
     /// Custom and typed events seen (not calls).
@@ -504,15 +490,7 @@ pub fn account(
         calls: 0,
         other_events: 0,
     };
-    for seg in &trace.layout().segments {
-        if let profkit_xray::Segment::Problem(p) = seg {
-            if p.is_truncation() {
-                out.truncation.get_or_insert(p.clone());
-            } else {
-                out.problems.push(p.clone());
-            }
-        }
-    }
+    out.truncation = trace.truncation().cloned();
     let groups = thread_buffers(trace);
     let jobs: Vec<usize> = groups.iter().flat_map(|(_, b)| b.iter().copied()).collect();
     let release_buffer = |bi: usize| {
@@ -618,13 +596,7 @@ pub fn account(
     let mut keyed: Vec<(usize, u64, FuncId, Durations)> = Vec::new();
     for (ti, acc, stats, problems, calls, other) in results {
         out.stats.merge(&stats);
-        for p in problems {
-            if p.is_truncation() {
-                out.truncation.get_or_insert(p);
-            } else {
-                out.problems.push(p);
-            }
-        }
+        out.problems.extend(problems);
         out.calls += calls;
         out.other_events += other;
         keyed.extend(acc.into_keyed().into_iter().map(|(k, f, d)| (ti, k, f, d)));

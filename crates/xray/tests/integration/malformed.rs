@@ -2,8 +2,8 @@
 
 use profkit_xray::write::{encode_fdr_record, BasicTraceWriter, FdrTraceWriter, OwnedEvent};
 use profkit_xray::{
-    verify, BasicRecord, Error, EventKind, FdrRecord, FileHeader, FunctionKind, MetadataKind,
-    Severity, SkipKind, Trace,
+    verify, BasicRecord, Error, EventKind, FdrEntry, FdrRecord, FileHeader, FunctionKind,
+    MetadataKind, Severity, SkipKind, Trace,
 };
 
 use crate::common::fixture;
@@ -12,6 +12,7 @@ use crate::synthetic::write_fdr;
 fn check_every_cut(data: &[u8]) {
     let full = Trace::parse(data).unwrap();
     let full_events = full.decode().event_count();
+    let full_problems = full.decode().problems.len();
     let boundaries: Vec<u64> = full.layout().buffers.iter().map(|b| b.end).collect();
     for cut in 0..data.len() {
         let part = &data[..cut];
@@ -32,11 +33,25 @@ fn check_every_cut(data: &[u8]) {
                     .truncation
                     .as_ref()
                     .unwrap_or_else(|| panic!("cut {cut}: no truncation"));
-                assert!(tr.offset().unwrap() <= cut as u64);
+                assert!(tr.offset <= cut as u64, "cut {cut}: {tr}");
+                assert_eq!(tr.record, Some(d.records), "cut {cut}");
+                assert_eq!(t.truncation().map(|t| t.offset), Some(tr.offset));
+                let v = verify(&t);
+                let f = v.findings.iter().find(|f| f.code == "truncated").unwrap();
+                assert_eq!((f.offset, f.record), (tr.offset, tr.record), "cut {cut}");
+            } else {
+                assert_eq!(d.truncation, None, "cut {cut}");
             }
-        } else if (cut - 32) % 32 != 0 {
-            assert!(d.truncation.is_some(), "cut {cut}");
+        } else {
+            assert_eq!(d.truncation.is_some(), (cut - 32) % 32 != 0, "cut {cut}");
+            assert_eq!(d.truncation.as_ref(), t.truncation());
         }
+        // Every buffer stops before the cut: decoding problems are never about the cut.
+        assert!(
+            d.problems.len() <= full_problems,
+            "cut {cut}: {:?}",
+            d.problems
+        );
     }
 }
 
@@ -75,8 +90,18 @@ fn truncated_keeps_complete_records() {
     let full = Trace::parse(&data).unwrap().decode();
     let cut = &data[..data.len() - 5];
     let d = Trace::parse(cut).unwrap().decode();
-    assert!(d.truncation.is_some());
-    assert!(d.truncation.as_ref().unwrap().is_truncation());
+    // The cut is at the start of the last record (the typed event marker).
+    let last = Trace::parse(&data)
+        .unwrap()
+        .fdr_records()
+        .filter_map(|e| match e {
+            FdrEntry::Record(r) => Some(r.offset),
+            _ => None,
+        })
+        .last()
+        .unwrap();
+    let t = d.truncation.as_ref().unwrap();
+    assert_eq!(t.offset, last);
     // Only the last (typed) event is lost.
     assert_eq!(d.event_count(), full.event_count() - 1);
     let msg = d.truncation.unwrap().to_string();
@@ -173,7 +198,7 @@ fn grammar_function_right_after_new_buffer() {
     let data = fdr_with(5, &body);
     let r = verify(&Trace::parse(&data).unwrap());
     let f = &r.findings[0];
-    assert_eq!(f.code, "grammar");
+    assert_eq!(f.code, "block-grammar");
     assert_eq!(f.offset, 32 + 16 + 16);
     assert_eq!(f.record, Some(2));
     assert!(
@@ -188,10 +213,12 @@ fn grammar_block_starting_with_function() {
     let data = fdr_with(5, &[enter(1)]);
     let t = Trace::parse(&data).unwrap();
     let r = verify(&t);
-    assert!(r
-        .findings
-        .iter()
-        .any(|f| f.code == "grammar" && f.message.contains("from BufferExtents to Function")));
+    assert!(
+        r.findings
+            .iter()
+            .any(|f| f.code == "block-grammar"
+                && f.message.contains("from BufferExtents to Function"))
+    );
 }
 
 #[test]
@@ -206,7 +233,7 @@ fn grammar_terminal_state() {
     let data = fdr_with(5, &body);
     let r = verify(&Trace::parse(&data).unwrap());
     assert_eq!(r.findings.len(), 1);
-    assert_eq!(r.findings[0].code, "terminal");
+    assert_eq!(r.findings[0].code, "block-terminal");
     assert!(r.findings[0].message.contains("WallClockTime"));
 }
 
@@ -338,7 +365,7 @@ fn junk_between_buffers_is_skipped_and_reported() {
     assert!(r
         .findings
         .iter()
-        .any(|f| f.code == "junk" && f.offset == second as u64));
+        .any(|f| f.code == "junk-between-buffers" && f.offset == second as u64));
     assert!(!r.has_errors());
 }
 
@@ -404,7 +431,10 @@ fn callargument_without_function() {
     let data = fdr_with(5, &body);
     let t = Trace::parse(&data).unwrap();
     assert_eq!(t.decode().problems.len(), 1);
-    assert!(verify(&t).findings.iter().any(|f| f.code == "grammar"));
+    assert!(verify(&t)
+        .findings
+        .iter()
+        .any(|f| f.code == "block-grammar"));
 }
 
 #[test]
@@ -469,5 +499,5 @@ fn buffer_without_new_cpu_id_continues_the_threads_tsc() {
     assert!(verify(&t)
         .findings
         .iter()
-        .any(|f| f.code == "grammar" && f.message.contains("PIDEntry to Function")));
+        .any(|f| f.code == "block-grammar" && f.message.contains("PIDEntry to Function")));
 }
