@@ -11,13 +11,14 @@
 
 use std::ops::ControlFlow;
 
+use crate::dump::{dump, DumpOptions};
 use crate::read::events::{BufferItem, CallRecord, EventKind, ThreadState, Trace};
 use crate::trace_yaml::{read_yaml, write_event, write_footer, write_header, yaml_to_binary};
 
 /// The binary readers on `data`: header parse, buffer scan, full decode (parallel and
 /// sequential must agree), the closure-driven buffer decoder (must give what the iterator
-/// gives), the sequential record walk, the verifier, the summary and the instrumentation-map
-/// YAML reader.
+/// gives), the sequential record walk, the verifier, the summary, the dump and the
+/// instrumentation-map YAML reader.
 pub fn check_read(data: &[u8]) {
     let _ = crate::FileHeader::parse(data);
     if let Ok(trace) = Trace::parse(data) {
@@ -35,6 +36,7 @@ pub fn check_read(data: &[u8]) {
         let v = crate::verify(&trace);
         assert_eq!(v.truncation, decoded.truncation);
         check_summary(&trace);
+        check_dump(&trace);
     }
     let _ = crate::InstrMap::from_yaml(&String::from_utf8_lossy(data));
 }
@@ -133,4 +135,19 @@ pub fn check_summary(trace: &Trace<'_>) {
     let hi = d.events().map(|e| e.tsc).max();
     assert_eq!(s.time.map(|t| t.first), lo);
     assert_eq!(s.time.map(|t| t.last), hi);
+}
+
+/// [`crate::dump::dump`] prints every layout and reports the cut [`Trace::decode`] reports.
+pub fn check_dump(trace: &Trace<'_>) {
+    let d = trace.decode();
+    for json in [false, true] {
+        for verify in [false, true] {
+            let mut out = Vec::new();
+            let o = dump(trace, &DumpOptions { json, verify }, &mut out).unwrap();
+            assert_eq!(o.truncation, d.truncation);
+            if trace.header.is_fdr() {
+                assert_eq!(o.records, d.records);
+            }
+        }
+    }
 }

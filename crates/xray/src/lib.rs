@@ -30,7 +30,8 @@
 //!   say where the cut is.
 //! * [`verify()`]: the FDR block grammar and per-version checks, with offsets and record
 //!   indices, as a [`Validation`] whose codes are [`verify::codes::ALL`].
-//! * [`summary()`]: what `profkit info` shows (a [`Summary`]).
+//! * [`summary()`]: what `profkit info` shows (a [`Summary`]); [`dump`](mod@dump): one line per
+//!   record (`llvm-xray fdr-dump` text, llvm's YAML record lines, NDJSON).
 //! * [`write`](mod@write): writers for FDR v1–v5 and basic v1–v3 (raw records and whole traces).
 //! * [`instr_map`]: the instrumentation map from an ELF file (x86-64, aarch64, …; sled
 //!   versions 0–2; relocations in PIE), symbolization (DWARF, then the symbol table; demangled),
@@ -59,6 +60,7 @@
 //! assert_eq!(decoded.threads[0].events[0].func_id, 1);
 //! ```
 
+pub mod dump;
 pub mod error;
 #[doc(hidden)]
 pub mod harness;

@@ -13,8 +13,8 @@ use profkit_model::{ingest, FunctionTable};
 use profkit_xray::trace_yaml;
 use profkit_xray::trace_yaml::{CachedFormatter, RecordFormatter};
 use profkit_xray::{
-    verify, BufferEvents, BufferItem, Event, EventKind, FdrEntry, FdrRecord, Finding, InstrMap,
-    Severity, Symbolizer, ThreadKey, ThreadState, Trace,
+    verify, BufferEvents, BufferItem, Event, EventKind, Finding, InstrMap, Severity, Symbolizer,
+    ThreadKey, ThreadState, Trace,
 };
 use rayon::prelude::*;
 use serde_json::json;
@@ -218,191 +218,28 @@ pub fn info(input: Input, format: Format, json_out: bool, out: &mut dyn Write) -
     Ok(())
 }
 
-fn payload(data: &[u8]) -> String {
-    String::from_utf8_lossy(data).into_owned()
-}
-
-/// One record as `llvm-xray fdr-dump` prints it.
-fn llvm_record(rec: &FdrRecord<'_>) -> String {
-    match rec {
-        FdrRecord::Function {
-            kind,
-            func_id,
-            tsc_delta,
-        } => {
-            let k = match kind.0 {
-                0 => "Function Enter",
-                1 => "Function Exit",
-                2 => "Function Tail Exit",
-                3 => "Function Enter With Arg",
-                _ => "Function (invalid kind)",
-            };
-            format!("<{k}: #{func_id} delta = +{tsc_delta}>")
-        }
-        FdrRecord::NewBuffer { tid } => format!("<Thread ID: {tid}>"),
-        FdrRecord::EndOfBuffer => "<End of Buffer>".into(),
-        FdrRecord::NewCpuId { cpu, tsc } => format!("<CPU: id = {cpu}, tsc = {tsc}>"),
-        FdrRecord::TscWrap { tsc } => format!("<TSC Wrap: base = {tsc}>"),
-        FdrRecord::WalltimeMarker { seconds, micros } => {
-            format!("<Wall Time: seconds = {seconds}.{micros:06}>")
-        }
-        FdrRecord::CustomEvent { size, time, data } => match time {
-            profkit_xray::CustomEventTime::Delta(d) => format!(
-                "<Custom Event: delta = +{d}, size = {size}, data = '{}'>",
-                payload(data)
-            ),
-            profkit_xray::CustomEventTime::Absolute { tsc, cpu } => format!(
-                "<Custom Event: tsc = {tsc}, cpu = {}, size = {size}, data = '{}'>",
-                cpu.unwrap_or(0),
-                payload(data)
-            ),
-        },
-        FdrRecord::CallArgument { arg } => {
-            format!("<Call Argument: data = {arg} (hex = {arg:#x})>")
-        }
-        FdrRecord::BufferExtents { size } => format!("<Buffer: size = {size} bytes>"),
-        // llvm-xray 14 omits the closing '>' here; profkit prints it.
-        FdrRecord::TypedEvent {
-            size,
-            tsc_delta,
-            event_type,
-            data,
-        } => format!(
-            "<Typed Event: delta = +{tsc_delta}, type = {event_type}, size = {size}, data = '{}'>",
-            payload(data)
-        ),
-        FdrRecord::Pid { pid } => format!("<PID: {pid}>"),
-        FdrRecord::UnknownMetadata { kind, .. } => format!("<Unknown Metadata: kind = {}>", kind.0),
-    }
-}
-
-fn record_json(rec: &FdrRecord<'_>) -> serde_json::Value {
-    match rec {
-        FdrRecord::Function {
-            kind,
-            func_id,
-            tsc_delta,
-        } => json!({"type": "Function", "kind": kind.0, "func_id": func_id, "delta": tsc_delta}),
-        FdrRecord::NewBuffer { tid } => json!({"type": "NewBuffer", "tid": tid}),
-        FdrRecord::EndOfBuffer => json!({"type": "EndOfBuffer"}),
-        FdrRecord::NewCpuId { cpu, tsc } => json!({"type": "NewCPUId", "cpu": cpu, "tsc": tsc}),
-        FdrRecord::TscWrap { tsc } => json!({"type": "TSCWrap", "tsc": tsc}),
-        FdrRecord::WalltimeMarker { seconds, micros } => {
-            json!({"type": "WalltimeMarker", "seconds": seconds, "micros": micros})
-        }
-        FdrRecord::CustomEvent { size, time, data } => {
-            let (tsc, cpu, delta) = match time {
-                profkit_xray::CustomEventTime::Delta(d) => (None, None, Some(*d)),
-                profkit_xray::CustomEventTime::Absolute { tsc, cpu } => (Some(*tsc), *cpu, None),
-            };
-            json!({"type": "CustomEvent", "size": size, "tsc": tsc, "cpu": cpu, "delta": delta, "data": payload(data)})
-        }
-        FdrRecord::CallArgument { arg } => json!({"type": "CallArgument", "arg": arg}),
-        FdrRecord::BufferExtents { size } => json!({"type": "BufferExtents", "size": size}),
-        FdrRecord::TypedEvent {
-            size,
-            tsc_delta,
-            event_type,
-            data,
-        } => {
-            json!({"type": "TypedEvent", "size": size, "delta": tsc_delta, "event_type": event_type, "data": payload(data)})
-        }
-        FdrRecord::Pid { pid } => json!({"type": "Pid", "pid": pid}),
-        FdrRecord::UnknownMetadata { kind, .. } => {
-            json!({"type": "UnknownMetadata", "kind": kind.0})
-        }
-    }
-}
-
-/// `profkit dump` for an XRay trace: `llvm-xray fdr-dump` lines (FDR), llvm's YAML record lines
-/// (basic), or NDJSON.
+/// `profkit dump` for an XRay trace ([`profkit_xray::dump`]): `llvm-xray fdr-dump` lines
+/// (FDR), llvm's YAML record lines (basic), or NDJSON. Undecodable records are warnings and
+/// exit 2; a cut file is a warning.
 pub fn dump(input: Input, format: Format, json_out: bool, verify_blocks: bool) -> Result<ExitCode> {
     let l = from_input(input, format, "dump")?;
     let trace = l.trace()?;
     let mut out = output::stdout();
-    if !trace.header.is_fdr() {
-        for ev in trace.decode().events() {
-            if json_out {
-                serde_json::to_writer(
-                    &mut out,
-                    &json!({"offset": ev.offset, "kind": ev.kind.llvm_name(), "func_id": ev.func_id,
-                            "tsc": ev.tsc, "cpu": ev.cpu, "tid": ev.tid, "pid": ev.pid, "args": ev.args.to_vec()}),
-                )?;
-                writeln!(out)?;
-            } else {
-                trace_yaml::write_event(&mut out, ev, ev.func_id, &ev.func_id.to_string())?;
-            }
-        }
-        out.flush()?;
-        return Ok(ExitCode::SUCCESS);
+    let opts = profkit_xray::dump::DumpOptions {
+        json: json_out,
+        verify: verify_blocks,
+    };
+    let outcome = profkit_xray::dump::dump(&trace, &opts, &mut out)?;
+    for e in &outcome.problems {
+        output::print_warning(&format!("{}: {e}", l.input.name));
     }
-    let mut problems = 0u64;
-    let mut in_block = false;
-    let mut in_body = false;
-    for entry in trace.fdr_records() {
-        match entry {
-            FdrEntry::Record(item) => {
-                if json_out {
-                    let mut v = record_json(&item.record);
-                    if let Some(o) = v.as_object_mut() {
-                        o.insert("offset".into(), json!(item.offset));
-                        o.insert("index".into(), json!(item.index));
-                    }
-                    serde_json::to_writer(&mut out, &v)?;
-                    writeln!(out)?;
-                    continue;
-                }
-                let line = llvm_record(&item.record);
-                if !verify_blocks {
-                    writeln!(out, "{line}")?;
-                    continue;
-                }
-                match item.record {
-                    FdrRecord::BufferExtents { .. } => {}
-                    FdrRecord::NewBuffer { .. } => {
-                        writeln!(out, "\n[New Block]\nPreamble: \n{line}")?;
-                        in_block = true;
-                        in_body = false;
-                    }
-                    FdrRecord::WalltimeMarker { .. } | FdrRecord::Pid { .. } if !in_body => {
-                        writeln!(out, "{line}")?
-                    }
-                    FdrRecord::NewCpuId { .. } | FdrRecord::TscWrap { .. } => {
-                        if !in_body && in_block {
-                            writeln!(out, "\nBody:")?;
-                            in_body = true;
-                        }
-                        writeln!(out, " {line}\n")?;
-                    }
-                    FdrRecord::Function { .. } => writeln!(out, "-  {line}")?,
-                    FdrRecord::CustomEvent { .. } | FdrRecord::TypedEvent { .. } => {
-                        writeln!(out, "*  {line}")?
-                    }
-                    FdrRecord::CallArgument { .. } => writeln!(out, " : {line}")?,
-                    _ => writeln!(out, "{line}")?,
-                }
-            }
-            FdrEntry::Skip(s) => {
-                if json_out {
-                    writeln!(
-                        out,
-                        "{}",
-                        json!({"type": "Skip", "offset": s.offset, "len": s.len, "junk": s.kind == profkit_xray::SkipKind::Junk})
-                    )?;
-                }
-            }
-            FdrEntry::Problem(e) => {
-                problems += 1;
-                out.flush()?;
-                output::print_warning(&format!("{}: {e}", l.input.name));
-            }
-        }
+    if let Some(t) = &outcome.truncation {
+        output::print_warning(&format!("{}: {t}", l.input.name));
     }
-    out.flush()?;
-    Ok(if problems > 0 {
-        ExitCode::from(2)
-    } else {
+    Ok(if outcome.problems.is_empty() {
         ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
     })
 }
 

@@ -410,3 +410,23 @@ fn truncated_traces_never_panic() {
         }
     }
 }
+
+#[test]
+fn dump_reports_a_cut_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, cut) in [("demo-basic.xray", 5), ("demo-fdr.xray", 3)] {
+        let data = std::fs::read(dir().join(name)).unwrap();
+        let p = tmp.path().join(name);
+        std::fs::write(&p, &data[..data.len() - cut]).unwrap();
+        for json in [false, true] {
+            let mut args = vec!["dump", p.to_str().unwrap()];
+            if json {
+                args.push("--json");
+            }
+            let (out, err, code) = profkit(&args);
+            assert_eq!(code, 0, "{name}: {err}");
+            assert!(err.contains("truncated at offset"), "{name}: {err}");
+            assert!(out.lines().count() > 100, "{name}");
+        }
+    }
+}

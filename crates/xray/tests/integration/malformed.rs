@@ -6,6 +6,8 @@ use profkit_xray::{
     MetadataKind, Severity, SkipKind, Trace,
 };
 
+use profkit_xray::dump::{dump, DumpOptions};
+
 use crate::common::fixture;
 use crate::synthetic::write_fdr;
 
@@ -500,4 +502,30 @@ fn buffer_without_new_cpu_id_continues_the_threads_tsc() {
         .findings
         .iter()
         .any(|f| f.code == "block-grammar" && f.message.contains("PIDEntry to Function")));
+}
+
+#[test]
+fn dump_of_a_truncated_basic_trace_reports_the_cut() {
+    let data = fixture("demo-basic.xray");
+    let t = Trace::parse(&data[..data.len() - 5]).unwrap();
+    let mut out = Vec::new();
+    let o = dump(&t, &DumpOptions::default(), &mut out).unwrap();
+    let tr = o.truncation.unwrap();
+    assert_eq!(tr.offset, data.len() as u64 - 32);
+    assert_eq!(tr.record, Some((data.len() as u64 - 32) / 32 - 1));
+    assert_eq!(t.truncation(), Some(&tr));
+    let mut json = Vec::new();
+    let opts = DumpOptions {
+        json: true,
+        ..DumpOptions::default()
+    };
+    dump(&t, &opts, &mut json).unwrap();
+    let first = String::from_utf8(json).unwrap();
+    assert!(
+        first.starts_with(
+            "{\"args\":[],\"cpu\":0,\"func_id\":6,\"kind\":\"function-enter\",\"offset\":32,\"pid\":12014,\"tid\":12015,\"tsc\":"
+        ),
+        "{}",
+        &first[..200]
+    );
 }
