@@ -15,7 +15,7 @@ use profkit_common::json;
 use crate::error::{Error, Truncation};
 use crate::read::events::Trace;
 use crate::read::fdr::{CustomEventTime, FdrEntry, FdrRecord, SkipKind};
-use crate::trace_yaml::write_event;
+use crate::yaml::trace::write_event;
 
 /// How [`dump`] prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

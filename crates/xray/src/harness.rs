@@ -13,12 +13,14 @@ use std::ops::ControlFlow;
 
 use crate::dump::{dump, DumpOptions};
 use crate::read::events::{BufferItem, CallRecord, EventKind, ThreadState, Trace};
-use crate::trace_yaml::{read_yaml, write_event, write_footer, write_header, yaml_to_binary};
+use crate::yaml::convert::write_general;
+use crate::yaml::trace::{read_yaml, write_event, write_footer, write_header, yaml_to_binary};
+use crate::yaml::{write_yaml, YamlOptions};
 
 /// The binary readers on `data`: header parse, buffer scan, full decode (parallel and
 /// sequential must agree), the closure-driven buffer decoder (must give what the iterator
-/// gives), the sequential record walk, the verifier, the summary, the dump and the
-/// instrumentation-map YAML reader.
+/// gives), the sequential record walk, the verifier, the summary, the dump, the YAML writer
+/// (both paths must agree) and the instrumentation-map YAML reader.
 pub fn check_read(data: &[u8]) {
     let _ = crate::FileHeader::parse(data);
     if let Ok(trace) = Trace::parse(data) {
@@ -37,6 +39,7 @@ pub fn check_read(data: &[u8]) {
         assert_eq!(v.truncation, decoded.truncation);
         check_summary(&trace);
         check_dump(&trace);
+        check_yaml_paths(&trace);
     }
     let _ = crate::InstrMap::from_yaml(&String::from_utf8_lossy(data));
 }
@@ -148,6 +151,24 @@ pub fn check_dump(trace: &Trace<'_>) {
             if trace.header.is_fdr() {
                 assert_eq!(o.records, d.records);
             }
+        }
+    }
+}
+
+/// [`write_yaml`] (streaming where it applies) writes the bytes the general path writes,
+/// sorted or not, with ids or names, and reports the same outcome.
+pub fn check_yaml_paths(trace: &Trace<'_>) {
+    let name = |id: u32| format!("f'{id}");
+    let named: &(dyn Fn(u32) -> String + Sync) = &name;
+    for sort in [true, false] {
+        for names in [None, Some(named)] {
+            let opts = YamlOptions { sort, names };
+            let mut a = Vec::new();
+            let oa = write_yaml(trace, &opts, &mut a).unwrap();
+            let mut b = Vec::new();
+            let ob = write_general(trace, &opts, &mut b).unwrap();
+            assert!(a == b, "sort {sort}: the two YAML paths differ");
+            assert_eq!(oa, ob, "sort {sort}");
         }
     }
 }

@@ -36,8 +36,9 @@
 //! * [`instr_map`]: the instrumentation map from an ELF file (x86-64, aarch64, …; sled
 //!   versions 0–2; relocations in PIE), symbolization (DWARF, then the symbol table; demangled),
 //!   and llvm-xray `extract` YAML in and out.
-//! * [`trace_yaml`]: traces as llvm-xray's YAML, written and read back (payloads lossless).
-//! * [`yaml`]: the flow-map subset of YAML llvm-xray writes, with LLVM's quoting rules.
+//! * [`yaml`]: traces as llvm-xray's YAML ([`yaml::write_yaml`], parallel and streaming; read
+//!   back with [`yaml::read_yaml`], payloads lossless), and the flow-map subset of YAML
+//!   llvm-xray writes, with LLVM's quoting rules.
 //!
 //! # Where this differs from llvm-xray 14 (on purpose)
 //! * A thread's FDR blocks stay in file order (llvm sorts them with an invalid comparator).
@@ -68,7 +69,6 @@ pub mod instr_map;
 pub mod raw;
 pub mod read;
 mod summary;
-pub mod trace_yaml;
 pub mod verify;
 pub mod write;
 pub mod yaml;

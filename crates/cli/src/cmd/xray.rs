@@ -1,22 +1,16 @@
 //! The XRay parts of the commands: opening traces (binary or YAML), function names from `-m`,
 //! and `info`, `dump`, `validate`, `convert` for XRay input. Logic lives in profkit-xray and
-//! profkit-model; this module only picks and prints.
+//! profkit-model; this module only picks and prints (and writes YAML files with O_DIRECT).
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Context, Result};
 use profkit_common::Value;
-use profkit_model::{ingest, FunctionTable};
-use profkit_xray::trace_yaml;
-use profkit_xray::trace_yaml::{CachedFormatter, RecordFormatter};
-use profkit_xray::{
-    verify, BufferEvents, BufferItem, Event, EventKind, Finding, InstrMap, Severity, Symbolizer,
-    ThreadKey, ThreadState, Trace,
-};
-use rayon::prelude::*;
+use profkit_model::{ingest, FuncId, FunctionTable};
+use profkit_xray::yaml::{self, write_yaml, YamlOptions};
+use profkit_xray::{verify, Finding, InstrMap, Severity, Symbolizer, Trace};
 use serde_json::json;
 
 use super::{open_detected, unsupported};
@@ -85,8 +79,8 @@ pub fn from_input(input: Input, format: Format, what: &str) -> Result<Loaded> {
         Format::XrayYaml => {
             let text = std::str::from_utf8(&input.data)
                 .map_err(|e| anyhow!("{}: not UTF-8 text: {e}", input.name))?;
-            let y = trace_yaml::read_yaml(text).map_err(|e| anyhow!("{}: {e}", input.name))?;
-            let bin = trace_yaml::yaml_to_binary(&y).map_err(|e| anyhow!("{}: {e}", input.name))?;
+            let y = yaml::read_yaml(text).map_err(|e| anyhow!("{}: {e}", input.name))?;
+            let bin = yaml::yaml_to_binary(&y).map_err(|e| anyhow!("{}: {e}", input.name))?;
             Ok(Loaded {
                 input,
                 format,
@@ -304,8 +298,9 @@ pub fn validate(
     Ok(report.has_errors())
 }
 
-/// `profkit convert` of an XRay trace to llvm-xray's YAML. `output` is the path `out` writes
-/// to (`-` for stdout): a regular file is written through [`DirectFile`] instead of `out`.
+/// `profkit convert` of an XRay trace to llvm-xray's YAML ([`profkit_xray::yaml::write_yaml`]).
+/// `output` is the path `out` writes to (`-` for stdout): a regular file is written through
+/// [`DirectFile`] instead of `out`.
 pub fn convert_yaml(
     input: Input,
     format: Format,
@@ -317,10 +312,15 @@ pub fn convert_yaml(
 ) -> Result<()> {
     let l = from_input(input, format, "convert")?;
     let trace = l.trace()?;
-    let names = if symbolize {
+    let table = if symbolize {
         names(instr_map)?
     } else {
         FunctionTable::new()
+    };
+    let name_of = |id: u32| table.name(FuncId(id));
+    let opts = YamlOptions {
+        sort,
+        names: symbolize.then_some(&name_of as &(dyn Fn(u32) -> String + Sync)),
     };
     let mut direct = if output.as_os_str() == "-" {
         None
@@ -331,65 +331,16 @@ pub fn convert_yaml(
         Some(d) => d,
         None => out,
     };
-    convert_yaml_to(&l, &trace, &names, symbolize, sort, out)?;
+    let outcome = write_yaml(&trace, &opts, out).context("cannot write")?;
     if let Some(d) = &mut direct {
         d.finish()
             .with_context(|| format!("{}: cannot write", output.display()))?;
     }
-    Ok(())
-}
-
-fn convert_yaml_to(
-    l: &Loaded,
-    trace: &Trace<'_>,
-    names: &FunctionTable,
-    symbolize: bool,
-    sort: bool,
-    out: &mut dyn Write,
-) -> Result<()> {
-    if trace.header.is_fdr() && convert_yaml_streaming(trace, names, symbolize, sort, out)? {
-        return Ok(());
-    }
-    let decoded = trace.decode();
     report_problems(
         &l.input.name,
-        &decoded.problems,
-        decoded.truncation.as_ref(),
+        &outcome.problems,
+        outcome.truncation.as_ref(),
     );
-    // llvm prints the previous function's id on custom and typed events.
-    let mut prev: HashMap<(u32, u32), u32> = HashMap::new();
-    let mut ids: Vec<u32> = Vec::with_capacity(decoded.event_count());
-    for ev in decoded.events() {
-        let key = (ev.pid, ev.tid);
-        if matches!(ev.kind, EventKind::CustomEvent | EventKind::TypedEvent) {
-            ids.push(prev.get(&key).copied().unwrap_or(0));
-        } else {
-            prev.insert(key, ev.func_id);
-            ids.push(ev.func_id);
-        }
-    }
-    let mut order: Vec<usize> = (0..ids.len()).collect();
-    let all: Vec<_> = decoded.events().collect();
-    if sort {
-        order.sort_by_key(|&i| all.get(i).map(|e| e.tsc).unwrap_or(0));
-    }
-    let mut name_cache: HashMap<u32, String> = HashMap::new();
-    trace_yaml::write_header(out, &trace.header)?;
-    for i in order {
-        let (Some(ev), Some(&id)) = (all.get(i), ids.get(i)) else {
-            continue;
-        };
-        let name = name_cache.entry(id).or_insert_with(|| {
-            if symbolize {
-                names.name(profkit_model::FuncId(id))
-            } else {
-                id.to_string()
-            }
-        });
-        trace_yaml::write_event(out, ev, id, name)?;
-    }
-    trace_yaml::write_footer(out)?;
-    out.flush().context("cannot write")?;
     Ok(())
 }
 
@@ -523,497 +474,4 @@ impl Write for DirectFile {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
-}
-
-/// Events between two checkpoints of the streaming YAML writer.
-const CHECKPOINT_EVERY: u64 = 256;
-/// Events per output piece (one piece is formatted by one worker into one buffer); a TSC window
-/// also holds at least 4 checkpoint intervals per thread, so that finding each thread's start
-/// (decoding up to one interval per thread) stays a small part of the work.
-const PIECE_EVENTS: u64 = 64 * 1024;
-
-/// Where decoding can resume inside a buffer: the walk's position and state just before an
-/// event, that event's TSC, and the function id llvm would print for a custom event there.
-#[derive(Clone, Copy, Debug)]
-struct Checkpoint {
-    /// Index into the thread's buffer list.
-    buf: usize,
-    pos: u64,
-    state: ThreadState,
-    records: u64,
-    tsc: u64,
-    /// Number of the event in the thread's stream.
-    ordinal: u64,
-    /// Last function id before this event in the buffer (`None`: none yet).
-    prev_local: Option<u32>,
-    /// The same across the thread's buffers (0 when there is none), set after the scan.
-    prev: u32,
-}
-
-/// What one FDR buffer looks like to the streaming YAML writer.
-#[derive(Clone, Debug, Default)]
-struct BufInfo {
-    /// Decodes cleanly on its own: no problem, no event before the TSC is set, one thread.
-    ok: bool,
-    /// Thread of its events (`None`: no events).
-    key: Option<ThreadKey>,
-    first_tsc: u64,
-    last_tsc: u64,
-    monotonic: bool,
-    events: u64,
-    last_func: Option<u32>,
-    checkpoints: Vec<Checkpoint>,
-}
-
-impl BufInfo {
-    /// Notes the next event of the buffer; `Err` when it is on another thread than the first.
-    #[inline]
-    fn note(
-        &mut self,
-        key: ThreadKey,
-        tsc: u64,
-        func: Option<u32>,
-        pending: &mut Option<Checkpoint>,
-    ) -> std::result::Result<(), ()> {
-        match self.key {
-            None => {
-                self.key = Some(key);
-                self.first_tsc = tsc;
-            }
-            Some(k0) if k0 != key => return Err(()),
-            Some(_) => {
-                if tsc < self.last_tsc {
-                    self.monotonic = false;
-                }
-            }
-        }
-        if let Some(mut c) = pending.take() {
-            c.tsc = tsc;
-            self.checkpoints.push(c);
-        }
-        if func.is_some() {
-            self.last_func = func;
-        }
-        self.last_tsc = tsc;
-        self.events += 1;
-        Ok(())
-    }
-}
-
-/// Decodes buffer `bi` once (function records through the fast path) to check it and to note
-/// a checkpoint every [`CHECKPOINT_EVERY`] events.
-fn scan_buffer(trace: &Trace<'_>, bi: usize) -> BufInfo {
-    let mut info = BufInfo {
-        ok: true,
-        monotonic: true,
-        ..BufInfo::default()
-    };
-    let mut it = trace.buffer_events(bi, ThreadState::default());
-    loop {
-        // Where the next event's walk starts: its TSC is filled in when it is decoded.
-        let mut pending = Some(Checkpoint {
-            buf: 0,
-            pos: it.position(),
-            state: it.state(),
-            records: it.records(),
-            tsc: 0,
-            ordinal: info.events,
-            prev_local: info.last_func,
-            prev: 0,
-        });
-        let mut bad = false;
-        let mut due = false;
-        let item = it.visit_calls(&mut |c| {
-            let key = ThreadKey {
-                pid: c.pid,
-                tid: c.tid,
-            };
-            if info
-                .note(key, c.tsc, Some(c.func_id), &mut pending)
-                .is_err()
-            {
-                bad = true;
-                return std::ops::ControlFlow::Break(());
-            }
-            if info.events.is_multiple_of(CHECKPOINT_EVERY) {
-                due = true;
-                return std::ops::ControlFlow::Break(());
-            }
-            std::ops::ControlFlow::Continue(())
-        });
-        if bad {
-            info.ok = false;
-            break;
-        }
-        match item {
-            None if due => continue,
-            None => break,
-            Some(BufferItem::Problem(_)) => {
-                info.ok = false;
-                break;
-            }
-            Some(BufferItem::Event(ev)) => {
-                let key = ThreadKey {
-                    pid: ev.pid,
-                    tid: ev.tid,
-                };
-                if info.note(key, ev.tsc, None, &mut pending).is_err() {
-                    info.ok = false;
-                    break;
-                }
-            }
-            Some(BufferItem::Call(c)) => {
-                let key = ThreadKey {
-                    pid: c.pid,
-                    tid: c.tid,
-                };
-                if info
-                    .note(key, c.tsc, Some(c.func_id), &mut pending)
-                    .is_err()
-                {
-                    info.ok = false;
-                    break;
-                }
-            }
-        }
-    }
-    if it.used_unknown_tsc() {
-        info.ok = false;
-    }
-    info
-}
-
-/// One thread of the streaming writer: its buffers in file order and the checkpoints of all
-/// of them, with ordinals and custom-event ids across buffers.
-struct ThreadPlan {
-    bufs: Vec<usize>,
-    checkpoints: Vec<Checkpoint>,
-    events: u64,
-}
-
-/// Decodes one thread's events from a checkpoint on, with the id llvm prints (custom and typed
-/// events repeat the previous function's id).
-struct Cursor<'t, 'a> {
-    trace: &'t Trace<'a>,
-    plan: &'t ThreadPlan,
-    buf: usize,
-    it: BufferEvents<'a>,
-    prev_id: u32,
-}
-
-impl<'t, 'a> Cursor<'t, 'a> {
-    fn at(trace: &'t Trace<'a>, plan: &'t ThreadPlan, cp: &Checkpoint) -> Self {
-        let bi = plan.bufs.get(cp.buf).copied().unwrap_or(usize::MAX);
-        Cursor {
-            trace,
-            plan,
-            buf: cp.buf,
-            it: trace.buffer_events_at(bi, cp.pos, cp.state, cp.records),
-            prev_id: cp.prev,
-        }
-    }
-
-    fn next_event(&mut self) -> Option<(Event<'a>, u32)> {
-        loop {
-            match self.it.next() {
-                Some(Ok(ev)) => {
-                    let id = if matches!(ev.kind, EventKind::CustomEvent | EventKind::TypedEvent) {
-                        self.prev_id
-                    } else {
-                        self.prev_id = ev.func_id;
-                        ev.func_id
-                    };
-                    return Some((ev, id));
-                }
-                Some(Err(_)) => continue,
-                None => {
-                    self.buf += 1;
-                    let bi = *self.plan.bufs.get(self.buf)?;
-                    self.it = self.trace.buffer_events(bi, ThreadState::default());
-                }
-            }
-        }
-    }
-}
-
-/// One piece of output: per thread, where to start and which events to emit.
-#[derive(Clone, Debug)]
-enum Piece {
-    /// Sorted output: every thread's events with `lo <= tsc < hi` (`hi = None`: no bound),
-    /// merged by TSC, ties in thread order.
-    Window { lo: u64, hi: Option<u64> },
-    /// File order: `count` events of thread `thread` from checkpoint `cp`.
-    Run {
-        thread: usize,
-        cp: usize,
-        count: u64,
-    },
-}
-
-/// The `func-id: …, function: …, ` segments, by id.
-#[derive(Default)]
-struct Segments {
-    dense: Vec<Option<Vec<u8>>>,
-    sparse: HashMap<u32, Vec<u8>>,
-}
-
-impl Segments {
-    fn get(&mut self, id: u32, make: impl FnOnce() -> Vec<u8>) -> &[u8] {
-        let v = if id < (1 << 20) {
-            let i = id as usize;
-            if self.dense.len() <= i {
-                self.dense.resize(i + 1, None);
-            }
-            self.dense
-                .get_mut(i)
-                .map(|slot| slot.get_or_insert_with(make))
-        } else {
-            Some(self.sparse.entry(id).or_insert_with(make))
-        };
-        v.map(|v| v.as_slice()).unwrap_or_default()
-    }
-}
-
-/// Formats piece `piece` into `buf`.
-fn format_piece(
-    trace: &Trace<'_>,
-    plans: &[ThreadPlan],
-    piece: &Piece,
-    names: &FunctionTable,
-    symbolize: bool,
-    fmt: &RecordFormatter,
-    buf: &mut Vec<u8>,
-) {
-    let mut segs = Segments::default();
-    let mut lines = CachedFormatter::new(fmt);
-    let mut emit = |buf: &mut Vec<u8>, ev: &Event<'_>, id: u32| {
-        let seg = segs.get(id, || {
-            let name = if symbolize {
-                names.name(profkit_model::FuncId(id))
-            } else {
-                id.to_string()
-            };
-            RecordFormatter::func_segment(id, &name)
-        });
-        lines.format(buf, ev, id, seg);
-    };
-    match *piece {
-        Piece::Run { thread, cp, count } => {
-            let Some(plan) = plans.get(thread) else {
-                return;
-            };
-            let Some(c) = plan.checkpoints.get(cp) else {
-                return;
-            };
-            let mut cur = Cursor::at(trace, plan, c);
-            for _ in 0..count {
-                let Some((ev, id)) = cur.next_event() else {
-                    break;
-                };
-                emit(buf, &ev, id);
-            }
-        }
-        Piece::Window { lo, hi } => {
-            let below_hi = |t: u64| hi.is_none_or(|h| t < h);
-            let mut heads: Vec<(Option<(Event<'_>, u32)>, Cursor<'_, '_>)> = Vec::new();
-            for plan in plans {
-                // The last checkpoint before `lo`: every event at `lo` or later comes after it.
-                let n = plan.checkpoints.partition_point(|c| c.tsc < lo);
-                let Some(c) = plan.checkpoints.get(n.saturating_sub(1)) else {
-                    continue;
-                };
-                let mut cur = Cursor::at(trace, plan, c);
-                let mut head = cur.next_event();
-                while head.as_ref().is_some_and(|(ev, _)| ev.tsc < lo) {
-                    head = cur.next_event();
-                }
-                if head.as_ref().is_some_and(|(ev, _)| below_hi(ev.tsc)) {
-                    heads.push((head, cur));
-                }
-            }
-            loop {
-                let mut best: Option<(usize, u64)> = None;
-                for (i, (h, _)) in heads.iter().enumerate() {
-                    if let Some((ev, _)) = h {
-                        if best.is_none_or(|(_, t)| ev.tsc < t) {
-                            best = Some((i, ev.tsc));
-                        }
-                    }
-                }
-                let Some((i, _)) = best else { break };
-                let Some((h, cur)) = heads.get_mut(i) else {
-                    break;
-                };
-                let mut next = cur.next_event();
-                if next.as_ref().is_some_and(|(ev, _)| !below_hi(ev.tsc)) {
-                    next = None;
-                }
-                if let Some((ev, id)) = std::mem::replace(h, next) {
-                    emit(buf, &ev, id);
-                }
-            }
-        }
-    }
-}
-
-/// Plans the pieces: per thread, its buffers and checkpoints; then TSC windows (sorted) or
-/// runs of each thread in turn (unsorted). `None` when the trace needs the general path.
-fn plan_pieces(trace: &Trace<'_>, sort: bool) -> Option<(Vec<ThreadPlan>, Vec<Piece>)> {
-    if trace
-        .layout()
-        .segments
-        .iter()
-        .any(|s| !matches!(s, profkit_xray::Segment::Buffer(_)))
-    {
-        return None;
-    }
-    let n = trace.layout().buffers.len();
-    let mut infos: Vec<BufInfo> = (0..n)
-        .into_par_iter()
-        .map(|bi| scan_buffer(trace, bi))
-        .collect();
-    if infos.iter().any(|i| !i.ok) {
-        return None;
-    }
-    // Threads in order of their first event in the file.
-    let mut threads: Vec<(usize, ThreadPlan)> = Vec::new();
-    for (key, bufs) in ingest::xray::thread_buffers(trace) {
-        let mut first = None;
-        let mut last_tsc: Option<u64> = None;
-        let mut plan = ThreadPlan {
-            bufs: Vec::new(),
-            checkpoints: Vec::new(),
-            events: 0,
-        };
-        let mut carry = 0u32;
-        for &bi in &bufs {
-            let info = infos.get_mut(bi)?;
-            let Some(k) = info.key else { continue };
-            if k != key {
-                return None;
-            }
-            first.get_or_insert(bi);
-            if sort {
-                if !info.monotonic || last_tsc.is_some_and(|t| t > info.first_tsc) {
-                    return None;
-                }
-                last_tsc = Some(info.last_tsc);
-            }
-            let index = plan.bufs.len();
-            plan.bufs.push(bi);
-            for mut c in info.checkpoints.drain(..) {
-                c.buf = index;
-                c.ordinal += plan.events;
-                c.prev = c.prev_local.unwrap_or(carry);
-                plan.checkpoints.push(c);
-            }
-            carry = info.last_func.unwrap_or(carry);
-            plan.events += info.events;
-        }
-        if let Some(f) = first {
-            threads.push((f, plan));
-        }
-    }
-    threads.sort_by_key(|(f, _)| *f);
-    let plans: Vec<ThreadPlan> = threads.into_iter().map(|(_, p)| p).collect();
-    let mut pieces = Vec::new();
-    let per_piece = (PIECE_EVENTS / CHECKPOINT_EVERY).max(1) as usize;
-    if sort {
-        let per_piece = per_piece.max(plans.len().saturating_mul(4));
-        let mut cuts: Vec<u64> = plans
-            .iter()
-            .flat_map(|p| p.checkpoints.iter().map(|c| c.tsc))
-            .collect();
-        cuts.sort_unstable();
-        let mut bounds: Vec<u64> = cuts.iter().step_by(per_piece).skip(1).copied().collect();
-        bounds.dedup();
-        let mut lo = 0u64;
-        for b in bounds {
-            if b > lo {
-                pieces.push(Piece::Window { lo, hi: Some(b) });
-                lo = b;
-            }
-        }
-        pieces.push(Piece::Window { lo, hi: None });
-    } else {
-        for (t, plan) in plans.iter().enumerate() {
-            let mut i = 0;
-            while let Some(c) = plan.checkpoints.get(i) {
-                let j = i + per_piece;
-                let end = plan.checkpoints.get(j).map_or(plan.events, |e| e.ordinal);
-                pieces.push(Piece::Run {
-                    thread: t,
-                    cp: i,
-                    count: end.saturating_sub(c.ordinal),
-                });
-                i = j;
-            }
-        }
-    }
-    Some((plans, pieces))
-}
-
-/// Streams an FDR trace as llvm-xray YAML. Every buffer is first decoded once, in parallel, to
-/// check it and to note a checkpoint every 256 events; the output is then cut into pieces of
-/// ~64 Ki events (more with many threads) — TSC windows over all threads (sorted: threads merged by TSC, ties in thread
-/// order, which is what a stable sort of all events gives since each thread's events are
-/// already in TSC order) or runs of one thread (unsorted) — that are decoded from the nearest
-/// checkpoint and formatted in parallel, and written in order by the calling thread. Returns
-/// `false` (nothing written) when the trace needs the general path: decoding problems, skipped
-/// bytes, buffers that depend on earlier ones, or (when sorting) a thread whose TSCs go
-/// backwards.
-fn convert_yaml_streaming(
-    trace: &Trace<'_>,
-    names: &FunctionTable,
-    symbolize: bool,
-    sort: bool,
-    out: &mut dyn Write,
-) -> Result<bool> {
-    let Some((plans, pieces)) = plan_pieces(trace, sort) else {
-        return Ok(false);
-    };
-    trace_yaml::write_header(out, &trace.header)?;
-    let fmt = RecordFormatter::new();
-    let group = rayon::current_num_threads().max(1) * 2;
-    let mut write_err: Option<std::io::Error> = None;
-    std::thread::scope(|sc| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(group * 2);
-        // Written buffers come back to be reused: fresh multi-MB allocations would cost a
-        // page fault per 4 KiB of output.
-        let (pool_tx, pool_rx) = std::sync::mpsc::channel::<Vec<u8>>();
-        let (fmt, plans, pieces) = (&fmt, &plans, &pieces);
-        sc.spawn(move || {
-            for chunk in pieces.chunks(group) {
-                let mut texts: Vec<Vec<u8>> = chunk
-                    .iter()
-                    .map(|_| pool_rx.try_recv().unwrap_or_default())
-                    .collect();
-                chunk
-                    .par_iter()
-                    .zip(texts.par_iter_mut())
-                    .for_each(|(piece, buf)| {
-                        buf.clear();
-                        format_piece(trace, plans, piece, names, symbolize, fmt, buf);
-                    });
-                for t in texts {
-                    if tx.send(t).is_err() {
-                        return;
-                    }
-                }
-            }
-        });
-        for buf in rx {
-            if let Err(e) = out.write_all(&buf) {
-                write_err = Some(e);
-                break;
-            }
-            let _ = pool_tx.send(buf);
-        }
-    });
-    if let Some(e) = write_err {
-        return Err(anyhow::Error::new(e).context("cannot write"));
-    }
-    trace_yaml::write_footer(out)?;
-    out.flush().context("cannot write")?;
-    Ok(true)
 }

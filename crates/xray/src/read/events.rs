@@ -314,7 +314,7 @@ impl<'a> Trace<'a> {
     /// buffer-local record count a [`BufferEvents`] had there ([`BufferEvents::position`],
     /// [`BufferEvents::state`], [`BufferEvents::records`]): the events are the ones the
     /// original walk gave from that point. A `pos` outside the buffer gives no events.
-    pub fn buffer_events_at(
+    pub(crate) fn buffer_events_at(
         &self,
         index: usize,
         pos: u64,
@@ -509,12 +509,12 @@ impl BufferEvents<'_> {
     }
 
     /// Records consumed so far (buffer-local count).
-    pub fn records(&self) -> u64 {
+    pub(crate) fn records(&self) -> u64 {
         self.records
     }
 
     /// Absolute byte offset of the next record to decode.
-    pub fn position(&self) -> u64 {
+    pub(crate) fn position(&self) -> u64 {
         self.pos as u64
     }
 }

@@ -7,6 +7,7 @@ use profkit_xray::{
 };
 
 use profkit_xray::dump::{dump, DumpOptions};
+use profkit_xray::harness::{check_dump, check_summary, check_yaml_paths};
 
 use crate::common::fixture;
 use crate::synthetic::write_fdr;
@@ -28,6 +29,11 @@ fn check_every_cut(data: &[u8]) {
         assert_eq!(d, ds, "cut {cut}");
         assert!(d.event_count() <= full_events);
         let _ = verify(&t);
+        check_summary(&t);
+        if cut % 5 == 0 {
+            check_dump(&t);
+            check_yaml_paths(&t);
+        }
         let at_boundary = cut == 32 || boundaries.contains(&(cut as u64));
         if t.header.is_fdr() {
             if !at_boundary {
