@@ -511,6 +511,26 @@ fn buffer_without_new_cpu_id_continues_the_threads_tsc() {
 }
 
 #[test]
+fn docs_list_every_validation_code() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/xray.md");
+    let doc = std::fs::read_to_string(path).unwrap();
+    let rows: Vec<(String, String)> = doc
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let code = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((code.to_string(), cells.get(2)?.to_string()))
+        })
+        .collect();
+    let table = profkit_xray::verify::codes::ALL
+        .iter()
+        .chain(profkit_common::finding::COMMON_CODES)
+        .map(|(c, s, _)| (c.to_string(), s.name().to_string()))
+        .collect::<Vec<_>>();
+    assert_eq!(rows, table);
+}
+
+#[test]
 fn dump_of_a_truncated_basic_trace_reports_the_cut() {
     let data = fixture("demo-basic.xray");
     let t = Trace::parse(&data[..data.len() - 5]).unwrap();
