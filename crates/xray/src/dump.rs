@@ -133,7 +133,7 @@ fn dump_fdr(trace: &Trace<'_>, opts: &DumpOptions, out: &mut dyn Write) -> io::R
             FdrEntry::Problem(e) => outcome.problems.push(e),
         }
     }
-    outcome.truncation = walk.truncation();
+    outcome.truncation = walk.truncation().cloned();
     Ok(outcome)
 }
 

@@ -296,7 +296,7 @@ fn verify_fdr(trace: &Trace<'_>, f: &mut Findings) -> (u64, Option<Truncation>) 
             }
         }
     }
-    let truncation = walk.truncation();
+    let truncation = walk.truncation().cloned();
     // The block a cut interrupts is incomplete because of the cut, not malformed.
     if let (Some((off, idx)), None) = (block_start, &truncation) {
         if !block_failed && !state.is_terminal() {

@@ -612,6 +612,7 @@ pub struct FdrRecords<'a, 'l> {
     seg: usize,
     in_buffer: Option<(usize, usize, bool)>,
     index: u64,
+    truncation: Option<Truncation>,
 }
 
 impl<'a, 'l> FdrRecords<'a, 'l> {
@@ -624,17 +625,14 @@ impl<'a, 'l> FdrRecords<'a, 'l> {
             seg: 0,
             in_buffer: None,
             index: 0,
+            truncation: None,
         }
     }
 
-    /// Where the file is cut ([`FdrLayout::truncation`]), with the index the incomplete record
-    /// would have had once the walk has reached it.
-    pub fn truncation(&self) -> Option<Truncation> {
-        let mut t = self.layout.truncation.clone()?;
-        if self.in_buffer.is_none() && self.seg >= self.layout.segments.len() {
-            t.record = Some(self.index);
-        }
-        Some(t)
+    /// Set once the walk has ended at a cut: [`FdrLayout::truncation`] with the index the
+    /// incomplete record would have had.
+    pub fn truncation(&self) -> Option<&Truncation> {
+        self.truncation.as_ref()
     }
 }
 
@@ -689,7 +687,15 @@ impl<'a> Iterator for FdrRecords<'a, '_> {
                 }
                 continue;
             }
-            let seg = self.layout.segments.get(self.seg)?;
+            let Some(seg) = self.layout.segments.get(self.seg) else {
+                if self.truncation.is_none() {
+                    self.truncation = self.layout.truncation.clone().map(|mut t| {
+                        t.record = Some(self.index);
+                        t
+                    });
+                }
+                return None;
+            };
             self.seg += 1;
             match seg {
                 Segment::Buffer(bi) => {
