@@ -13,7 +13,7 @@ pub type Result<T, E = Error> = core::result::Result<T, E>;
 
 /// Record index suffix for messages: `" (record #N)"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RecordIndex(pub Option<u64>);
+pub(crate) struct RecordIndex(pub Option<u64>);
 
 impl fmt::Display for RecordIndex {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
