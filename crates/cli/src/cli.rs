@@ -148,6 +148,46 @@ impl OutputFormat {
                 }),
         }
     }
+
+    /// The format an output file's name implies (`.map`, `.dump`/`.jitdump`, `.yaml`, or a
+    /// profkit-export extension).
+    pub fn from_path(path: &std::path::Path) -> Option<OutputFormat> {
+        let name = path.file_name()?.to_str()?;
+        if name.ends_with(".map") {
+            Some(OutputFormat::Export(profkit_export::Format::PerfMap))
+        } else if name.ends_with(".dump") || name.ends_with(".jitdump") {
+            Some(OutputFormat::Jitdump)
+        } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+            Some(OutputFormat::Yaml)
+        } else {
+            profkit_export::Format::from_path(path).map(OutputFormat::Export)
+        }
+    }
+}
+
+/// Parses `--time FROM-TO` (seconds, fractions allowed; either side may be empty) into ns.
+pub fn parse_window(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s
+        .split_once('-')
+        .ok_or_else(|| format!("{s:?}: expected FROM-TO in seconds, e.g. 0.5-2"))?;
+    let secs = |x: &str, dflt: u64| -> Result<u64, String> {
+        let x = x.trim();
+        if x.is_empty() {
+            return Ok(dflt);
+        }
+        let v: f64 = x
+            .parse()
+            .map_err(|_| format!("{s:?}: {x:?} is not a number of seconds"))?;
+        if !(v >= 0.0 && v.is_finite()) {
+            return Err(format!("{s:?}: times must be non-negative"));
+        }
+        Ok((v * 1e9).round() as u64)
+    };
+    let (from, to) = (secs(a, 0)?, secs(b, u64::MAX)?);
+    if from > to {
+        return Err(format!("{s:?}: FROM is after TO"));
+    }
+    Ok((from, to))
 }
 
 /// Byte order for jitdump output.
@@ -183,8 +223,8 @@ pub struct ConvertArgs {
     pub no_sort: bool,
     /// Keep only this time window, in seconds since the trace's start: `FROM-TO`, `FROM-` or
     /// `-TO` (timeline, stack and table outputs).
-    #[arg(long, value_name = "FROM-TO")]
-    pub time: Option<String>,
+    #[arg(long, value_name = "FROM-TO", value_parser = parse_window)]
+    pub time: Option<(u64, u64)>,
     /// Keep only these threads (thread ids as the trace numbers them; repeat or comma-separate).
     #[arg(long, value_name = "TID", value_delimiter = ',')]
     pub thread: Vec<u64>,

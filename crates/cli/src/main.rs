@@ -5,8 +5,10 @@
 mod cli;
 mod cmd;
 mod detect;
+mod formats;
 mod input;
 mod output;
+mod progress;
 mod source;
 
 use std::process::ExitCode;

@@ -50,3 +50,23 @@ pub fn severity_style(error: bool) -> Style {
         WARNING
     }
 }
+
+/// `warning: NAME: truncated at offset …` on stderr: how every command reports a cut file
+/// (everything before the cut was used).
+pub fn print_truncation(name: &str, t: &profkit_common::Truncation) {
+    print_warning(&format!("{name}: {t}"));
+}
+
+/// Reports what a feed or fold met: the cut, and what could not be decoded (lenient commands
+/// skip it).
+pub fn print_feed_problems(name: &str, s: &profkit_model::feed::FeedSummary) {
+    if let Some(t) = &s.truncation {
+        print_truncation(name, t);
+    }
+    if let Some(first) = s.problems.first() {
+        print_warning(&format!(
+            "{name}: skipped {} undecodable part(s); first: {first}",
+            s.problems.len()
+        ));
+    }
+}

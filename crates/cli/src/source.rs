@@ -1,19 +1,19 @@
-//! Opening an input for the model: the bytes (mapped, or read and inflated), the detected
-//! format, an llvm-xray YAML trace re-encoded as binary, and the function names of `-m BIN`.
+//! Opening an input: the bytes (mapped, or read and inflated), the detected format, an
+//! llvm-xray YAML trace re-encoded as binary, and the model's view of it ([`Opened::source`])
+//! with the function names of `-m BIN`.
 
 use std::path::Path;
 
 use anyhow::{anyhow, Result};
 use profkit_model::feed::xray::function_table;
 use profkit_model::{FunctionTable, Source};
-use profkit_xray::{trace_yaml, InstrMap, Symbolizer, Trace};
+use profkit_xray::{yaml, InstrMap, Symbolizer, Trace};
 
 use crate::cli::InputFormat;
-use crate::cmd::{open_detected, unsupported};
-use crate::detect::Format;
-use crate::input::{self, Data, Input};
+use crate::detect::{detect, Format};
+use crate::input::{self, Input};
 
-/// An opened input whose calls the model can replay.
+/// An opened input.
 pub struct Opened {
     /// The input as read.
     pub input: Input,
@@ -24,23 +24,26 @@ pub struct Opened {
 }
 
 impl Opened {
-    /// Opens `path` for command `what` (which needs calls or code: XRay, Mono, jitdump).
-    pub fn open(path: &Path, forced: Option<InputFormat>, what: &str) -> Result<Opened> {
-        let (input, format) = open_detected(path, forced)?;
-        Opened::from_input(input, format, what)
-    }
-
-    /// Wraps an input already opened.
-    pub fn from_input(input: Input, format: Format, what: &str) -> Result<Opened> {
+    /// Opens `path` (`-` = stdin) and determines its format (`forced` overrides detection).
+    pub fn open(path: &Path, forced: Option<InputFormat>) -> Result<Opened> {
+        let input = input::open(path)?;
+        let format = match forced {
+            Some(f) => Format::from(f),
+            None => detect(&input.data).ok_or_else(|| {
+                anyhow!(
+                    "{}: unknown format: not a jitdump (magic \"DTiJ\"/\"JiTD\"), perf map, XRay trace, Mono log profiler file or ELF binary (use --input-format to force one)",
+                    input.name
+                )
+            })?,
+        };
         let encoded = match format {
-            Format::Xray | Format::Mlpd | Format::Jitdump => None,
             Format::XrayYaml => {
                 let text = std::str::from_utf8(&input.data)
                     .map_err(|e| anyhow!("{}: not UTF-8 text: {e}", input.name))?;
-                let y = trace_yaml::read_yaml(text).map_err(|e| anyhow!("{}: {e}", input.name))?;
-                Some(trace_yaml::yaml_to_binary(&y).map_err(|e| anyhow!("{}: {e}", input.name))?)
+                let y = yaml::read_yaml(text).map_err(|e| anyhow!("{}: {e}", input.name))?;
+                Some(yaml::yaml_to_binary(&y).map_err(|e| anyhow!("{}: {e}", input.name))?)
             }
-            other => return Err(unsupported(&input, other, what)),
+            _ => None,
         };
         Ok(Opened {
             input,
@@ -66,10 +69,17 @@ impl Opened {
     /// again soon, so their pages leave the resident set.
     pub fn release(&self, start: u64, end: u64) {
         if self.encoded.is_none() {
-            if let Data::Mapped(_) = &self.input.data {
-                self.input.data.release_range(start, end);
-            }
+            self.input.data.release_range(start, end);
         }
+    }
+
+    /// The error for a command that does not take this format.
+    pub fn unsupported(&self, what: &str) -> anyhow::Error {
+        anyhow!(
+            "{}: `profkit {what}` does not read {}",
+            self.input.name,
+            self.format.description()
+        )
     }
 
     /// An XRay trace (binary or YAML).
@@ -77,16 +87,24 @@ impl Opened {
         Trace::parse(self.bytes()).map_err(|e| anyhow!("{}: {e}", self.input.name))
     }
 
-    /// The model's view of the input; `instr_map` names XRay function ids.
-    pub fn source(&self, instr_map: Option<&Path>) -> Result<Source<'_>> {
+    /// A jitdump.
+    pub fn jitdump(&self) -> Result<profkit_jitdump::JitDump<'_>> {
+        profkit_jitdump::JitDump::parse(self.bytes())
+            .map_err(|e| anyhow!("{}: {e}", self.input.name))
+    }
+
+    /// A Mono log profiler file.
+    pub fn mlpd(&self) -> Result<profkit_mlpd::File<'_>> {
+        profkit_mlpd::File::parse(self.bytes()).map_err(|e| anyhow!("{}: {e}", self.input.name))
+    }
+
+    /// The model's view of the input for command `what`; `instr_map` names XRay function ids.
+    pub fn source(&self, instr_map: Option<&Path>, what: &str) -> Result<Source<'_>> {
         Ok(match self.format {
             Format::Xray | Format::XrayYaml => Source::xray(self.trace()?, names(instr_map)?),
-            Format::Mlpd => Source::mlpd(
-                profkit_mlpd::File::parse(self.bytes())
-                    .map_err(|e| anyhow!("{}: {e}", self.input.name))?,
-            ),
+            Format::Mlpd => Source::mlpd(self.mlpd()?),
             Format::Jitdump => Source::jitdump(self.bytes()),
-            other => return Err(unsupported(&self.input, other, "this command")),
+            Format::PerfMap | Format::Elf => return Err(self.unsupported(what)),
         })
     }
 }

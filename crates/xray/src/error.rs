@@ -1,4 +1,10 @@
 //! Errors: each carries the absolute byte offset and what was expected.
+//!
+//! A file cut off inside its records is not an error: readers deliver every complete record and
+//! report the cut as a [`Truncation`] (`Trace::truncation`, `Decoded::truncation`, …). Only a
+//! file too short for its 32-byte header, where nothing can be read, is [`Error::Truncated`].
+
+pub use profkit_common::Truncation;
 
 use core::fmt;
 
@@ -7,7 +13,7 @@ pub type Result<T, E = Error> = core::result::Result<T, E>;
 
 /// Record index suffix for messages: `" (record #N)"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RecordIndex(pub Option<u64>);
+pub(crate) struct RecordIndex(pub Option<u64>);
 
 impl fmt::Display for RecordIndex {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -22,7 +28,8 @@ impl fmt::Display for RecordIndex {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The data ends inside a record (a file still being written or cut off).
+    /// The data ends inside the 32-byte file header: nothing can be read. (A file cut inside
+    /// its records is a [`Truncation`] outcome, not this error.)
     #[error("{}offset {offset:#x}: truncated {what}: needs {needed} bytes, {available} available", RecordIndex(*record))]
     Truncated {
         /// Absolute offset of the incomplete record.
@@ -74,7 +81,7 @@ impl Error {
         }
     }
 
-    /// Whether this is the "file ends inside a record" outcome.
+    /// Whether the data ends inside what was being read (for a whole file: inside its header).
     pub fn is_truncation(&self) -> bool {
         matches!(self, Error::Truncated { .. })
     }
@@ -110,6 +117,45 @@ impl Error {
             what,
             needed: needed as u64,
             available: available as u64,
+        }
+    }
+
+    /// The outcome for a read that ran into the end of the file: where the cut is and what was
+    /// incomplete (`None` for other errors).
+    pub(crate) fn to_truncation(&self) -> Option<Truncation> {
+        match self {
+            Error::Truncated {
+                offset,
+                record,
+                what,
+                needed,
+                available,
+            } => Some(Truncation::new(
+                *offset,
+                *record,
+                format!("{what} needs {needed} bytes, {available} remain"),
+            )),
+            _ => None,
+        }
+    }
+
+    /// This error as met inside a buffer whose end is known: running out of bytes there means
+    /// the record over-reads the buffer, not that the file is cut.
+    pub(crate) fn in_buffer(self) -> Self {
+        match self {
+            Error::Truncated {
+                offset,
+                record,
+                what,
+                needed,
+                available,
+            } => Error::Invalid {
+                offset,
+                record,
+                expected: "a record inside its buffer's extents",
+                found: format!("{what} needs {needed} bytes, {available} remain in the buffer"),
+            },
+            e => e,
         }
     }
 

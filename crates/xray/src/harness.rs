@@ -11,12 +11,16 @@
 
 use std::ops::ControlFlow;
 
+use crate::dump::{dump, DumpOptions};
 use crate::read::events::{BufferItem, CallRecord, EventKind, ThreadState, Trace};
-use crate::trace_yaml::{read_yaml, write_event, write_footer, write_header, yaml_to_binary};
+use crate::yaml::convert::write_general;
+use crate::yaml::trace::{read_yaml, write_event, write_footer, write_header, yaml_to_binary};
+use crate::yaml::{write_yaml, YamlOptions};
 
 /// The binary readers on `data`: header parse, buffer scan, full decode (parallel and
 /// sequential must agree), the closure-driven buffer decoder (must give what the iterator
-/// gives), the sequential record walk, the verifier, and the instrumentation-map YAML reader.
+/// gives), the sequential record walk, the verifier, the summary, the dump, the YAML writer
+/// (both paths must agree) and the instrumentation-map YAML reader.
 pub fn check_read(data: &[u8]) {
     let _ = crate::FileHeader::parse(data);
     if let Ok(trace) = Trace::parse(data) {
@@ -31,7 +35,11 @@ pub fn check_read(data: &[u8]) {
         }
         let _ = trace.fdr_records().count();
         let _ = trace.basic_records().count();
-        let _ = crate::verify(&trace);
+        let v = crate::verify(&trace);
+        assert_eq!(v.truncation, decoded.truncation);
+        check_summary(&trace);
+        check_dump(&trace);
+        check_yaml_paths(&trace);
     }
     let _ = crate::InstrMap::from_yaml(&String::from_utf8_lossy(data));
 }
@@ -91,4 +99,76 @@ pub fn check_yaml(data: &[u8]) {
     }
     write_footer(&mut out).unwrap();
     read_yaml(&String::from_utf8_lossy(&out)).expect("profkit's own YAML reads back");
+}
+
+/// [`crate::summary`] counts what [`Trace::decode`] decodes.
+pub fn check_summary(trace: &Trace<'_>) {
+    let d = trace.decode();
+    let s = crate::summary(trace);
+    assert_eq!(s.records, d.records);
+    assert_eq!(s.problems, d.problems.len() as u64);
+    assert_eq!(s.first_problem, d.problems.first().map(|p| p.to_string()));
+    assert_eq!(s.truncation, d.truncation);
+    let threads: Vec<(Option<u32>, u64, u64)> = d
+        .threads
+        .iter()
+        .map(|t| {
+            let pid = (t.key.pid != 0).then_some(t.key.pid);
+            (pid, u64::from(t.key.tid), t.events.len() as u64)
+        })
+        .collect();
+    let got: Vec<_> = s
+        .threads
+        .iter()
+        .map(|t| (t.pid, t.tid, t.records))
+        .collect();
+    assert_eq!(got, threads);
+    let mut kinds: Vec<(String, u64)> = Vec::new();
+    for ev in d.events() {
+        match kinds.iter_mut().find(|(k, _)| k == ev.kind.llvm_name()) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((ev.kind.llvm_name().to_string(), 1)),
+        }
+    }
+    let mut got = s.kinds.clone();
+    got.sort();
+    kinds.sort();
+    assert_eq!(got, kinds);
+    let lo = d.events().map(|e| e.tsc).min();
+    let hi = d.events().map(|e| e.tsc).max();
+    assert_eq!(s.time.map(|t| t.first), lo);
+    assert_eq!(s.time.map(|t| t.last), hi);
+}
+
+/// [`crate::dump::dump`] prints every layout and reports the cut [`Trace::decode`] reports.
+pub fn check_dump(trace: &Trace<'_>) {
+    let d = trace.decode();
+    for json in [false, true] {
+        for verify in [false, true] {
+            let mut out = Vec::new();
+            let o = dump(trace, &DumpOptions { json, verify }, &mut out).unwrap();
+            assert_eq!(o.truncation, d.truncation);
+            if trace.header.is_fdr() {
+                assert_eq!(o.records, d.records);
+            }
+        }
+    }
+}
+
+/// [`write_yaml`] (streaming where it applies) writes the bytes the general path writes,
+/// sorted or not, with ids or names, and reports the same outcome.
+pub fn check_yaml_paths(trace: &Trace<'_>) {
+    let name = |id: u32| format!("f'{id}");
+    let named: &(dyn Fn(u32) -> String + Sync) = &name;
+    for sort in [true, false] {
+        for names in [None, Some(named)] {
+            let opts = YamlOptions { sort, names };
+            let mut a = Vec::new();
+            let oa = write_yaml(trace, &opts, &mut a).unwrap();
+            let mut b = Vec::new();
+            let ob = write_general(trace, &opts, &mut b).unwrap();
+            assert!(a == b, "sort {sort}: the two YAML paths differ");
+            assert_eq!(oa, ob, "sort {sort}");
+        }
+    }
 }

@@ -16,17 +16,29 @@
 //! * [`raw`]: constants and open tag newtypes ([`MetadataKind`], [`FunctionKind`], [`SledKind`] …);
 //!   unknown values pass through and are reported, never a panic.
 //! * [`read`]: the borrowed, zero-copy layer over `&[u8]`: [`FileHeader::parse`],
-//!   [`BasicRecords`], [`FdrLayout::scan`] (buffers, junk skips) and [`FdrRecords`] (every record with its
-//!   absolute offset), and [`Trace`], whose [`Trace::decode`] gives per-thread [`Event`]s
-//!   (enter / exit / tail exit / enter-arg / custom / typed, with absolute TSC, cpu, pid, args,
-//!   payloads), decoding FDR buffers in parallel.
-//! * [`verify`](mod@verify): the FDR block grammar and per-version checks, with offsets and record indices.
+//!   [`BasicRecords`], [`FdrLayout::scan`] (buffers, junk skips, the cut of a truncated file)
+//!   and [`FdrRecords`] (every record with its absolute offset), and [`Trace`], whose
+//!   [`Trace::decode`] gives per-thread [`Event`]s (enter / exit / tail exit / enter-arg /
+//!   custom / typed, with absolute TSC, cpu, pid, args, payloads), decoding FDR buffers in
+//!   parallel.
+//! * The fast path for analyses: [`Trace::thread_buffers`] groups FDR buffers per thread (in
+//!   file order); [`Trace::buffer_events`] decodes one buffer lazily from a [`ThreadState`], and
+//!   [`BufferEvents::visit_calls`] hands its function records to a closure as [`CallRecord`]s
+//!   (one 8-byte load each), returning anything else as a [`BufferItem`].
+//! * A file cut inside its records is an outcome, not an error: every complete record is read
+//!   and [`Trace::truncation`] / [`Decoded::truncation`] (a [`Truncation`] of profkit-common)
+//!   say where the cut is.
+//! * [`verify()`]: the FDR block grammar and per-version checks, with offsets and record
+//!   indices, as a [`Validation`] whose codes are [`verify::codes::ALL`].
+//! * [`summary()`]: what `profkit info` shows (a [`Summary`]); [`dump`](mod@dump): one line per
+//!   record (`llvm-xray fdr-dump` text, llvm's YAML record lines, NDJSON).
 //! * [`write`](mod@write): writers for FDR v1–v5 and basic v1–v3 (raw records and whole traces).
 //! * [`instr_map`]: the instrumentation map from an ELF file (x86-64, aarch64, …; sled
 //!   versions 0–2; relocations in PIE), symbolization (DWARF, then the symbol table; demangled),
 //!   and llvm-xray `extract` YAML in and out.
-//! * [`trace_yaml`]: traces as llvm-xray's YAML, written and read back (payloads lossless).
-//! * [`yaml`]: the flow-map subset of YAML llvm-xray writes, with LLVM's quoting rules.
+//! * [`yaml`]: traces as llvm-xray's YAML ([`yaml::write_yaml`], parallel and streaming; read
+//!   back with [`yaml::read_yaml`], payloads lossless), and the flow-map subset of YAML
+//!   llvm-xray writes, with LLVM's quoting rules.
 //!
 //! # Where this differs from llvm-xray 14 (on purpose)
 //! * A thread's FDR blocks stay in file order (llvm sorts them with an invalid comparator).
@@ -49,19 +61,21 @@
 //! assert_eq!(decoded.threads[0].events[0].func_id, 1);
 //! ```
 
+pub mod dump;
 pub mod error;
 #[doc(hidden)]
 pub mod harness;
 pub mod instr_map;
 pub mod raw;
 pub mod read;
-pub mod trace_yaml;
+mod summary;
 pub mod verify;
 pub mod write;
 pub mod yaml;
 
-pub use error::{Error, Result};
+pub use error::{Error, Result, Truncation};
 pub use instr_map::{InstrMap, Sled, SymbolInfo, Symbolizer};
+pub use profkit_common::{Finding, Severity, Summary, Validation};
 pub use raw::{BasicRecordType, Endian, FunctionKind, MetadataKind, SledKind, TraceType};
 pub use read::basic::{BasicItem, BasicRecord, BasicRecords};
 pub use read::events::{
@@ -69,8 +83,9 @@ pub use read::events::{
     ThreadState, Trace,
 };
 pub use read::fdr::{
-    parse_fdr_record, split_packed_id, Buffer, CustomEventTime, FdrEntry, FdrItem, FdrLayout,
-    FdrRecord, FdrRecords, Segment, Skip, SkipKind,
+    split_packed_id, Buffer, CustomEventTime, FdrEntry, FdrItem, FdrLayout, FdrRecord, FdrRecords,
+    Segment, Skip, SkipKind,
 };
 pub use read::header::FileHeader;
-pub use verify::{verify, BlockState, Finding, Report, Severity};
+pub use summary::summary;
+pub use verify::{verify, BlockState};

@@ -14,8 +14,11 @@
 //! A block starts at each NewBuffer (BufferExtents stands outside blocks) and must end in
 //! EndOfBuffer, NewCPUId, TSCWrap, CustomEvent, TypedEvent, Function or CallArg.
 
-use crate::error::Error;
+use profkit_common::{Findings, Validation};
+
+use crate::error::Truncation;
 use crate::raw::{MetadataKind, TraceType};
+use crate::read::basic::BasicRecord;
 use crate::read::events::Trace;
 use crate::read::fdr::{FdrEntry, FdrRecord, SkipKind};
 use crate::read::header::FileHeader;
@@ -116,141 +119,141 @@ impl BlockState {
     }
 }
 
-/// How bad a finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Severity {
-    /// Tolerated by readers but worth knowing (junk between buffers, records from a later version).
-    Warning,
-    /// A spec violation.
-    Error,
+/// The finding codes of [`verify`]: `(code, severity, description)`, documented in
+/// docs/xray.md. The codes every format shares (`truncated`, `findings-capped`) are added by
+/// [`Findings`].
+pub mod codes {
+    use profkit_common::finding::CodeTable;
+    use profkit_common::Severity::{Error as E, Warning as W};
+
+    /// A record the FDR block grammar does not allow where it is.
+    pub const BLOCK_GRAMMAR: &str = "block-grammar";
+    /// A block that ends in a state that cannot end a block.
+    pub const BLOCK_TERMINAL: &str = "block-terminal";
+    /// A function record of kind 4–7.
+    pub const FUNCTION_KIND: &str = "function-kind";
+    /// A metadata record of kind 10–127.
+    pub const METADATA_KIND: &str = "metadata-kind";
+    /// An EndOfBuffer record at version 2 or later.
+    pub const END_OF_BUFFER: &str = "end-of-buffer-after-v1";
+    /// A record kind the header's version does not have yet.
+    pub const LATER_VERSION_RECORD: &str = "later-version-record";
+    /// A record that cannot be decoded or sized.
+    pub const RECORD_UNDECODABLE: &str = "record-undecodable";
+    /// Bytes between FDR buffers that are not a buffer.
+    pub const JUNK: &str = "junk-between-buffers";
+    /// A basic-mode record type other than 0 and 1.
+    pub const BASIC_RECORD_TYPE: &str = "basic-record-type";
+    /// A basic-mode arg payload that does not belong to the record before it.
+    pub const ARG_PAYLOAD_MISMATCH: &str = "arg-payload-mismatch";
+    /// Header bitfield bits beyond bits 0 and 1.
+    pub const HEADER_BITFIELD: &str = "header-bitfield";
+    /// Header cycle frequency 0.
+    pub const CYCLE_FREQUENCY_ZERO: &str = "cycle-frequency-zero";
+
+    /// Every code, its severity and what it means.
+    pub const ALL: CodeTable = &[
+        (BLOCK_GRAMMAR, E, "a record the FDR block grammar does not allow after the previous one (llvm's BlockVerifier); the rest of the block is not checked"),
+        (BLOCK_TERMINAL, E, "an FDR block ends after NewBuffer, WalltimeMarker or Pid, before its NewCPUId"),
+        (FUNCTION_KIND, E, "a function record of kind 4-7 (0-3 are enter, exit, tail exit, enter with args)"),
+        (METADATA_KIND, E, "a metadata record of kind 10-127 (its 16 bytes are skipped)"),
+        (END_OF_BUFFER, E, "an EndOfBuffer record in an FDR trace of version 2 or later (only version 1 has them)"),
+        (LATER_VERSION_RECORD, W, "a record kind from a later FDR version: BufferExtents before 2, Pid before 3, TypedEventMarker before 5"),
+        (RECORD_UNDECODABLE, E, "a record that cannot be sized (an event payload size <= 0, a record running past its buffer's extents); the rest of its buffer is skipped"),
+        (JUNK, W, "bytes between FDR buffers that do not start a buffer; skipped up to the next BufferExtents + NewBuffer"),
+        (BASIC_RECORD_TYPE, E, "a basic-mode record type other than 0 (function) and 1 (arg payload)"),
+        (ARG_PAYLOAD_MISMATCH, E, "a basic-mode arg payload that does not follow a function record (or its payloads) of the same function, thread and pid"),
+        (HEADER_BITFIELD, W, "header bitfield bits beyond constant_tsc (bit 0) and nonstop_tsc (bit 1) are set (basic mode leaves garbage there; ignored)"),
+        (CYCLE_FREQUENCY_ZERO, W, "the header's cycle frequency is 0: times stay in TSC ticks"),
+    ];
 }
 
-/// One verifier finding.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finding {
-    /// Error or warning.
-    pub severity: Severity,
-    /// Absolute byte offset of the offending record (or skipped bytes).
-    pub offset: u64,
-    /// Index of the offending record, when it is a record.
-    pub record: Option<u64>,
-    /// Stable short code (`grammar`, `terminal`, `truncated`, …).
-    pub code: &'static str,
-    /// Human-readable text.
-    pub message: String,
+/// Verifies a trace. FDR: record kinds per version, the block grammar, record sizes and
+/// extents, junk between buffers. Basic: record types and kinds, arg payloads. Both: the
+/// header's bitfield and frequency, and the cut of a truncated file (the common `truncated`
+/// code; everything before it is checked). `records` counts the records read (FDR:
+/// BufferExtents included).
+pub fn verify(trace: &Trace<'_>) -> Validation {
+    let mut f = Findings::new(codes::ALL);
+    let (records, truncation) = if trace.header.trace_type == TraceType::BASIC {
+        verify_basic(trace, &mut f)
+    } else {
+        verify_fdr(trace, &mut f)
+    };
+    check_header(&trace.header, &mut f);
+    f.finish(records, truncation)
 }
 
-/// What the verifier found.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Report {
-    /// Findings in file order.
-    pub findings: Vec<Finding>,
-    /// Records read.
-    pub records: u64,
-    /// Blocks (NewBuffer records) seen.
-    pub blocks: u64,
-}
-
-impl Report {
-    /// Whether any finding is an error.
-    pub fn has_errors(&self) -> bool {
-        self.findings.iter().any(|f| f.severity == Severity::Error)
-    }
-}
-
-/// Verifies an FDR trace (header checks, record kinds per version, block grammar, extents,
-/// truncation). For basic traces it checks the records (kinds, arg payloads, truncation).
-pub fn verify(trace: &Trace<'_>) -> Report {
-    if trace.header.trace_type == TraceType::BASIC {
-        return verify_basic(trace);
-    }
+fn verify_fdr(trace: &Trace<'_>, f: &mut Findings) -> (u64, Option<Truncation>) {
     let header = trace.header;
-    let mut r = Report::default();
+    let mut records = 0u64;
     let mut state = BlockState::Unknown;
     let mut block_start: Option<(u64, u64)> = None;
     let mut block_failed = false;
-    let push = |r: &mut Report, severity, offset, record, code, message: String| {
-        r.findings.push(Finding {
-            severity,
-            offset,
-            record,
-            code,
-            message,
-        })
-    };
-    for entry in trace.fdr_records() {
+    let mut walk = trace.fdr_records();
+    for entry in walk.by_ref() {
         match entry {
             FdrEntry::Skip(s) => {
                 if s.kind == SkipKind::Junk {
-                    push(
-                        &mut r,
-                        Severity::Warning,
+                    f.push(
+                        codes::JUNK,
                         s.offset,
                         None,
-                        "junk",
                         format!("{} bytes between buffers skipped", s.len),
                     );
                 }
             }
             FdrEntry::Problem(e) => {
-                let code = if e.is_truncation() {
-                    "truncated"
-                } else {
-                    "invalid"
-                };
-                push(
-                    &mut r,
-                    Severity::Error,
+                f.push(
+                    codes::RECORD_UNDECODABLE,
                     e.offset().unwrap_or(0),
                     e.record(),
-                    code,
                     e.to_string(),
                 );
                 state = BlockState::Unknown;
                 block_start = None;
             }
             FdrEntry::Record(item) => {
-                r.records += 1;
+                records += 1;
                 let rec = &item.record;
                 let at = (item.offset, item.index);
                 // Per-version and per-kind checks.
                 if let FdrRecord::Function { kind, .. } = rec {
                     if !kind.is_known() {
-                        push(
-                            &mut r,
-                            Severity::Error,
+                        f.push(
+                            codes::FUNCTION_KIND,
                             at.0,
                             Some(at.1),
-                            "function-kind",
                             format!("unknown function record kind {}", kind.0),
                         );
                     }
                 }
                 let version_note = match rec.metadata_kind() {
                     Some(MetadataKind::END_OF_BUFFER) if header.version >= 2 => Some((
-                        Severity::Error,
+                        codes::END_OF_BUFFER,
                         "EndOfBuffer records are no longer supported starting version 2"
                             .to_string(),
                     )),
                     Some(MetadataKind::BUFFER_EXTENTS) if header.version < 2 => Some((
-                        Severity::Warning,
+                        codes::LATER_VERSION_RECORD,
                         "BufferExtents before version 2".to_string(),
                     )),
-                    Some(MetadataKind::PID) if header.version < 3 => {
-                        Some((Severity::Warning, "Pid record before version 3".to_string()))
-                    }
+                    Some(MetadataKind::PID) if header.version < 3 => Some((
+                        codes::LATER_VERSION_RECORD,
+                        "Pid record before version 3".to_string(),
+                    )),
                     Some(MetadataKind::TYPED_EVENT_MARKER) if header.version < 5 => Some((
-                        Severity::Warning,
+                        codes::LATER_VERSION_RECORD,
                         "TypedEventMarker before version 5".to_string(),
                     )),
                     Some(k) if !k.is_known() => Some((
-                        Severity::Error,
+                        codes::METADATA_KIND,
                         format!("invalid metadata record kind {}", k.0),
                     )),
                     _ => None,
                 };
-                if let Some((sev, msg)) = version_note {
-                    push(&mut r, sev, at.0, Some(at.1), "kind", msg);
+                if let Some((code, msg)) = version_note {
+                    f.push(code, at.0, Some(at.1), msg);
                 }
                 let Some(to) = BlockState::of(rec) else {
                     continue;
@@ -261,42 +264,26 @@ pub fn verify(trace: &Trace<'_>) -> Report {
                 {
                     if let Some((off, idx)) = block_start {
                         if !block_failed && !state.is_terminal() {
-                            push(
-                                &mut r,
-                                Severity::Error,
-                                off,
-                                Some(idx),
-                                "terminal",
-                                format!(
-                                    "invalid terminal condition {}, malformed block",
-                                    state.name()
-                                ),
-                            );
+                            push_terminal(f, off, idx, state);
                         }
                     }
                     block_start = None;
                     state = BlockState::Unknown;
                 }
                 if to == BlockState::NewBuffer {
-                    r.blocks += 1;
                     block_start = Some(at);
                     block_failed = false;
                 }
-                if state == BlockState::EndOfBuffer {
-                    continue;
-                }
-                if block_failed {
+                if state == BlockState::EndOfBuffer || block_failed {
                     continue;
                 }
                 if state.allows(to) {
                     state = to;
                 } else {
-                    push(
-                        &mut r,
-                        Severity::Error,
+                    f.push(
+                        codes::BLOCK_GRAMMAR,
                         at.0,
                         Some(at.1),
-                        "grammar",
                         format!("invalid transition from {} to {}", state.name(), to.name()),
                     );
                     block_failed = true;
@@ -304,80 +291,114 @@ pub fn verify(trace: &Trace<'_>) -> Report {
                         // A block that did not start with NewBuffer: skip to the next one.
                         state = BlockState::Unknown;
                         block_failed = false;
-                        block_start = None;
                     }
                 }
             }
         }
     }
-    if let Some((off, idx)) = block_start {
+    let truncation = walk.truncation().cloned();
+    // The block a cut interrupts is incomplete because of the cut, not malformed.
+    if let (Some((off, idx)), None) = (block_start, &truncation) {
         if !block_failed && !state.is_terminal() {
-            push(
-                &mut r,
-                Severity::Error,
-                off,
-                Some(idx),
-                "terminal",
-                format!(
-                    "invalid terminal condition {}, malformed block",
-                    state.name()
-                ),
-            );
+            push_terminal(f, off, idx, state);
         }
     }
-    check_header(&header, &mut r);
-    r
+    (records, truncation)
 }
 
-fn check_header(header: &FileHeader, r: &mut Report) {
+fn push_terminal(f: &mut Findings, offset: u64, index: u64, state: BlockState) {
+    f.push(
+        codes::BLOCK_TERMINAL,
+        offset,
+        Some(index),
+        format!(
+            "invalid terminal condition {}, malformed block",
+            state.name()
+        ),
+    );
+}
+
+fn check_header(header: &FileHeader, f: &mut Findings) {
     if header.bitfield & !3 != 0 {
-        r.findings.push(Finding {
-            severity: Severity::Warning,
-            offset: 4,
-            record: None,
-            code: "bitfield",
-            message: format!(
+        f.push(
+            codes::HEADER_BITFIELD,
+            4,
+            None,
+            format!(
                 "header bitfield {:#x} has bits beyond constant_tsc/nonstop_tsc set (ignored)",
                 header.bitfield
             ),
-        });
+        );
     }
     if header.cycle_frequency == 0 {
-        r.findings.push(Finding {
-            severity: Severity::Warning,
-            offset: 8,
-            record: None,
-            code: "frequency",
-            message: "cycle frequency is 0: times stay in ticks".to_string(),
-        });
+        f.push(
+            codes::CYCLE_FREQUENCY_ZERO,
+            8,
+            None,
+            "cycle frequency is 0: times stay in ticks",
+        );
     }
 }
 
-fn verify_basic(trace: &Trace<'_>) -> Report {
-    let decoded = trace.decode_sequential();
-    let mut r = Report {
-        records: decoded.records,
-        ..Default::default()
-    };
-    for e in decoded.problems.iter().chain(decoded.truncation.iter()) {
-        r.findings.push(finding_of(e));
+/// Basic mode: each record on its own, and arg payloads against the function record they
+/// follow (the rule [`Trace::decode`] applies: a payload belongs to the function record right
+/// before it, or before the payloads after that record, with the same function, thread and
+/// pid).
+fn verify_basic(trace: &Trace<'_>, f: &mut Findings) -> (u64, Option<Truncation>) {
+    let mut it = trace.basic_records();
+    let mut records = 0u64;
+    // The function record arg payloads may follow now.
+    let mut owner: Option<(i32, u32, u32)> = None;
+    for item in it.by_ref() {
+        records += 1;
+        let (offset, index) = (item.offset, Some(item.index));
+        match item.record {
+            BasicRecord::Function {
+                kind,
+                func_id,
+                tid,
+                pid,
+                ..
+            } => {
+                if kind.is_known() {
+                    owner = Some((func_id, tid, pid));
+                } else {
+                    owner = None;
+                    f.push(
+                        codes::FUNCTION_KIND,
+                        offset,
+                        index,
+                        format!("unknown function record kind {}", kind.0),
+                    );
+                }
+            }
+            BasicRecord::ArgPayload {
+                func_id, tid, pid, ..
+            } => {
+                if owner != Some((func_id, tid, pid)) {
+                    owner = None;
+                    f.push(
+                        codes::ARG_PAYLOAD_MISMATCH,
+                        offset,
+                        index,
+                        format!(
+                            "arg payload of function {func_id}, thread {tid}, pid {pid} does not follow a record of that function and thread"
+                        ),
+                    );
+                }
+            }
+            BasicRecord::Unknown { record_type } => {
+                owner = None;
+                f.push(
+                    codes::BASIC_RECORD_TYPE,
+                    offset,
+                    index,
+                    format!("unknown basic record type {}", record_type.0),
+                );
+            }
+        }
     }
-    check_header(&trace.header, &mut r);
-    r
-}
-
-fn finding_of(e: &Error) -> Finding {
-    Finding {
-        severity: Severity::Error,
-        offset: e.offset().unwrap_or(0),
-        record: e.record(),
-        code: if e.is_truncation() {
-            "truncated"
-        } else {
-            "invalid"
-        },
-        message: e.to_string(),
-    }
+    (records, it.truncation().cloned())
 }
 
 #[cfg(test)]

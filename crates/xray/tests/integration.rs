@@ -73,3 +73,5 @@ mod real;
 mod roundtrip;
 #[path = "integration/synthetic.rs"]
 mod synthetic;
+#[path = "integration/yaml.rs"]
+mod yaml;

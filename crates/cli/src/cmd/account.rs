@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use profkit_model::account::{self, Accounting, Report, SortKey};
-use profkit_model::feed::{FeedSummary, FoldOptions};
+use profkit_model::feed::FoldOptions;
 use profkit_model::{BuilderStats, Clock, FunctionTable, MismatchPolicy};
 
 use crate::cli::{AccountArgs, AccountFormat, AccountSort, SortOrder};
@@ -14,8 +14,8 @@ use crate::output;
 use crate::source::Opened;
 
 pub fn run(args: &AccountArgs) -> Result<ExitCode> {
-    let opened = Opened::open(&args.file, args.input.input_format, "account")?;
-    let src = opened.source(args.instr_map.as_deref())?;
+    let opened = Opened::open(&args.file, args.input.input_format)?;
+    let src = opened.source(args.instr_map.as_deref(), "account")?;
     // llvm-xray without -d leaves a mismatched exit alone; profkit deduces sibling calls.
     let policy = if src.format() == "xray" && args.llvm && !args.deduce_sibling_calls {
         MismatchPolicy::Ignore
@@ -30,7 +30,7 @@ pub fn run(args: &AccountArgs) -> Result<ExitCode> {
     };
     let folded = src.fold(&opts, |_| Accounting::new());
     let summary = folded.summary.clone();
-    report_problems(opened.name(), &summary);
+    output::print_feed_problems(opened.name(), &summary);
     let acc = folded.merged(Accounting::merge).unwrap_or_default();
     print_accounting(args, acc, src.functions(), src.clock(), &summary.calls)?;
     if summary.call_events == 0 {
@@ -47,19 +47,6 @@ pub fn run(args: &AccountArgs) -> Result<ExitCode> {
         ));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Warns about a cut file and about what could not be decoded (lenient commands skip it).
-pub fn report_problems(name: &str, s: &FeedSummary) {
-    if let Some(t) = &s.truncation {
-        output::print_warning(&format!("{name}: truncated: {t}"));
-    }
-    if let Some(first) = s.problems.first() {
-        output::print_warning(&format!(
-            "{name}: skipped {} undecodable part(s); first: {first}",
-            s.problems.len()
-        ));
-    }
 }
 
 /// Sorts and cuts (`-s`, `-r`, `-p`) the rows of `acc` and prints them in the layout `args`

@@ -1,144 +1,225 @@
-//! `profkit convert FILE -o OUT [-f FORMAT]`.
+//! `profkit convert FILE -o OUT [-f FORMAT]`: to a viewer or tool through the model's event
+//! stream (profkit-export's writers, every input that has calls, samples or code), or between a
+//! format's own encodings (XRay → llvm-xray YAML, jitdump ↔ perf map, jitdump re-encoded).
+//! Outputs are staged and appear only when the conversion succeeded.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use profkit_export::{Dest, Format as Out, Options, Output};
 use profkit_jitdump::convert::{
-    header_like, jitdump_to_perf_map, perf_map_to_jitdump, pid_from_file_name, reencode,
-    ConvertStats,
+    header_like, jitdump_to_perf_map, perf_map_to_jitdump, perf_map_to_perf_map,
+    pid_from_file_name, reencode, ConvertStats,
 };
-use profkit_jitdump::{Endian, HeaderOptions, JitDump, JitDumpWriter};
-
-use super::{export, open_detected, parse_error, unsupported};
-use profkit_export::{Format as Out, Output};
+use profkit_jitdump::{Endian, HeaderOptions, JitDumpWriter};
+use profkit_model::events::EventSink;
+use profkit_model::feed::{Filter, Selection};
+use profkit_model::{FuncId, Source};
+use profkit_xray::yaml::{write_yaml, YamlOptions};
 
 use crate::cli::{ConvertArgs, EndianArg, OutputFormat};
 use crate::detect::Format;
 use crate::output;
-
-fn format_from_extension(path: &Path) -> Option<OutputFormat> {
-    let name = path.file_name()?.to_str()?;
-    if name.ends_with(".map") {
-        Some(OutputFormat::Export(Out::PerfMap))
-    } else if name.ends_with(".dump") || name.ends_with(".jitdump") {
-        Some(OutputFormat::Jitdump)
-    } else if name.ends_with(".yaml") || name.ends_with(".yml") {
-        Some(OutputFormat::Yaml)
-    } else {
-        Out::from_path(path).map(OutputFormat::Export)
-    }
-}
+use crate::progress::Progress;
+use crate::source::{names, Opened};
 
 pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
-    let target = match args.format.or_else(|| format_from_extension(&args.output)) {
-        Some(f) => f,
-        None => {
-            return Err(anyhow!(
+    let target = args
+        .format
+        .or_else(|| OutputFormat::from_path(&args.output))
+        .ok_or_else(|| {
+            anyhow!(
                 "{}: cannot tell the output format from the name; pass -f (perfetto, chrome, firefox, speedscope, folded, svg, pprof, parquet, perf-map, jitdump, yaml)",
                 args.output.display()
-            ))
+            )
+        })?;
+    let o = Opened::open(&args.file, args.input.input_format)?;
+    let output = Output::parse(&args.output.to_string_lossy());
+    let out_name = args.output.display().to_string();
+    match (o.format, target) {
+        (Format::Jitdump | Format::PerfMap, OutputFormat::Export(Out::PerfMap))
+        | (_, OutputFormat::Jitdump) => own_encoding(args, &o, target, &output)?,
+        (_, OutputFormat::Export(fmt)) => viewer(args, &o, fmt, &output)?,
+        (Format::Xray | Format::XrayYaml, OutputFormat::Yaml) => {
+            let trace = o.trace()?;
+            let names = if args.symbolize {
+                Some(names(args.instr_map.as_deref())?)
+            } else {
+                None
+            };
+            let name = |id: u32| {
+                names
+                    .as_ref()
+                    .map_or_else(String::new, |n| n.name(FuncId(id)))
+            };
+            let opts = YamlOptions {
+                sort: !args.no_sort,
+                names: names
+                    .is_some()
+                    .then_some(&name as &(dyn Fn(u32) -> String + Sync)),
+            };
+            let mut out = output
+                .create_large()
+                .with_context(|| format!("{out_name}: cannot create"))?;
+            let r = write_yaml(&trace, &opts, &mut out)
+                .with_context(|| format!("{out_name}: cannot write"))?;
+            out.flush()
+                .with_context(|| format!("{out_name}: cannot write"))?;
+            if let Some(t) = &r.truncation {
+                output::print_truncation(o.name(), t);
+            }
+            if let Some(p) = r.problems.first() {
+                output::print_warning(&format!(
+                    "{}: skipped {} undecodable record(s); first: {p}",
+                    o.name(),
+                    r.problems.len()
+                ));
+            }
         }
-    };
-    let (input, format) = open_detected(&args.file, args.input.input_format)?;
-    // Viewer formats (and a perf map from anything but jitdump / perf map) go through the
-    // event model.
-    match target {
-        OutputFormat::Export(Out::PerfMap)
-            if matches!(format, Format::Jitdump | Format::PerfMap) => {}
-        OutputFormat::Export(out) => {
-            export::run(args, input, format, out)?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        _ => {}
+        (other, OutputFormat::Yaml) => bail!(
+            "{}: llvm-xray YAML is written from XRay traces; this is {}",
+            o.name(),
+            other.description()
+        ),
     }
+    output
+        .commit()
+        .with_context(|| format!("{out_name}: cannot write"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// jitdump ↔ perf map, and a jitdump re-encoded (`--endian`).
+fn own_encoding(
+    args: &ConvertArgs,
+    o: &Opened,
+    target: OutputFormat,
+    output: &Output,
+) -> Result<()> {
+    let out_name = args.output.display().to_string();
+    let mut out = output
+        .create()
+        .with_context(|| format!("{out_name}: cannot create"))?;
     let endian = args.endian.map(|e| match e {
         EndianArg::Little => Endian::Little,
         EndianArg::Big => Endian::Big,
     });
-    let target_out = Output::parse(&args.output.to_string_lossy());
-    let out_name = args.output.display().to_string();
-    let mut out = if target == OutputFormat::Yaml {
-        target_out.create_large()
-    } else {
-        target_out.create()
-    }
-    .with_context(|| format!("{out_name}: cannot create"))?;
-    let stats: ConvertStats = match (format, target) {
-        (Format::Xray | Format::XrayYaml, OutputFormat::Yaml) => {
-            super::xray::convert_yaml(
-                input,
-                format,
-                args.instr_map.as_deref(),
-                args.symbolize,
-                !args.no_sort,
-                Path::new("-"),
-                &mut out,
-            )?;
-            drop(out);
-            target_out
-                .commit()
-                .with_context(|| format!("{out_name}: cannot write"))?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        (Format::Jitdump, OutputFormat::Export(Out::PerfMap)) => {
-            let dump = JitDump::parse(&input.data).map_err(|e| parse_error(&input, &e))?;
-            jitdump_to_perf_map(&dump, &mut out)
-                .with_context(|| format!("{out_name}: cannot write"))?
-        }
+    let pid = || pid_from_file_name(o.name()).unwrap_or(0);
+    let stats: ConvertStats = match (o.format, target) {
         (Format::Jitdump, OutputFormat::Jitdump) => {
-            let dump = JitDump::parse(&input.data).map_err(|e| parse_error(&input, &e))?;
+            let dump = o.jitdump()?;
             let header = header_like(&dump, endian.unwrap_or(dump.endian()));
-            let mut w = JitDumpWriter::new(&mut out, &header)
-                .with_context(|| format!("{out_name}: cannot write"))?;
-            reencode(&dump, &mut w).with_context(|| format!("{out_name}: cannot write"))?
+            let mut w = JitDumpWriter::new(&mut out, &header)?;
+            reencode(&dump, &mut w)?
         }
+        (Format::Jitdump, _) => jitdump_to_perf_map(&o.jitdump()?, &mut out)?,
         (Format::PerfMap, OutputFormat::Jitdump) => {
-            let pid = pid_from_file_name(&input.name).unwrap_or(0);
             let header = HeaderOptions {
                 endian: endian.unwrap_or(Endian::NATIVE),
-                pid,
+                pid: pid(),
                 timestamp: 0,
                 ..HeaderOptions::default()
             };
-            let mut w = JitDumpWriter::new(&mut out, &header)
-                .with_context(|| format!("{out_name}: cannot write"))?;
-            perf_map_to_jitdump(&input.data, pid, &mut w)
-                .with_context(|| format!("{out_name}: cannot write"))?
+            let mut w = JitDumpWriter::new(&mut out, &header)?;
+            perf_map_to_jitdump(o.bytes(), pid(), &mut w)?
         }
-        (Format::PerfMap, OutputFormat::Export(Out::PerfMap)) => {
-            let pid = pid_from_file_name(&input.name).unwrap_or(0);
-            let mut buf = Vec::new();
-            let mut w = JitDumpWriter::new(
-                &mut buf,
-                &HeaderOptions {
-                    pid,
-                    timestamp: 0,
-                    ..HeaderOptions::default()
-                },
-            )?;
-            let stats = perf_map_to_jitdump(&input.data, pid, &mut w)?;
-            let dump = JitDump::parse(&buf).map_err(|e| parse_error(&input, &e))?;
-            jitdump_to_perf_map(&dump, &mut out)?;
-            stats
-        }
-        (other, _) => return Err(unsupported(&input, other, "convert")),
+        (Format::PerfMap, _) => perf_map_to_perf_map(o.bytes(), &mut out)?,
+        (other, _) => bail!(
+            "{}: a jitdump is written from a jitdump or a perf map; this is {}",
+            o.name(),
+            other.description()
+        ),
     };
     out.flush()
-        .with_context(|| format!("{out_name}: cannot write"))?;
-    drop(out);
-    target_out
-        .commit()
         .with_context(|| format!("{out_name}: cannot write"))?;
     if stats.skipped > 0 {
         output::print_warning(&format!(
             "{}: skipped {} item(s) that could not be converted",
-            input.name, stats.skipped
+            o.name(),
+            stats.skipped
         ));
         for n in &stats.notes {
             output::print_note(n);
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
+}
+
+/// Why `target` cannot show anything of a `format` input (`None` = it can); docs/convert.md
+/// has the whole table.
+fn unsupported_pair(format: Format, target: Out) -> Option<&'static str> {
+    match (format, target) {
+        (Format::Jitdump, Out::Speedscope | Out::Folded | Out::Svg | Out::Pprof) => Some(
+            "a jitdump records code loads, not calls or samples; convert it to perfetto, chrome, firefox, parquet or a perf map, or symbolize addresses with `profkit symbolize`",
+        ),
+        _ => None,
+    }
+}
+
+/// Any input with calls, samples or code → a viewer's format, through the event stream.
+fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Result<()> {
+    if let Some(why) = unsupported_pair(o.format, target) {
+        bail!("{}: cannot convert to {target}: {why}", o.name());
+    }
+    let src = o.source(args.instr_map.as_deref(), "convert")?;
+    if target == Out::PerfMap && matches!(src, Source::Xray { .. }) && args.instr_map.is_none() {
+        bail!(
+            "{}: a perf map of an XRay trace lists the instrumented functions: pass the binary with -m BIN",
+            o.name()
+        );
+    }
+    if output.dest() == &Dest::Stdout && target == Out::Parquet {
+        bail!("Parquet output needs a file name (-o spans.parquet): it writes several tables");
+    }
+    let options = Options {
+        counts: args.counts,
+        inclusive: args.inclusive,
+        title: args.title.clone(),
+    };
+    let out_name = args.output.display().to_string();
+    let writer = profkit_export::open(target, output, &options)
+        .with_context(|| format!("{out_name}: cannot write {target} output"))?;
+    let selection = Selection {
+        time: args.time,
+        threads: args.thread.clone(),
+    };
+    let show = !args.quiet && std::io::stderr().is_terminal() && o.bytes().len() > (64 << 20);
+    let progress = Progress::new(writer, show);
+    // The filter costs a little per event: leave it out when it would keep everything.
+    let mut sink: Box<dyn EventSink> = if selection.is_all() {
+        Box::new(progress)
+    } else {
+        Box::new(Filter::new(progress, selection))
+    };
+    let name = display_name(o.name());
+    // An XRay trace's process is the instrumented program.
+    let pname = match (&src, args.instr_map.as_deref()) {
+        (Source::Xray { .. }, Some(p)) => display_name(&p.to_string_lossy()),
+        _ => name.clone(),
+    };
+    let release = |s, e| o.release(s, e);
+    let summary = src
+        .feed(&pname, None, Some(&release), &mut *sink)
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::Unsupported {
+                anyhow!("{out_name}: {e}")
+            } else {
+                anyhow!("{out_name}: cannot write: {e}")
+            }
+        })?;
+    output::print_feed_problems(&name, &summary);
+    if summary.calls.unmatched_exits > 0 || summary.calls.unfinished > 0 {
+        output::print_note(&format!(
+            "{name}: {} exit(s) without an enter were left out; {} call(s) still open at the end were closed at their thread's last event",
+            summary.calls.unmatched_exits, summary.calls.unfinished
+        ));
+    }
+    Ok(())
+}
+
+fn display_name(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned())
 }

@@ -147,6 +147,21 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
         report::write_text(&mut out, &r, &sections, args.verbose)?;
     }
     out.flush()?;
-    super::mlpd::report_problems(&name, &r.problems, r.skipped_bytes);
+    if let Some(t) = &r.truncation {
+        output::print_truncation(&name, t);
+    }
+    for p in r.problems.iter().take(20) {
+        output::print_warning(&format!("{name}: {p}"));
+    }
+    if r.problems.len() > 20 {
+        output::print_warning(&format!("{name}: {} more problems", r.problems.len() - 20));
+    }
+    if !r.problems.is_empty() {
+        output::print_note(&format!(
+            "{name}: {} problem(s); {} byte(s) of event data skipped",
+            r.problems.len(),
+            r.skipped_bytes
+        ));
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -11,14 +11,13 @@ use profkit_model::replay::Mode;
 use profkit_model::stack::{StackSink, StackTree, Value};
 use profkit_model::{MismatchPolicy, Source};
 
-use super::account::report_problems;
 use crate::cli::{StackAggregation, StackArgs};
 use crate::output;
 use crate::source::Opened;
 
 pub fn run(args: &StackArgs) -> Result<ExitCode> {
-    let opened = Opened::open(&args.file, args.input.input_format, "stack")?;
-    let src = opened.source(args.instr_map.as_deref())?;
+    let opened = Opened::open(&args.file, args.input.input_format)?;
+    let src = opened.source(args.instr_map.as_deref(), "stack")?;
     if args.llvm {
         return llvm(args, &opened, &src);
     }
@@ -28,7 +27,7 @@ pub fn run(args: &StackArgs) -> Result<ExitCode> {
         ..FoldOptions::default()
     };
     let folded = src.fold(&opts, |_| StackTree::new());
-    report_problems(opened.name(), &folded.summary);
+    output::print_feed_problems(opened.name(), &folded.summary);
     if folded.summary.call_events == 0 {
         return samples(args, &opened, &src);
     }
@@ -103,7 +102,7 @@ fn llvm(args: &StackArgs, opened: &Opened, src: &Source<'_>) -> Result<ExitCode>
         ..FoldOptions::default()
     };
     let folded = src.fold(&opts, |k| LlvmThreadStack::new(k.tid as u32));
-    report_problems(opened.name(), &folded.summary);
+    output::print_feed_problems(opened.name(), &folded.summary);
     let not_found = folded.summary.calls.unmatched_exits;
     let trie = LlvmStackTrie::from_threads(folded.threads.into_iter().map(|t| t.1));
     if trie.is_empty() {

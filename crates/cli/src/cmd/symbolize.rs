@@ -5,14 +5,13 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
-use profkit_jitdump::JitDump;
 use profkit_model::codemap::{CodeMap, Frame, Symbolized};
 use serde_json::json;
 
-use super::{open_detected, parse_error, unsupported};
 use crate::cli::SymbolizeArgs;
 use crate::detect::Format;
 use crate::output;
+use crate::source::Opened;
 
 /// A parsed `ADDR[@TIME]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,16 +116,16 @@ pub fn run(args: &SymbolizeArgs) -> Result<ExitCode> {
         .iter()
         .map(|a| parse_query(a))
         .collect::<Result<Vec<_>>>()?;
-    let (input, format) = open_detected(&args.file, args.input.input_format)?;
-    if format != Format::Jitdump {
-        return Err(unsupported(&input, format, "symbolize"));
+    let o = Opened::open(&args.file, args.input.input_format)?;
+    if o.format != Format::Jitdump {
+        return Err(o.unsupported("symbolize"));
     }
-    let dump = JitDump::parse(&input.data).map_err(|e| parse_error(&input, &e))?;
+    let dump = o.jitdump()?;
     let map = CodeMap::from_jitdump(&dump);
     if let Some(p) = map.problems.first() {
         output::print_warning(&format!(
             "{}: {} record(s) could not be read; first: {p}",
-            input.name,
+            o.name(),
             map.problems.len()
         ));
     }
@@ -143,7 +142,7 @@ pub fn run(args: &SymbolizeArgs) -> Result<ExitCode> {
             .collect();
         let doc = json!({
             "schema": "profkit.symbolize/1",
-            "file": input.name,
+            "file": o.name(),
             "debug_bias": map.debug_bias,
             "results": results,
         });

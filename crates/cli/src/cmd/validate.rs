@@ -1,59 +1,29 @@
-//! `profkit validate FILE...`: errors (spec violations) and warnings (producer quirks).
+//! `profkit validate FILE...`: errors (spec violations) and warnings (producer quirks), each
+//! with its stable code, offset and record, for every format; exit 1 when there are errors.
+//! JSON: `profkit.validate/1` (docs/cli.md).
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use profkit_jitdump::validate::{Finding, Severity, Validation};
-use profkit_jitdump::{perfmap, validate};
-use serde_json::json;
+use profkit_common::{json, Finding, Severity, Validation};
 
-use super::{open_detected, unsupported};
 use crate::cli::ValidateArgs;
 use crate::detect::Format;
-use crate::output;
+use crate::source::Opened;
+use crate::{formats, output};
 
 pub fn run(args: &ValidateArgs) -> Result<ExitCode> {
     let mut out = output::color_stdout();
     let mut any_errors = false;
     for path in &args.files {
-        let (input, format) = open_detected(path, args.input.input_format)?;
-        let report = match format {
-            Format::Jitdump => validate(&input.data),
-            Format::PerfMap => perfmap::validate(&input.data),
-            Format::Xray | Format::XrayYaml => {
-                any_errors |=
-                    super::xray::validate(input, format, args.json, args.errors_only, &mut out)?;
-                continue;
-            }
-            Format::Mlpd => {
-                any_errors |= super::mlpd::validate(input, args.json, args.errors_only, &mut out)?;
-                continue;
-            }
-            other => return Err(unsupported(&input, other, "validate")),
-        };
-        any_errors |= report.has_errors();
+        let o = Opened::open(path, args.input.input_format)?;
+        let v = formats::validate(&o)?;
+        any_errors |= v.has_errors();
         if args.json {
-            let list = |sev: Severity| -> Vec<serde_json::Value> {
-                report
-                    .findings
-                    .iter()
-                    .filter(|f| f.severity == sev)
-                    .map(|f| json!({"offset": f.offset, "record": f.record, "code": f.code, "message": f.message}))
-                    .collect()
-            };
-            let v = json!({
-                "schema": "profkit.validate/1",
-                "file": input.name,
-                "format": format.name(),
-                "records": report.records,
-                "errors": list(Severity::Error),
-                "warnings": if args.errors_only { Vec::new() } else { list(Severity::Warning) },
-            });
-            serde_json::to_writer(&mut out, &v)?;
-            writeln!(out)?;
+            write_json(&mut out, &o, &v, args.errors_only)?;
         } else {
-            write_text(&mut out, &input.name, format, &report, args.errors_only)?;
+            write_text(&mut out, &o, &v, args.errors_only)?;
         }
     }
     out.flush()?;
@@ -64,51 +34,99 @@ pub fn run(args: &ValidateArgs) -> Result<ExitCode> {
     })
 }
 
-fn write_text(
-    out: &mut impl Write,
-    name: &str,
-    format: Format,
-    report: &Validation,
-    errors_only: bool,
-) -> Result<()> {
-    let errors = report.errors().count();
-    let warnings = report.warnings().count();
-    let unit = if format == Format::PerfMap {
-        "lines"
-    } else {
-        "records"
-    };
+fn write_text(out: &mut impl Write, o: &Opened, v: &Validation, errors_only: bool) -> Result<()> {
+    let errors = v.errors().count();
+    let warnings = v.warnings().count();
     writeln!(
         out,
-        "{name}: {} ({} {unit}): {errors} error{}, {warnings} warning{}",
-        format.name(),
-        report.records,
+        "{}: {} ({} {}): {errors} error{}, {warnings} warning{}",
+        o.name(),
+        o.format.name(),
+        v.records,
+        formats::record_unit(o.format),
         if errors == 1 { "" } else { "s" },
         if warnings == 1 { "" } else { "s" },
     )?;
-    for f in &report.findings {
+    for f in &v.findings {
         if errors_only && f.severity == Severity::Warning {
             continue;
         }
-        write_finding(out, format, f)?;
+        let is_error = f.severity == Severity::Error;
+        let style = output::severity_style(is_error);
+        writeln!(
+            out,
+            "  {style}{}{style:#}[{}] {}: {}",
+            f.severity.name(),
+            f.code,
+            place(o.format, f),
+            f.message
+        )?;
     }
     Ok(())
 }
 
-fn write_finding(out: &mut impl Write, format: Format, f: &Finding) -> Result<()> {
-    let is_error = f.severity == Severity::Error;
-    let style = output::severity_style(is_error);
-    let label = if is_error { "error" } else { "warning" };
-    let place = match (format, f.record) {
+/// Where a finding is, in the words of its format.
+fn place(format: Format, f: &Finding) -> String {
+    match (format, f.record) {
         (Format::PerfMap, Some(line)) => format!("line {line}"),
         (_, Some(r)) => format!("record #{r} at offset {:#x}", f.offset),
-        (_, None) if f.code == "findings-capped" => "file".to_string(),
-        (_, None) => format!("header at offset {:#x}", f.offset),
-    };
-    writeln!(
-        out,
-        "  {style}{label}{style:#}[{}] {place}: {}",
-        f.code, f.message
-    )?;
+        (_, None) if f.code == profkit_common::finding::FINDINGS_CAPPED => "file".to_string(),
+        (_, None) => format!("offset {:#x}", f.offset),
+    }
+}
+
+fn write_json(out: &mut impl Write, o: &Opened, v: &Validation, errors_only: bool) -> Result<()> {
+    let mut b: Vec<u8> = Vec::with_capacity(1024);
+    b.extend_from_slice(b"{\"schema\":\"profkit.validate/1\",\"file\":");
+    json::push_str(&mut b, o.name());
+    b.extend_from_slice(b",\"format\":");
+    json::push_str(&mut b, o.format.name());
+    b.extend_from_slice(format!(",\"records\":{}", v.records).as_bytes());
+    for (key, sev) in [("errors", Severity::Error), ("warnings", Severity::Warning)] {
+        b.extend_from_slice(format!(",\"{key}\":[").as_bytes());
+        let list = v
+            .findings
+            .iter()
+            .filter(|f| f.severity == sev && !(errors_only && sev == Severity::Warning));
+        for (i, f) in list.enumerate() {
+            if i > 0 {
+                b.push(b',');
+            }
+            b.extend_from_slice(format!("{{\"offset\":{},\"record\":", f.offset).as_bytes());
+            match f.record {
+                Some(r) => b.extend_from_slice(r.to_string().as_bytes()),
+                None => b.extend_from_slice(b"null"),
+            }
+            b.extend_from_slice(b",\"code\":");
+            json::push_str(&mut b, f.code);
+            b.extend_from_slice(b",\"message\":");
+            json::push_str(&mut b, &f.message);
+            b.push(b'}');
+        }
+        b.push(b']');
+    }
+    b.extend_from_slice(
+        format!(
+            ",\"error_count\":{},\"warning_count\":{},\"truncated\":",
+            v.errors().count(),
+            v.warnings().count()
+        )
+        .as_bytes(),
+    );
+    match &v.truncation {
+        Some(t) => {
+            b.extend_from_slice(format!("{{\"offset\":{},\"record\":", t.offset).as_bytes());
+            match t.record {
+                Some(r) => b.extend_from_slice(r.to_string().as_bytes()),
+                None => b.extend_from_slice(b"null"),
+            }
+            b.extend_from_slice(b",\"reason\":");
+            json::push_str(&mut b, &t.reason);
+            b.push(b'}');
+        }
+        None => b.extend_from_slice(b"null"),
+    }
+    b.extend_from_slice(b"}\n");
+    out.write_all(&b)?;
     Ok(())
 }

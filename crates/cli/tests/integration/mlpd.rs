@@ -200,7 +200,7 @@ fn info_dump_validate() {
         serde_json::from_str::<serde_json::Value>(l).unwrap();
     }
     let val = ok(&["validate", "busy_everything.mlpd"]);
-    assert!(val.contains("0 error(s)"), "{val}");
+    assert!(val.contains("0 errors"), "{val}");
     assert!(val.contains("mono-time-wrap"), "{val}");
 }
 

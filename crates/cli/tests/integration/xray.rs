@@ -390,8 +390,8 @@ fn validate_and_info() {
     assert!(v["errors"][0]["offset"].as_u64().is_some());
     let info = ok(&["info", "--json", "demo-fdr.xray"]);
     let v: serde_json::Value = serde_json::from_str(&info).unwrap();
-    assert_eq!(v["mode"], "fdr");
-    assert_eq!(v["version"], 5);
+    assert_eq!(v["details"]["mode"], "fdr");
+    assert_eq!(v["header"]["version"], 5);
     assert_eq!(v["threads"].as_array().unwrap().len(), 4);
     assert!(ok(&["info", "demo-basic.xray"]).contains("basic mode version 3"));
 }
@@ -407,6 +407,26 @@ fn truncated_traces_never_panic() {
             let (_, err, code) = profkit(&[cmd, p.to_str().unwrap()]);
             assert!(code == 0 || code == 2, "{cmd} at {cut}: {err}");
             assert!(!err.contains("panicked"), "{cmd} at {cut}: {err}");
+        }
+    }
+}
+
+#[test]
+fn dump_reports_a_cut_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, cut) in [("demo-basic.xray", 5), ("demo-fdr.xray", 3)] {
+        let data = std::fs::read(dir().join(name)).unwrap();
+        let p = tmp.path().join(name);
+        std::fs::write(&p, &data[..data.len() - cut]).unwrap();
+        for json in [false, true] {
+            let mut args = vec!["dump", p.to_str().unwrap()];
+            if json {
+                args.push("--json");
+            }
+            let (out, err, code) = profkit(&args);
+            assert_eq!(code, 0, "{name}: {err}");
+            assert!(err.contains("truncated at offset"), "{name}: {err}");
+            assert!(out.lines().count() > 100, "{name}");
         }
     }
 }

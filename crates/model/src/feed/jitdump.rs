@@ -150,9 +150,7 @@ pub fn feed(data: &[u8], name: &str, sink: &mut dyn EventSink) -> io::Result<Fee
             }),
         })?;
     }
-    if let Some(t) = records.truncation() {
-        summary.truncation = Some(t.to_string());
-    }
+    summary.truncation = records.truncation().cloned();
     summary.threads = threads.len() as u32;
     sink.finish()?;
     Ok(summary)

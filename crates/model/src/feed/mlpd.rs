@@ -21,6 +21,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
 
+use profkit_common::Truncation;
 use profkit_mlpd::raw::{MONITOR_CONTENTION, MONITOR_DONE, MONITOR_FAIL, MTYPE_THREAD};
 use profkit_mlpd::read::{CounterValue, MetaAction};
 use profkit_mlpd::{Buffer, EventKind, File};
@@ -59,22 +60,23 @@ impl Methods {
     }
 }
 
-/// The file's buffers in order, and the problems of the scan.
-fn buffers<'a>(file: &File<'a>) -> (Vec<Buffer<'a>>, Vec<String>) {
+/// The file's buffers in order, the problems of the scan, and where the file is cut.
+fn buffers<'a>(file: &File<'a>) -> (Vec<Buffer<'a>>, Vec<String>, Option<Truncation>) {
     let mut out = Vec::new();
     let mut problems = Vec::new();
-    for b in file.buffers() {
+    let mut it = file.buffers();
+    for b in it.by_ref() {
         match b {
             Ok(b) => out.push(b),
             Err(e) => problems.push(e.to_string()),
         }
     }
-    (out, problems)
+    (out, problems, it.truncation())
 }
 
 /// Collects every method the file mentions (JIT events, calls, sample frames) and names them.
 pub fn methods(file: &File<'_>) -> Methods {
-    let (bufs, _) = buffers(file);
+    let (bufs, _, _) = buffers(file);
     // per buffer: (method, name, code) of JIT events, and the other methods mentioned
     type Named = Vec<(u64, String, u64)>;
     let per: Vec<(Named, Vec<u64>)> = bufs
@@ -236,6 +238,7 @@ impl<'f, 'a> Plan<'f, 'a> {
         for ev in b.events() {
             let ev = match ev {
                 Ok(ev) => ev,
+                Err(e) if e.is_truncation() => continue,
                 Err(e) => {
                     problems.push(e.to_string());
                     continue;
@@ -306,11 +309,12 @@ where
     F: Fold,
     F::Part: Send,
 {
-    let (bufs, problems) = buffers(file);
+    let (bufs, problems, truncation) = buffers(file);
     let mut plan = Plan::new(&bufs, methods, opts.mode);
     plan.policy = opts.policy;
     let mut summary = FeedSummary {
         problems,
+        truncation,
         ..FeedSummary::default()
     };
     let mut replays: Vec<ThreadReplay<F>> = plan
@@ -369,7 +373,7 @@ pub fn feed(
     workers: Option<Workers>,
     sink: &mut dyn EventSink,
 ) -> io::Result<FeedSummary> {
-    let (bufs, scan_problems) = buffers(file);
+    let (bufs, scan_problems, truncation) = buffers(file);
     // Thread names and the earliest time.
     let mut names = HashMap::new();
     let mut earliest = u64::MAX;
@@ -419,6 +423,7 @@ pub fn feed(
     let cell = RefCell::new(sink);
     let mut tl = Timeline::new(&cell, to_ns, MismatchPolicy::Unwind);
     tl.summary.problems = scan_problems;
+    tl.summary.truncation = truncation;
 
     // Pass 1: per thread, calls and instants, threads one after another.
     let plan = Plan::new(&bufs, methods, Mode::Ordered);

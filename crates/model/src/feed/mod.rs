@@ -45,7 +45,7 @@ pub struct FeedSummary {
     /// Decoding problems (each skipped what it affected), formatted with their offsets.
     pub problems: Vec<String>,
     /// Set when the file was cut off (everything before the cut was used).
-    pub truncation: Option<String>,
+    pub truncation: Option<profkit_common::Truncation>,
 }
 
 /// The result of a driver's `fold`: one fold per thread.

@@ -398,27 +398,15 @@ impl<'t, 'a> Plan<'t, 'a> {
                 summary
                     .problems
                     .extend(d.problems.iter().map(|p| p.to_string()));
-                if let Some(t) = &d.truncation {
-                    summary.truncation = Some(t.to_string());
-                }
+                summary.truncation = d.truncation.clone();
             }
-            None => {
-                for seg in &self.trace.layout().segments {
-                    if let profkit_xray::Segment::Problem(p) = seg {
-                        note_problem(summary, p);
-                    }
-                }
-            }
+            None => summary.truncation = self.trace.truncation().cloned(),
         }
     }
 }
 
 fn note_problem(summary: &mut FeedSummary, p: &Error) {
-    if p.is_truncation() {
-        summary.truncation.get_or_insert_with(|| p.to_string());
-    } else {
-        summary.problems.push(p.to_string());
-    }
+    summary.problems.push(p.to_string());
 }
 
 /// Runs `make`'s fold on every thread of `trace` (buffers on every core; see the module docs).

@@ -1,6 +1,6 @@
 //! Basic ("naive") mode: 32-byte records after the header.
 
-use crate::error::{Error, Result};
+use crate::error::Truncation;
 use crate::raw::{bytes_at, field, BasicRecordType, FunctionKind, BASIC_RECORD_SIZE, HEADER_SIZE};
 use crate::read::header::FileHeader;
 
@@ -52,7 +52,10 @@ pub struct BasicItem {
 }
 
 /// Parses the 32-byte basic record `rec`.
-pub fn parse_basic_record(rec: &[u8; BASIC_RECORD_SIZE], header: &FileHeader) -> BasicRecord {
+pub(crate) fn parse_basic_record(
+    rec: &[u8; BASIC_RECORD_SIZE],
+    header: &FileHeader,
+) -> BasicRecord {
     let e = header.endian;
     let record_type = BasicRecordType(e.u16(field(rec, 0)));
     let pid_of = |v: u32| if header.version >= 3 { v } else { 0 };
@@ -77,8 +80,8 @@ pub fn parse_basic_record(rec: &[u8; BASIC_RECORD_SIZE], header: &FileHeader) ->
 
 /// Iterator over the records of a basic-mode trace.
 ///
-/// Yields every complete record; if the file ends inside a record it yields one
-/// [`Error::Truncated`] and stops.
+/// Yields every complete record; if the file ends inside a record it stops there and
+/// [`BasicRecords::truncation`] says where.
 #[derive(Clone, Debug)]
 pub struct BasicRecords<'a> {
     data: &'a [u8],
@@ -86,6 +89,7 @@ pub struct BasicRecords<'a> {
     pos: usize,
     index: u64,
     done: bool,
+    truncation: Option<Truncation>,
 }
 
 impl<'a> BasicRecords<'a> {
@@ -97,6 +101,7 @@ impl<'a> BasicRecords<'a> {
             pos: HEADER_SIZE,
             index: 0,
             done: false,
+            truncation: None,
         }
     }
 
@@ -104,10 +109,28 @@ impl<'a> BasicRecords<'a> {
     pub fn count_complete(data: &[u8]) -> u64 {
         (data.len().saturating_sub(HEADER_SIZE) / BASIC_RECORD_SIZE) as u64
     }
+
+    /// Set once iteration has stopped at an incomplete record.
+    pub fn truncation(&self) -> Option<&Truncation> {
+        self.truncation.as_ref()
+    }
+}
+
+/// Where a basic-mode file of `len` bytes is cut, if it ends inside a record.
+pub(crate) fn basic_truncation(len: usize) -> Option<Truncation> {
+    let body = len.checked_sub(HEADER_SIZE)?;
+    let partial = body % BASIC_RECORD_SIZE;
+    (partial != 0).then(|| {
+        Truncation::new(
+            (len - partial) as u64,
+            Some((body / BASIC_RECORD_SIZE) as u64),
+            format!("basic record needs {BASIC_RECORD_SIZE} bytes, {partial} remain"),
+        )
+    })
 }
 
 impl Iterator for BasicRecords<'_> {
-    type Item = Result<BasicItem>;
+    type Item = BasicItem;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done || self.pos >= self.data.len() {
@@ -123,18 +146,12 @@ impl Iterator for BasicRecords<'_> {
                 };
                 self.pos = offset.saturating_add(BASIC_RECORD_SIZE);
                 self.index += 1;
-                Some(Ok(item))
+                Some(item)
             }
             None => {
                 self.done = true;
-                let available = self.data.len().saturating_sub(offset);
-                Some(Err(Error::truncated(
-                    offset,
-                    "basic record",
-                    BASIC_RECORD_SIZE,
-                    available,
-                )
-                .with_record(self.index)))
+                self.truncation = basic_truncation(self.data.len());
+                None
             }
         }
     }

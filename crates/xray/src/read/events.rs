@@ -5,12 +5,12 @@
 
 use rayon::prelude::*;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Truncation};
 use crate::raw::{
     bytes_at, field, BasicRecordType, Endian, FunctionKind, TraceType, BASIC_RECORD_SIZE,
     FDR_METADATA_RECORD_SIZE, HEADER_SIZE,
 };
-use crate::read::basic::{parse_basic_record, BasicRecord, BasicRecords};
+use crate::read::basic::{basic_truncation, parse_basic_record, BasicRecord, BasicRecords};
 use crate::read::fdr::{
     parse_fdr_record, CustomEventTime, FdrLayout, FdrRecord, FdrRecords, Segment, Skip,
 };
@@ -141,8 +141,9 @@ pub struct Decoded<'a> {
     /// over-reads …), in file order.
     pub problems: Vec<Error>,
     /// Set when the file ends inside a record or inside an announced buffer: everything before
-    /// it is in `threads`.
-    pub truncation: Option<Error>,
+    /// it is in `threads`. Its `record` is the index the incomplete record would have had
+    /// (the number of records read).
+    pub truncation: Option<Truncation>,
     /// Bytes skipped between FDR buffers.
     pub skips: Vec<Skip>,
     /// Number of records read (BufferExtents and arg payloads included).
@@ -195,22 +196,74 @@ pub struct Trace<'a> {
     pub header: FileHeader,
     data: &'a [u8],
     layout: FdrLayout,
+    /// Basic mode: where the file is cut (FDR: in the layout).
+    basic_cut: Option<Truncation>,
+}
+
+/// One buffer decoded on its own, with what the stitching rules need (see
+/// [`Trace::run_buffers`]).
+pub(crate) struct BufRun<R> {
+    /// What the caller's decoder produced.
+    pub(crate) out: R,
+    /// Records consumed (buffer-local count).
+    pub(crate) records: u64,
+    /// The thread state at the end of the buffer.
+    pub(crate) end_state: ThreadState,
+    /// Thread of the first event (or of the buffer's NewBuffer when it has no events).
+    pub(crate) first_tid: Option<u32>,
+    /// Whether an event was decoded before the buffer set the TSC.
+    pub(crate) used_unknown_tsc: bool,
+}
+
+impl<R> BufRun<R> {
+    /// The bookkeeping of a finished decoder `it` that started from `start`.
+    pub(crate) fn finish(
+        out: R,
+        it: &BufferEvents<'_>,
+        start: ThreadState,
+        first_tid: Option<u32>,
+    ) -> Self {
+        let first_tid = match first_tid {
+            None if it.state.tid != start.tid => Some(it.state.tid),
+            t => t,
+        };
+        BufRun {
+            out,
+            records: it.records,
+            end_state: it.state,
+            first_tid,
+            used_unknown_tsc: it.used_unknown_tsc,
+        }
+    }
 }
 
 impl<'a> Trace<'a> {
     /// Reads the header and (FDR) splits the file into buffers.
     pub fn parse(data: &'a [u8]) -> Result<Trace<'a>> {
         let header = FileHeader::parse(data)?;
-        let layout = if header.trace_type == TraceType::FDR {
-            FdrLayout::scan(data, &header)
+        let (layout, basic_cut) = if header.trace_type == TraceType::FDR {
+            (FdrLayout::scan(data, &header), None)
         } else {
-            FdrLayout::default()
+            (FdrLayout::default(), basic_truncation(data.len()))
         };
         Ok(Trace {
             header,
             data,
             layout,
+            basic_cut,
         })
+    }
+
+    /// Where the file is cut, if it ends inside a record (or, FDR, inside the bytes a
+    /// BufferExtents announced): known from the layout, before decoding. Every complete record
+    /// before the cut decodes normally. The `record` index is known for basic traces only
+    /// ([`Decoded::truncation`] has it for both).
+    pub fn truncation(&self) -> Option<&Truncation> {
+        if self.header.trace_type == TraceType::FDR {
+            self.layout.truncation.as_ref()
+        } else {
+            self.basic_cut.as_ref()
+        }
     }
 
     /// The whole file.
@@ -261,7 +314,7 @@ impl<'a> Trace<'a> {
     /// buffer-local record count a [`BufferEvents`] had there ([`BufferEvents::position`],
     /// [`BufferEvents::state`], [`BufferEvents::records`]): the events are the ones the
     /// original walk gave from that point. A `pos` outside the buffer gives no events.
-    pub fn buffer_events_at(
+    pub(crate) fn buffer_events_at(
         &self,
         index: usize,
         pos: u64,
@@ -288,43 +341,90 @@ impl<'a> Trace<'a> {
         self.decode_impl(false)
     }
 
-    fn decode_impl(&self, parallel: bool) -> Decoded<'a> {
-        if self.header.trace_type == TraceType::BASIC {
-            return decode_basic(self.data, &self.header);
+    /// FDR buffers grouped per thread (`(pid, tid)` of their events), threads in order of first
+    /// appearance, each thread's buffers in file order (the order the runtime handed them out;
+    /// never by wall time). A buffer with no events belongs to the thread its NewBuffer names,
+    /// or, without one, to the thread of the buffer before it; buffers with neither are left
+    /// out. Decode a thread's buffers in this order, each from the previous one's end state
+    /// ([`BufferEvents::state`]), to follow the thread's stream.
+    pub fn thread_buffers(&self) -> Vec<(ThreadKey, Vec<usize>)> {
+        let mut out: Vec<(ThreadKey, Vec<usize>)> = Vec::new();
+        let mut index = std::collections::HashMap::<ThreadKey, usize>::new();
+        let mut last_key: Option<ThreadKey> = None;
+        for i in 0..self.layout.buffers.len() {
+            let mut it = self.buffer_events(i, ThreadState::default());
+            let key = match it.by_ref().find_map(|r| r.ok()) {
+                Some(ev) => ThreadKey {
+                    pid: ev.pid,
+                    tid: ev.tid,
+                },
+                None => {
+                    let st = it.state();
+                    match (st.tid, last_key) {
+                        (0, Some(k)) => k,
+                        (0, None) => continue,
+                        (tid, _) => ThreadKey { pid: st.pid, tid },
+                    }
+                }
+            };
+            last_key = Some(key);
+            let slot = *index.entry(key).or_insert_with(|| {
+                out.push((key, Vec::new()));
+                out.len() - 1
+            });
+            if let Some((_, v)) = out.get_mut(slot) {
+                v.push(i);
+            }
         }
+        out
+    }
+
+    /// Runs `run(buffer, start_state)` on every FDR buffer (in parallel when `parallel`), each
+    /// from the default state; then, in file order, redoes each buffer that used the TSC before
+    /// setting it from the end state of the previous buffer of the same thread. Results are in
+    /// buffer order.
+    pub(crate) fn run_buffers<R: Send>(
+        &self,
+        parallel: bool,
+        run: &(dyn Fn(usize, ThreadState) -> BufRun<R> + Sync),
+    ) -> Vec<BufRun<R>> {
         let n = self.layout.buffers.len();
-        let run = |i: usize| self.run_buffer(i, ThreadState::default());
-        let mut results: Vec<BufferResult<'a>> = if parallel && n > 1 {
-            (0..n).into_par_iter().map(run).collect()
+        let mut results: Vec<BufRun<R>> = if parallel && n > 1 {
+            (0..n)
+                .into_par_iter()
+                .map(|i| run(i, ThreadState::default()))
+                .collect()
         } else {
-            (0..n).map(run).collect()
+            (0..n).map(|i| run(i, ThreadState::default())).collect()
         };
         // Buffers whose events came before any TSC reference continue the previous buffer of
         // the same thread: redo them, in order, with that state.
         let mut last = std::collections::HashMap::<u32, ThreadState>::new();
-        for i in 0..n {
-            let Some(r) = results.get(i) else { break };
+        for (i, r) in results.iter_mut().enumerate() {
             let tid = r.first_tid.unwrap_or(r.end_state.tid);
             if r.used_unknown_tsc {
                 if let Some(st) = last.get(&tid) {
-                    let redo = self.run_buffer(i, *st);
-                    if let Some(slot) = results.get_mut(i) {
-                        *slot = redo;
-                    }
+                    *r = run(i, *st);
                 }
             }
-            if let Some(r) = results.get(i) {
-                last.insert(r.end_state.tid, r.end_state);
-            }
+            last.insert(r.end_state.tid, r.end_state);
         }
+        results
+    }
+
+    fn decode_impl(&self, parallel: bool) -> Decoded<'a> {
+        if self.header.trace_type == TraceType::BASIC {
+            return decode_basic(self.data, &self.header);
+        }
+        let results = self.run_buffers(parallel, &|i, st| self.run_buffer(i, st));
         let mut out = Decoded::default();
         let mut base = 0u64;
-        let mut per_buffer = results.into_iter();
         let mut index_of = std::collections::HashMap::<ThreadKey, usize>::new();
+        let mut results = results.into_iter();
         for seg in &self.layout.segments {
             match seg {
                 Segment::Buffer(bi) => {
-                    let Some(r) = per_buffer.next() else { break };
+                    let Some(r) = results.next() else { break };
                     if self
                         .layout
                         .buffers
@@ -333,19 +433,14 @@ impl<'a> Trace<'a> {
                     {
                         base += 1;
                     }
-                    for p in r.problems {
-                        let p = match p.record() {
+                    let (events, problems) = r.out;
+                    out.problems
+                        .extend(problems.into_iter().map(|p| match p.record() {
                             Some(i) => p.with_record(base + i),
                             None => p,
-                        };
-                        if p.is_truncation() {
-                            out.truncation.get_or_insert(p);
-                        } else {
-                            out.problems.push(p);
-                        }
-                    }
+                        }));
                     base += r.records;
-                    for ev in r.events {
+                    for ev in events {
                         let key = ThreadKey {
                             pid: ev.pid,
                             tid: ev.tid,
@@ -363,20 +458,18 @@ impl<'a> Trace<'a> {
                     }
                 }
                 Segment::Skip(s) => out.skips.push(*s),
-                Segment::Problem(p) => {
-                    if p.is_truncation() {
-                        out.truncation.get_or_insert(p.clone());
-                    } else {
-                        out.problems.push(p.clone());
-                    }
-                }
             }
         }
         out.records = base;
+        out.truncation = self.layout.truncation.clone().map(|mut t| {
+            t.record = Some(base);
+            t
+        });
         out
     }
 
-    fn run_buffer(&self, i: usize, state: ThreadState) -> BufferResult<'a> {
+    /// Decodes buffer `i` from `state` into its events and problems.
+    fn run_buffer(&self, i: usize, state: ThreadState) -> BufRun<(Vec<Event<'a>>, Vec<Error>)> {
         let mut it = self.buffer_events(i, state);
         let mut events = Vec::new();
         let mut problems = Vec::new();
@@ -390,27 +483,8 @@ impl<'a> Trace<'a> {
                 Err(e) => problems.push(e),
             }
         }
-        if first_tid.is_none() && it.state.tid != state.tid {
-            first_tid = Some(it.state.tid);
-        }
-        BufferResult {
-            events,
-            problems,
-            records: it.records,
-            end_state: it.state,
-            first_tid,
-            used_unknown_tsc: it.used_unknown_tsc,
-        }
+        BufRun::finish((events, problems), &it, state, first_tid)
     }
-}
-
-struct BufferResult<'a> {
-    events: Vec<Event<'a>>,
-    problems: Vec<Error>,
-    records: u64,
-    end_state: ThreadState,
-    first_tid: Option<u32>,
-    used_unknown_tsc: bool,
 }
 
 /// Lazy decoder of one FDR buffer: yields events, and problems as `Err` items (decoding goes on
@@ -435,12 +509,12 @@ impl BufferEvents<'_> {
     }
 
     /// Records consumed so far (buffer-local count).
-    pub fn records(&self) -> u64 {
+    pub(crate) fn records(&self) -> u64 {
         self.records
     }
 
     /// Absolute byte offset of the next record to decode.
-    pub fn position(&self) -> u64 {
+    pub(crate) fn position(&self) -> u64 {
         self.pos as u64
     }
 }
@@ -672,7 +746,7 @@ impl<'a> Iterator for BufferEvents<'a> {
                 Ok(x) => x,
                 Err(e) => {
                     self.done = true;
-                    return Some(Err(e.with_record(self.records)));
+                    return Some(Err(e.in_buffer().with_record(self.records)));
                 }
             };
             let index = self.records;
@@ -831,10 +905,7 @@ fn decode_basic<'a>(data: &'a [u8], header: &FileHeader) -> Decoded<'a> {
     let mut index = 0u64;
     while pos < data.len() {
         let Some(rec) = bytes_at::<BASIC_RECORD_SIZE>(data, pos) else {
-            out.truncation = Some(
-                Error::truncated(pos, "basic record", BASIC_RECORD_SIZE, data.len() - pos)
-                    .with_record(index),
-            );
+            out.truncation = basic_truncation(data.len());
             break;
         };
         let offset = pos;

@@ -10,7 +10,7 @@
 //! in bits 24–27 and larger ones are truncated. [`FdrRecord::Function`] keeps the 28-bit value as
 //! written; split it with [`split_packed_id`] when the producer used DSO support.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Truncation};
 use crate::raw::{
     bytes_at, field, Endian, FunctionKind, MetadataKind, FDR_FUNCTION_RECORD_SIZE,
     FDR_METADATA_RECORD_SIZE, HEADER_SIZE,
@@ -170,7 +170,7 @@ pub struct FdrItem<'a> {
 }
 
 /// The introducer byte of metadata record `kind`.
-pub fn metadata_introducer(kind: MetadataKind, endian: Endian) -> u8 {
+pub(crate) fn metadata_introducer(kind: MetadataKind, endian: Endian) -> u8 {
     match endian {
         Endian::Little => (kind.0 << 1) | 1,
         Endian::Big => 0x80 | (kind.0 & 0x7f),
@@ -215,8 +215,9 @@ fn need(data: &[u8], offset: usize, len: usize, end: usize, what: &'static str) 
 }
 
 /// Parses the record at `offset`, which must end at or before `end` (a buffer end or the file end).
-/// Returns the record and its length.
-pub fn parse_fdr_record<'a>(
+/// Returns the record and its length. A record that runs past `end` is [`Error::Truncated`]
+/// when `end` is the end of the file, else [`Error::Invalid`].
+pub(crate) fn parse_fdr_record<'a>(
     data: &'a [u8],
     offset: usize,
     end: usize,
@@ -338,11 +339,13 @@ pub struct Buffer {
     pub extents_offset: Option<u64>,
     /// Offset of the first record (normally a NewBuffer).
     pub start: u64,
-    /// End of the records (exclusive).
+    /// End of the records (exclusive). In a buffer cut off by the end of the file: the end of
+    /// its last complete record.
     pub end: u64,
     /// The end the BufferExtents record announced, when the file is shorter.
     pub declared_end: Option<u64>,
-    /// Error that ended this buffer early (records after it could not be sized).
+    /// Error that ended this buffer early (records after it could not be sized). Never a
+    /// truncation: that is [`FdrLayout::truncation`].
     pub stop: Option<Error>,
 }
 
@@ -373,8 +376,6 @@ pub enum Segment {
     Buffer(usize),
     /// Skipped bytes.
     Skip(Skip),
-    /// A problem found while splitting the file (e.g. a truncated BufferExtents).
-    Problem(Error),
 }
 
 /// How an FDR file splits into buffers: computed once, cheaply (it jumps from one BufferExtents
@@ -383,8 +384,13 @@ pub enum Segment {
 pub struct FdrLayout {
     /// The buffers, in file order.
     pub buffers: Vec<Buffer>,
-    /// Buffers, skips and problems, in file order.
+    /// Buffers and skips, in file order.
     pub segments: Vec<Segment>,
+    /// Where the file is cut, if it ends inside a record or inside the bytes a BufferExtents
+    /// announced. The buffer it cuts ends at its last complete record, so every buffer decodes
+    /// without meeting the cut. `record` is `None` here (counting records needs a decode;
+    /// [`crate::Decoded::truncation`] has it).
+    pub truncation: Option<Truncation>,
 }
 
 impl FdrLayout {
@@ -414,12 +420,11 @@ impl FdrLayout {
             let b = data.get(pos).copied().unwrap_or(0);
             if b == bx && header.version >= 2 {
                 let Some(rec) = bytes_at::<16>(data, pos) else {
-                    out.segments.push(Segment::Problem(Error::truncated(
-                        pos,
-                        "BufferExtents",
-                        16,
-                        len - pos,
-                    )));
+                    out.truncation = Some(Truncation::new(
+                        pos as u64,
+                        None,
+                        format!("BufferExtents needs 16 bytes, {} remain", len - pos),
+                    ));
                     break;
                 };
                 let n = e.u64(field(&rec, 1));
@@ -430,20 +435,24 @@ impl FdrLayout {
                     continue;
                 }
                 if n > avail as u64 {
+                    let (end, cut) = complete_records(data, header, start);
+                    let announced = || {
+                        format!(
+                            "the buffer announced by the BufferExtents at {pos:#x} needs {n} bytes, {avail} remain"
+                        )
+                    };
+                    out.truncation = Some(match cut {
+                        Cut::InRecord(t) => t,
+                        Cut::AtRecordEnd => Truncation::new(len as u64, None, announced()),
+                        Cut::Unreachable => Truncation::new(pos as u64, None, announced()),
+                    });
                     out.push_buffer(Buffer {
                         extents_offset: Some(pos as u64),
                         start: start as u64,
-                        end: len as u64,
+                        end: end as u64,
                         declared_end: Some((start as u64).saturating_add(n)),
                         stop: None,
                     });
-                    out.segments.push(Segment::Problem(Error::Truncated {
-                        offset: pos as u64,
-                        record: None,
-                        what: "buffer announced by BufferExtents",
-                        needed: n.saturating_add(16),
-                        available: (avail as u64).saturating_add(16),
-                    }));
                     break;
                 }
                 let end = start + n as usize;
@@ -507,16 +516,22 @@ impl FdrLayout {
                     }
                 }
                 Err(err) => {
-                    stop = Some(err);
+                    if let Some(t) = err.to_truncation() {
+                        self.truncation = Some(t);
+                    } else {
+                        stop = Some(err);
+                    }
                     break;
                 }
             }
         }
-        let resume = match &stop {
-            None => None,
-            Some(Error::Truncated { .. }) => Some(len),
+        let resume = if self.truncation.is_some() {
+            Some(len)
+        } else if stop.is_some() {
             // Records after one that cannot be sized are unreachable: the junk scan takes over.
-            Some(_) => Some(if pos == start { start + 1 } else { pos }),
+            Some(if pos == start { start + 1 } else { pos })
+        } else {
+            None
         };
         self.push_buffer(Buffer {
             extents_offset: None,
@@ -544,6 +559,36 @@ impl FdrLayout {
     }
 }
 
+/// How a walk to the end of the file ended.
+enum Cut {
+    /// Inside a record: the truncation names it.
+    InRecord(Truncation),
+    /// Exactly after a complete record.
+    AtRecordEnd,
+    /// At a record that cannot be sized, before the cut: the rest is unreachable.
+    Unreachable,
+}
+
+/// Walks the records from `start` to the end of the file: the end of the last complete record
+/// (the end of the file when a record cannot be sized: the buffer's decoder reports it there)
+/// and where the walk stopped.
+fn complete_records(data: &[u8], header: &FileHeader, start: usize) -> (usize, Cut) {
+    let len = data.len();
+    let mut pos = start;
+    while pos < len {
+        match parse_fdr_record(data, pos, len, header) {
+            Ok((_, n)) => pos += n,
+            Err(err) => {
+                return match err.to_truncation() {
+                    Some(t) => (pos, Cut::InRecord(t)),
+                    None => (len, Cut::Unreachable),
+                }
+            }
+        }
+    }
+    (pos, Cut::AtRecordEnd)
+}
+
 /// One entry of the sequential walk over an FDR file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FdrEntry<'a> {
@@ -551,12 +596,14 @@ pub enum FdrEntry<'a> {
     Record(FdrItem<'a>),
     /// Skipped bytes between buffers.
     Skip(Skip),
-    /// A problem; the walk continues with the next buffer.
+    /// A record that cannot be decoded; the walk continues with the next buffer. (The end of
+    /// the file inside a record is not a problem: see [`FdrRecords::truncation`].)
     Problem(Error),
 }
 
 /// Sequential iterator over every record of an FDR file (BufferExtents records included), with
-/// skips and problems in file order.
+/// skips and problems in file order. Every complete record before a cut is yielded;
+/// [`FdrRecords::truncation`] says where the cut is.
 #[derive(Clone, Debug)]
 pub struct FdrRecords<'a, 'l> {
     data: &'a [u8],
@@ -565,6 +612,7 @@ pub struct FdrRecords<'a, 'l> {
     seg: usize,
     in_buffer: Option<(usize, usize, bool)>,
     index: u64,
+    truncation: Option<Truncation>,
 }
 
 impl<'a, 'l> FdrRecords<'a, 'l> {
@@ -577,7 +625,14 @@ impl<'a, 'l> FdrRecords<'a, 'l> {
             seg: 0,
             in_buffer: None,
             index: 0,
+            truncation: None,
         }
+    }
+
+    /// Set once the walk has ended at a cut: [`FdrLayout::truncation`] with the index the
+    /// incomplete record would have had.
+    pub fn truncation(&self) -> Option<&Truncation> {
+        self.truncation.as_ref()
     }
 }
 
@@ -620,7 +675,9 @@ impl<'a> Iterator for FdrRecords<'a, '_> {
                         }
                         Err(err) => {
                             self.in_buffer = None;
-                            return Some(FdrEntry::Problem(err.with_record(self.index)));
+                            return Some(FdrEntry::Problem(
+                                err.in_buffer().with_record(self.index),
+                            ));
                         }
                     }
                 }
@@ -630,7 +687,15 @@ impl<'a> Iterator for FdrRecords<'a, '_> {
                 }
                 continue;
             }
-            let seg = self.layout.segments.get(self.seg)?;
+            let Some(seg) = self.layout.segments.get(self.seg) else {
+                if self.truncation.is_none() {
+                    self.truncation = self.layout.truncation.clone().map(|mut t| {
+                        t.record = Some(self.index);
+                        t
+                    });
+                }
+                return None;
+            };
             self.seg += 1;
             match seg {
                 Segment::Buffer(bi) => {
@@ -638,7 +703,6 @@ impl<'a> Iterator for FdrRecords<'a, '_> {
                     self.in_buffer = Some((*bi, start, false));
                 }
                 Segment::Skip(s) => return Some(FdrEntry::Skip(*s)),
-                Segment::Problem(p) => return Some(FdrEntry::Problem(p.clone())),
             }
         }
     }

@@ -40,7 +40,7 @@ impl Default for FileHeader {
 }
 
 /// Whether `(type, version)` is a combination this crate reads.
-pub fn is_supported(trace_type: TraceType, version: u16) -> bool {
+pub(crate) fn is_supported(trace_type: TraceType, version: u16) -> bool {
     match trace_type {
         TraceType::BASIC => (1..=3).contains(&version),
         TraceType::FDR => (1..=5).contains(&version),

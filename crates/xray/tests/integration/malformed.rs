@@ -2,9 +2,12 @@
 
 use profkit_xray::write::{encode_fdr_record, BasicTraceWriter, FdrTraceWriter, OwnedEvent};
 use profkit_xray::{
-    verify, BasicRecord, Error, EventKind, FdrRecord, FileHeader, FunctionKind, MetadataKind,
-    Severity, SkipKind, Trace,
+    verify, BasicRecord, Error, EventKind, FdrEntry, FdrRecord, FileHeader, FunctionKind,
+    MetadataKind, Severity, SkipKind, Trace,
 };
+
+use profkit_xray::dump::{dump, DumpOptions};
+use profkit_xray::harness::{check_dump, check_summary, check_yaml_paths};
 
 use crate::common::fixture;
 use crate::synthetic::write_fdr;
@@ -12,6 +15,7 @@ use crate::synthetic::write_fdr;
 fn check_every_cut(data: &[u8]) {
     let full = Trace::parse(data).unwrap();
     let full_events = full.decode().event_count();
+    let full_problems = full.decode().problems.len();
     let boundaries: Vec<u64> = full.layout().buffers.iter().map(|b| b.end).collect();
     for cut in 0..data.len() {
         let part = &data[..cut];
@@ -25,6 +29,11 @@ fn check_every_cut(data: &[u8]) {
         assert_eq!(d, ds, "cut {cut}");
         assert!(d.event_count() <= full_events);
         let _ = verify(&t);
+        check_summary(&t);
+        if cut % 5 == 0 {
+            check_dump(&t);
+            check_yaml_paths(&t);
+        }
         let at_boundary = cut == 32 || boundaries.contains(&(cut as u64));
         if t.header.is_fdr() {
             if !at_boundary {
@@ -32,11 +41,25 @@ fn check_every_cut(data: &[u8]) {
                     .truncation
                     .as_ref()
                     .unwrap_or_else(|| panic!("cut {cut}: no truncation"));
-                assert!(tr.offset().unwrap() <= cut as u64);
+                assert!(tr.offset <= cut as u64, "cut {cut}: {tr}");
+                assert_eq!(tr.record, Some(d.records), "cut {cut}");
+                assert_eq!(t.truncation().map(|t| t.offset), Some(tr.offset));
+                let v = verify(&t);
+                let f = v.findings.iter().find(|f| f.code == "truncated").unwrap();
+                assert_eq!((f.offset, f.record), (tr.offset, tr.record), "cut {cut}");
+            } else {
+                assert_eq!(d.truncation, None, "cut {cut}");
             }
-        } else if (cut - 32) % 32 != 0 {
-            assert!(d.truncation.is_some(), "cut {cut}");
+        } else {
+            assert_eq!(d.truncation.is_some(), (cut - 32) % 32 != 0, "cut {cut}");
+            assert_eq!(d.truncation.as_ref(), t.truncation());
         }
+        // Every buffer stops before the cut: decoding problems are never about the cut.
+        assert!(
+            d.problems.len() <= full_problems,
+            "cut {cut}: {:?}",
+            d.problems
+        );
     }
 }
 
@@ -75,8 +98,18 @@ fn truncated_keeps_complete_records() {
     let full = Trace::parse(&data).unwrap().decode();
     let cut = &data[..data.len() - 5];
     let d = Trace::parse(cut).unwrap().decode();
-    assert!(d.truncation.is_some());
-    assert!(d.truncation.as_ref().unwrap().is_truncation());
+    // The cut is at the start of the last record (the typed event marker).
+    let last = Trace::parse(&data)
+        .unwrap()
+        .fdr_records()
+        .filter_map(|e| match e {
+            FdrEntry::Record(r) => Some(r.offset),
+            _ => None,
+        })
+        .last()
+        .unwrap();
+    let t = d.truncation.as_ref().unwrap();
+    assert_eq!(t.offset, last);
     // Only the last (typed) event is lost.
     assert_eq!(d.event_count(), full.event_count() - 1);
     let msg = d.truncation.unwrap().to_string();
@@ -173,7 +206,7 @@ fn grammar_function_right_after_new_buffer() {
     let data = fdr_with(5, &body);
     let r = verify(&Trace::parse(&data).unwrap());
     let f = &r.findings[0];
-    assert_eq!(f.code, "grammar");
+    assert_eq!(f.code, "block-grammar");
     assert_eq!(f.offset, 32 + 16 + 16);
     assert_eq!(f.record, Some(2));
     assert!(
@@ -188,10 +221,12 @@ fn grammar_block_starting_with_function() {
     let data = fdr_with(5, &[enter(1)]);
     let t = Trace::parse(&data).unwrap();
     let r = verify(&t);
-    assert!(r
-        .findings
-        .iter()
-        .any(|f| f.code == "grammar" && f.message.contains("from BufferExtents to Function")));
+    assert!(
+        r.findings
+            .iter()
+            .any(|f| f.code == "block-grammar"
+                && f.message.contains("from BufferExtents to Function"))
+    );
 }
 
 #[test]
@@ -206,7 +241,7 @@ fn grammar_terminal_state() {
     let data = fdr_with(5, &body);
     let r = verify(&Trace::parse(&data).unwrap());
     assert_eq!(r.findings.len(), 1);
-    assert_eq!(r.findings[0].code, "terminal");
+    assert_eq!(r.findings[0].code, "block-terminal");
     assert!(r.findings[0].message.contains("WallClockTime"));
 }
 
@@ -338,7 +373,7 @@ fn junk_between_buffers_is_skipped_and_reported() {
     assert!(r
         .findings
         .iter()
-        .any(|f| f.code == "junk" && f.offset == second as u64));
+        .any(|f| f.code == "junk-between-buffers" && f.offset == second as u64));
     assert!(!r.has_errors());
 }
 
@@ -404,7 +439,10 @@ fn callargument_without_function() {
     let data = fdr_with(5, &body);
     let t = Trace::parse(&data).unwrap();
     assert_eq!(t.decode().problems.len(), 1);
-    assert!(verify(&t).findings.iter().any(|f| f.code == "grammar"));
+    assert!(verify(&t)
+        .findings
+        .iter()
+        .any(|f| f.code == "block-grammar"));
 }
 
 #[test]
@@ -469,5 +507,51 @@ fn buffer_without_new_cpu_id_continues_the_threads_tsc() {
     assert!(verify(&t)
         .findings
         .iter()
-        .any(|f| f.code == "grammar" && f.message.contains("PIDEntry to Function")));
+        .any(|f| f.code == "block-grammar" && f.message.contains("PIDEntry to Function")));
+}
+
+#[test]
+fn docs_list_every_validation_code() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/xray.md");
+    let doc = std::fs::read_to_string(path).unwrap();
+    let rows: Vec<(String, String)> = doc
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let code = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((code.to_string(), cells.get(2)?.to_string()))
+        })
+        .collect();
+    let table = profkit_xray::verify::codes::ALL
+        .iter()
+        .chain(profkit_common::finding::COMMON_CODES)
+        .map(|(c, s, _)| (c.to_string(), s.name().to_string()))
+        .collect::<Vec<_>>();
+    assert_eq!(rows, table);
+}
+
+#[test]
+fn dump_of_a_truncated_basic_trace_reports_the_cut() {
+    let data = fixture("demo-basic.xray");
+    let t = Trace::parse(&data[..data.len() - 5]).unwrap();
+    let mut out = Vec::new();
+    let o = dump(&t, &DumpOptions::default(), &mut out).unwrap();
+    let tr = o.truncation.unwrap();
+    assert_eq!(tr.offset, data.len() as u64 - 32);
+    assert_eq!(tr.record, Some((data.len() as u64 - 32) / 32 - 1));
+    assert_eq!(t.truncation(), Some(&tr));
+    let mut json = Vec::new();
+    let opts = DumpOptions {
+        json: true,
+        ..DumpOptions::default()
+    };
+    dump(&t, &opts, &mut json).unwrap();
+    let first = String::from_utf8(json).unwrap();
+    assert!(
+        first.starts_with(
+            "{\"args\":[],\"cpu\":0,\"func_id\":6,\"kind\":\"function-enter\",\"offset\":32,\"pid\":12014,\"tid\":12015,\"tsc\":"
+        ),
+        "{}",
+        &first[..200]
+    );
 }

@@ -1,34 +1,17 @@
-//! Traces as llvm-xray's YAML (`llvm-xray convert -f yaml`), written and read back.
-//!
-//! # Output
-//! Byte-compatible with llvm-xray 14 on traces where llvm is right: the `header:` block, then one
-//! flow map per record `{ type, func-id, function, [args,] cpu, thread, [process,] kind, tsc,
-//! data }`. As llvm does, a custom event carries the function id of the thread's previous
-//! function record. Unlike llvm, a typed event's type does not stick to later records.
-//!
-//! # Lossless payloads (profkit extension)
-//! llvm writes a payload as a YAML scalar, which mangles bytes that are not UTF-8. profkit writes
-//! `data:` the same way when the payload is UTF-8 text without control characters; otherwise it
-//! writes `data: ''` followed by `data-hex: '<lowercase hex of every byte>'`. The reader accepts
-//! both, so payloads round-trip exactly. (llvm-xray 14 cannot read back YAML of version > 1
-//! anyway, so the extra key costs no compatibility.)
-//!
-//! # Reading back
-//! [`read_yaml`] parses that YAML (profkit's and llvm-xray's) into a header and per-thread
-//! [`OwnedEvent`]s; [`yaml_to_binary`] re-encodes it with [`crate::write`] so every reader and
-//! analysis works on YAML input too.
+//! Trace YAML: the record lines ([`RecordFormatter`], [`CachedFormatter`]) and the reader
+//! ([`read_yaml`], [`yaml_to_binary`]). See [`super`] for the format.
 
 use std::io::{self, Write};
 
+use super::syntax::{parse_flow_map, parse_int, scalar};
 use crate::error::{Error, Result};
 use crate::raw::TraceType;
 use crate::read::events::{Event, EventKind};
 use crate::read::header::{is_supported, FileHeader};
 use crate::write::{BasicTraceWriter, FdrTraceWriter, OwnedEvent};
-use crate::yaml::{parse_flow_map, parse_int, scalar};
 
 /// Writes the document start and the `header:` block.
-pub fn write_header(out: &mut dyn Write, h: &FileHeader) -> io::Result<()> {
+pub(crate) fn write_header(out: &mut dyn Write, h: &FileHeader) -> io::Result<()> {
     write!(
         out,
         "---\nheader:\n  version:         {}\n  type:            {}\n  constant-tsc:    {}\n  nonstop-tsc:     {}\n  cycle-frequency: {}\nrecords:\n",
@@ -41,7 +24,7 @@ pub fn write_header(out: &mut dyn Write, h: &FileHeader) -> io::Result<()> {
 }
 
 /// Writes the document end.
-pub fn write_footer(out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write_footer(out: &mut dyn Write) -> io::Result<()> {
     out.write_all(b"...\n")
 }
 
@@ -54,7 +37,7 @@ fn is_text(data: &[u8]) -> bool {
 
 /// Writes one record line. `func_id` is what to print as `func-id` (llvm prints the previous
 /// function's id for custom events), `function` the `function:` value.
-pub fn write_event(
+pub(crate) fn write_event(
     out: &mut dyn Write,
     ev: &Event<'_>,
     func_id: u32,
@@ -74,7 +57,7 @@ pub fn write_event(
 /// ([`RecordFormatter::func_segment`]) and numbers go through `itoa`. The output is the same
 /// as [`write_event`]'s.
 #[derive(Clone, Debug)]
-pub struct RecordFormatter {
+pub(crate) struct RecordFormatter {
     empty_data: Vec<u8>,
 }
 
@@ -183,7 +166,7 @@ struct LineKey {
 /// typical function record's line then costs one copy, one number and a constant tail. The
 /// output is the same as [`RecordFormatter::format`]'s.
 #[derive(Clone, Debug)]
-pub struct CachedFormatter<'f> {
+pub(crate) struct CachedFormatter<'f> {
     fmt: &'f RecordFormatter,
     slots: Vec<Option<(LineKey, Vec<u8>)>>,
 }

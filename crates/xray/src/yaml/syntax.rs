@@ -4,7 +4,7 @@ use crate::error::{Error, Result};
 
 /// How LLVM's YAML writer quotes a scalar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Quoting {
+pub(crate) enum Quoting {
     /// Plain.
     None,
     /// `'single'` (a `'` is doubled).
@@ -61,7 +61,7 @@ fn is_numeric(s: &str) -> bool {
 }
 
 /// LLVM's `needsQuotes` for a scalar.
-pub fn needs_quotes(s: &str) -> Quoting {
+pub(crate) fn needs_quotes(s: &str) -> Quoting {
     let Some(first) = s.bytes().next() else {
         return Quoting::Single;
     };

@@ -1,0 +1,110 @@
+//! The one place that maps an input's format to its crate's `info`, `dump` and `validate`
+//! (analyses and conversions go through the model's [`Source`](profkit_model::Source)).
+
+use std::io::Write;
+
+use anyhow::Result;
+use profkit_common::{Summary, Truncation, Validation};
+
+use crate::cli::DumpArgs;
+use crate::detect::Format;
+use crate::source::Opened;
+
+/// What `profkit info` shows of the input.
+pub fn summary(o: &Opened) -> Result<Summary> {
+    Ok(match o.format {
+        Format::Jitdump => profkit_jitdump::summary(&o.jitdump()?),
+        Format::PerfMap => profkit_jitdump::perfmap::summary(o.bytes()),
+        Format::Xray => profkit_xray::summary(&o.trace()?),
+        Format::XrayYaml => {
+            let mut s = profkit_xray::summary(&o.trace()?);
+            s.format = "xray-yaml";
+            s.kind.push_str(" (read from llvm-xray YAML)");
+            s
+        }
+        Format::Mlpd => profkit_mlpd::summary::summary(&o.mlpd()?),
+        Format::Elf => return Err(o.unsupported("info")),
+    })
+}
+
+/// What `profkit validate` reports of the input.
+pub fn validate(o: &Opened) -> Result<Validation> {
+    Ok(match o.format {
+        Format::Jitdump => profkit_jitdump::validate(o.bytes()),
+        Format::PerfMap => profkit_jitdump::perfmap::validate(o.bytes()),
+        Format::Xray | Format::XrayYaml => profkit_xray::verify(&o.trace()?),
+        Format::Mlpd => profkit_mlpd::validate::validate_bytes(o.bytes()),
+        Format::Elf => return Err(o.unsupported("validate")),
+    })
+}
+
+/// What a format calls its records in messages.
+pub fn record_unit(format: Format) -> &'static str {
+    match format {
+        Format::PerfMap => "lines",
+        Format::Mlpd => "events",
+        _ => "records",
+    }
+}
+
+/// How a dump ended: what could not be decoded, and the cut.
+#[derive(Debug, Default)]
+pub struct Dumped {
+    /// Undecodable parts, with their offsets (each skipped what it affected).
+    pub problems: Vec<String>,
+    /// A corrupt record that ended the dump.
+    pub stopped: Option<String>,
+    /// Where the file is cut, if it is.
+    pub truncation: Option<Truncation>,
+}
+
+/// `profkit dump` of the input into `out`.
+pub fn dump(o: &Opened, args: &DumpArgs, out: &mut dyn Write) -> Result<Dumped> {
+    let mut d = Dumped::default();
+    match o.format {
+        Format::Jitdump => {
+            let opts = profkit_jitdump::dump::DumpOptions {
+                json: args.json,
+                code: args.code,
+            };
+            let r = profkit_jitdump::dump::write_dump(out, &o.jitdump()?, opts)?;
+            d.stopped = r.error.map(|e| e.to_string());
+            d.truncation = r.truncation;
+        }
+        Format::PerfMap => {
+            let opts = profkit_jitdump::dump::DumpOptions {
+                json: args.json,
+                code: false,
+            };
+            profkit_jitdump::dump::write_perf_map(out, o.bytes(), opts, &mut |e| {
+                d.problems.push(e.to_string())
+            })?;
+        }
+        Format::Xray | Format::XrayYaml => {
+            let opts = profkit_xray::dump::DumpOptions {
+                json: args.json,
+                verify: args.verify,
+            };
+            let r = profkit_xray::dump::dump(&o.trace()?, &opts, out)?;
+            d.problems = r.problems.iter().map(|p| p.to_string()).collect();
+            d.truncation = r.truncation;
+        }
+        Format::Mlpd => {
+            let file = o.mlpd()?;
+            let problems = if args.json {
+                profkit_mlpd::dump::write_ndjson(&file, out)?
+            } else {
+                profkit_mlpd::dump::write_text(&file, out)?
+            };
+            d.problems = problems
+                .iter()
+                .filter(|p| !p.is_truncation())
+                .map(|p| p.to_string())
+                .collect();
+            d.truncation = file.truncation();
+        }
+        Format::Elf => return Err(o.unsupported("dump")),
+    }
+    out.flush()?;
+    Ok(d)
+}

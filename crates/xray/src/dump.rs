@@ -1,0 +1,386 @@
+//! One line per record: what `profkit dump` prints of a trace ([`dump`]).
+//!
+//! * FDR, text: `llvm-xray fdr-dump` lines (`<Function Enter: #1 delta = +100>` …), or with
+//!   [`DumpOptions::verify`] the blocks as `llvm-xray fdr-dump --verify` groups them
+//!   (`[New Block]`, `Preamble:`, `Body:`). Unlike llvm-xray 14, a typed event's line ends in `>`.
+//! * Basic, text: the record lines of llvm-xray's YAML (`  - { type: 0, func-id: … }`), thread
+//!   after thread.
+//! * NDJSON ([`DumpOptions::json`]): one object per record with its `offset` (and FDR `index`),
+//!   keys in alphabetical order; FDR skips between buffers as `{"type":"Skip", …}`.
+
+use std::io::{self, Write};
+
+use profkit_common::json;
+
+use crate::error::{Error, Truncation};
+use crate::read::events::Trace;
+use crate::read::fdr::{CustomEventTime, FdrEntry, FdrRecord, SkipKind};
+use crate::yaml::trace::write_event;
+
+/// How [`dump`] prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DumpOptions {
+    /// NDJSON instead of text.
+    pub json: bool,
+    /// FDR text: group the records into blocks as `llvm-xray fdr-dump --verify` does.
+    pub verify: bool,
+}
+
+/// What [`dump`] printed and met.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DumpOutcome {
+    /// Lines written for records (FDR: records; basic: events, arg payloads folded in).
+    pub records: u64,
+    /// Records that could not be decoded (FDR: the rest of their buffer is not printed).
+    pub problems: Vec<Error>,
+    /// Where the file is cut, if it is (every complete record before the cut was printed).
+    pub truncation: Option<Truncation>,
+}
+
+/// Prints every record of `trace` to `out` (see the module docs for the layouts). Problems and
+/// the cut of a truncated file are returned, not printed. The output is flushed.
+pub fn dump(trace: &Trace<'_>, opts: &DumpOptions, out: &mut dyn Write) -> io::Result<DumpOutcome> {
+    let outcome = if trace.header.is_fdr() {
+        dump_fdr(trace, opts, out)?
+    } else {
+        dump_basic(trace, opts, out)?
+    };
+    out.flush()?;
+    Ok(outcome)
+}
+
+fn dump_basic(
+    trace: &Trace<'_>,
+    opts: &DumpOptions,
+    out: &mut dyn Write,
+) -> io::Result<DumpOutcome> {
+    let decoded = trace.decode();
+    let mut line = Vec::with_capacity(256);
+    let mut records = 0u64;
+    for ev in decoded.events() {
+        records += 1;
+        if !opts.json {
+            write_event(out, ev, ev.func_id, &ev.func_id.to_string())?;
+            continue;
+        }
+        line.clear();
+        let mut o = JsonObject::new(&mut line);
+        o.raw("args", |b| {
+            b.push(b'[');
+            for (i, a) in ev.args.iter().enumerate() {
+                if i > 0 {
+                    b.push(b',');
+                }
+                b.extend_from_slice(itoa::Buffer::new().format(a).as_bytes());
+            }
+            b.push(b']');
+        });
+        o.num("cpu", ev.cpu);
+        o.num("func_id", ev.func_id);
+        o.str("kind", ev.kind.llvm_name());
+        o.num("offset", ev.offset);
+        o.num("pid", ev.pid);
+        o.num("tid", ev.tid);
+        o.num("tsc", ev.tsc);
+        o.end();
+        out.write_all(&line)?;
+    }
+    Ok(DumpOutcome {
+        records,
+        problems: decoded.problems,
+        truncation: decoded.truncation,
+    })
+}
+
+/// Where `llvm-xray fdr-dump --verify` is in a block.
+#[derive(Default)]
+struct Blocks {
+    in_block: bool,
+    in_body: bool,
+}
+
+fn dump_fdr(trace: &Trace<'_>, opts: &DumpOptions, out: &mut dyn Write) -> io::Result<DumpOutcome> {
+    let mut outcome = DumpOutcome::default();
+    let mut blocks = Blocks::default();
+    let mut line = Vec::with_capacity(256);
+    let mut walk = trace.fdr_records();
+    for entry in walk.by_ref() {
+        match entry {
+            FdrEntry::Record(item) => {
+                outcome.records += 1;
+                if opts.json {
+                    line.clear();
+                    record_json(&mut line, &item.record, item.offset, item.index);
+                    out.write_all(&line)?;
+                } else if opts.verify {
+                    write_verify_line(out, &mut blocks, &item.record)?;
+                } else {
+                    writeln!(out, "{}", llvm_record(&item.record))?;
+                }
+            }
+            FdrEntry::Skip(s) => {
+                if opts.json {
+                    line.clear();
+                    let mut o = JsonObject::new(&mut line);
+                    o.bool("junk", s.kind == SkipKind::Junk);
+                    o.num("len", s.len);
+                    o.num("offset", s.offset);
+                    o.str("type", "Skip");
+                    o.end();
+                    out.write_all(&line)?;
+                }
+            }
+            FdrEntry::Problem(e) => outcome.problems.push(e),
+        }
+    }
+    outcome.truncation = walk.truncation().cloned();
+    Ok(outcome)
+}
+
+/// One record in `llvm-xray fdr-dump --verify`'s block layout.
+fn write_verify_line(out: &mut dyn Write, b: &mut Blocks, rec: &FdrRecord<'_>) -> io::Result<()> {
+    let line = llvm_record(rec);
+    match rec {
+        FdrRecord::BufferExtents { .. } => Ok(()),
+        FdrRecord::NewBuffer { .. } => {
+            b.in_block = true;
+            b.in_body = false;
+            writeln!(out, "\n[New Block]\nPreamble: \n{line}")
+        }
+        FdrRecord::WalltimeMarker { .. } | FdrRecord::Pid { .. } if !b.in_body => {
+            writeln!(out, "{line}")
+        }
+        FdrRecord::NewCpuId { .. } | FdrRecord::TscWrap { .. } => {
+            if !b.in_body && b.in_block {
+                writeln!(out, "\nBody:")?;
+                b.in_body = true;
+            }
+            writeln!(out, " {line}\n")
+        }
+        FdrRecord::Function { .. } => writeln!(out, "-  {line}"),
+        FdrRecord::CustomEvent { .. } | FdrRecord::TypedEvent { .. } => writeln!(out, "*  {line}"),
+        FdrRecord::CallArgument { .. } => writeln!(out, " : {line}"),
+        _ => writeln!(out, "{line}"),
+    }
+}
+
+fn payload(data: &[u8]) -> String {
+    String::from_utf8_lossy(data).into_owned()
+}
+
+/// One record as `llvm-xray fdr-dump` prints it.
+fn llvm_record(rec: &FdrRecord<'_>) -> String {
+    match rec {
+        FdrRecord::Function {
+            kind,
+            func_id,
+            tsc_delta,
+        } => {
+            let k = match kind.0 {
+                0 => "Function Enter",
+                1 => "Function Exit",
+                2 => "Function Tail Exit",
+                3 => "Function Enter With Arg",
+                _ => "Function (invalid kind)",
+            };
+            format!("<{k}: #{func_id} delta = +{tsc_delta}>")
+        }
+        FdrRecord::NewBuffer { tid } => format!("<Thread ID: {tid}>"),
+        FdrRecord::EndOfBuffer => "<End of Buffer>".into(),
+        FdrRecord::NewCpuId { cpu, tsc } => format!("<CPU: id = {cpu}, tsc = {tsc}>"),
+        FdrRecord::TscWrap { tsc } => format!("<TSC Wrap: base = {tsc}>"),
+        FdrRecord::WalltimeMarker { seconds, micros } => {
+            format!("<Wall Time: seconds = {seconds}.{micros:06}>")
+        }
+        FdrRecord::CustomEvent { size, time, data } => match time {
+            CustomEventTime::Delta(d) => format!(
+                "<Custom Event: delta = +{d}, size = {size}, data = '{}'>",
+                payload(data)
+            ),
+            CustomEventTime::Absolute { tsc, cpu } => format!(
+                "<Custom Event: tsc = {tsc}, cpu = {}, size = {size}, data = '{}'>",
+                cpu.unwrap_or(0),
+                payload(data)
+            ),
+        },
+        FdrRecord::CallArgument { arg } => {
+            format!("<Call Argument: data = {arg} (hex = {arg:#x})>")
+        }
+        FdrRecord::BufferExtents { size } => format!("<Buffer: size = {size} bytes>"),
+        // llvm-xray 14 omits the closing '>' here; profkit prints it.
+        FdrRecord::TypedEvent {
+            size,
+            tsc_delta,
+            event_type,
+            data,
+        } => format!(
+            "<Typed Event: delta = +{tsc_delta}, type = {event_type}, size = {size}, data = '{}'>",
+            payload(data)
+        ),
+        FdrRecord::Pid { pid } => format!("<PID: {pid}>"),
+        FdrRecord::UnknownMetadata { kind, .. } => format!("<Unknown Metadata: kind = {}>", kind.0),
+    }
+}
+
+/// One record as an NDJSON line: its fields, `index`, `offset` and `type`, keys in
+/// alphabetical order.
+fn record_json(line: &mut Vec<u8>, rec: &FdrRecord<'_>, offset: u64, index: u64) {
+    let mut o = JsonObject::new(line);
+    match rec {
+        FdrRecord::Function {
+            kind,
+            func_id,
+            tsc_delta,
+        } => {
+            o.num("delta", *tsc_delta);
+            o.num("func_id", *func_id);
+            o.num("index", index);
+            o.num("kind", kind.0);
+            o.num("offset", offset);
+            o.str("type", "Function");
+        }
+        FdrRecord::NewBuffer { tid } => {
+            o.num("index", index);
+            o.num("offset", offset);
+            o.num("tid", *tid);
+            o.str("type", "NewBuffer");
+        }
+        FdrRecord::EndOfBuffer => {
+            o.num("index", index);
+            o.num("offset", offset);
+            o.str("type", "EndOfBuffer");
+        }
+        FdrRecord::NewCpuId { cpu, tsc } => {
+            o.num("cpu", *cpu);
+            o.num("index", index);
+            o.num("offset", offset);
+            o.num("tsc", *tsc);
+            o.str("type", "NewCPUId");
+        }
+        FdrRecord::TscWrap { tsc } => {
+            o.num("index", index);
+            o.num("offset", offset);
+            o.num("tsc", *tsc);
+            o.str("type", "TSCWrap");
+        }
+        FdrRecord::WalltimeMarker { seconds, micros } => {
+            o.num("index", index);
+            o.num("micros", *micros);
+            o.num("offset", offset);
+            o.num("seconds", *seconds);
+            o.str("type", "WalltimeMarker");
+        }
+        FdrRecord::CustomEvent { size, time, data } => {
+            let (tsc, cpu, delta) = match time {
+                CustomEventTime::Delta(d) => (None, None, Some(*d)),
+                CustomEventTime::Absolute { tsc, cpu } => (Some(*tsc), *cpu, None),
+            };
+            o.opt("cpu", cpu);
+            o.str("data", &payload(data));
+            o.opt("delta", delta);
+            o.num("index", index);
+            o.num("offset", offset);
+            o.num("size", *size);
+            o.opt("tsc", tsc);
+            o.str("type", "CustomEvent");
+        }
+        FdrRecord::CallArgument { arg } => {
+            o.num("arg", *arg);
+            o.num("index", index);
+            o.num("offset", offset);
+            o.str("type", "CallArgument");
+        }
+        FdrRecord::BufferExtents { size } => {
+            o.num("index", index);
+            o.num("offset", offset);
+            o.num("size", *size);
+            o.str("type", "BufferExtents");
+        }
+        FdrRecord::TypedEvent {
+            size,
+            tsc_delta,
+            event_type,
+            data,
+        } => {
+            o.str("data", &payload(data));
+            o.num("delta", *tsc_delta);
+            o.num("event_type", *event_type);
+            o.num("index", index);
+            o.num("offset", offset);
+            o.num("size", *size);
+            o.str("type", "TypedEvent");
+        }
+        FdrRecord::Pid { pid } => {
+            o.num("index", index);
+            o.num("offset", offset);
+            o.num("pid", *pid);
+            o.str("type", "Pid");
+        }
+        FdrRecord::UnknownMetadata { kind, .. } => {
+            o.num("index", index);
+            o.num("kind", kind.0);
+            o.num("offset", offset);
+            o.str("type", "UnknownMetadata");
+        }
+    }
+    o.end();
+}
+
+/// A one-line JSON object written field by field (the caller keeps the keys in order).
+struct JsonObject<'b> {
+    buf: &'b mut Vec<u8>,
+    first: bool,
+}
+
+impl<'b> JsonObject<'b> {
+    fn new(buf: &'b mut Vec<u8>) -> Self {
+        buf.push(b'{');
+        JsonObject { buf, first: true }
+    }
+
+    fn key(&mut self, key: &str) {
+        if !self.first {
+            self.buf.push(b',');
+        }
+        self.first = false;
+        json::push_str(self.buf, key);
+        self.buf.push(b':');
+    }
+
+    fn raw(&mut self, key: &str, value: impl FnOnce(&mut Vec<u8>)) {
+        self.key(key);
+        value(self.buf);
+    }
+
+    fn num(&mut self, key: &str, v: impl itoa::Integer) {
+        self.key(key);
+        self.buf
+            .extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+    }
+
+    fn opt(&mut self, key: &str, v: Option<impl itoa::Integer>) {
+        match v {
+            Some(v) => self.num(key, v),
+            None => {
+                self.key(key);
+                self.buf.extend_from_slice(b"null");
+            }
+        }
+    }
+
+    fn str(&mut self, key: &str, v: &str) {
+        self.key(key);
+        json::push_str(self.buf, v);
+    }
+
+    fn bool(&mut self, key: &str, v: bool) {
+        self.key(key);
+        self.buf
+            .extend_from_slice(if v { b"true" } else { b"false" });
+    }
+
+    /// Closes the object and ends the line.
+    fn end(self) {
+        self.buf.extend_from_slice(b"}\n");
+    }
+}
