@@ -2,7 +2,7 @@
 //! machine) where llvm-xray is right, pinned answers where it is wrong.
 //! A module of `tests/integration/main.rs`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command as StdCommand;
 
 use crate::support;
@@ -23,12 +23,15 @@ fn ok(args: &[&str]) -> String {
     support::ok_in("xray", args)
 }
 
-/// Runs llvm-xray if installed (it is on every profkit machine; skip quietly elsewhere).
+/// Runs llvm-xray (Debian package `llvm`; .ci/run installs it). Without it the live half of a
+/// test is skipped with a note, or fails under `PROFKIT_REQUIRE_EXTERNAL=1`.
 fn llvm(args: &[&str]) -> Option<String> {
-    if !Path::new("/usr/bin/llvm-xray").exists() {
-        return None;
-    }
-    let o = StdCommand::new("/usr/bin/llvm-xray")
+    let tool = profkit_testkit::tool(
+        &format!("llvm-xray {}", args.join(" ")),
+        "llvm-xray",
+        "llvm-xray (Debian package llvm, LLVM 14)",
+    )?;
+    let o = StdCommand::new(tool)
         .current_dir(dir())
         .args(args)
         .output()

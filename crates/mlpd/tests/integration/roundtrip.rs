@@ -518,26 +518,15 @@ proptest! {
 /// `tests/fixtures/mlpd/synthetic/` (regenerate with `PROFKIT_BLESS=1`), plus a truncated one.
 #[test]
 fn synthetic_fixtures_are_current() {
-    let dir = super::fixtures().join("synthetic");
-    let bless = profkit_testkit::blessing();
-    if bless {
-        std::fs::create_dir_all(&dir).expect("mkdir");
-    }
     for v in [1u8, 4, 8, 11, 13, 14, 15, 16, 17] {
-        let bytes = everything(v);
-        let path = dir.join(format!("v{v}.mlpd"));
-        if bless {
-            std::fs::write(&path, &bytes).expect("write");
-        }
-        let committed =
-            std::fs::read(&path).expect("synthetic fixture (PROFKIT_BLESS=1 to create)");
-        assert_eq!(committed, bytes, "{}", path.display());
+        profkit_testkit::golden(
+            format!("tests/fixtures/mlpd/synthetic/v{v}.mlpd"),
+            &everything(v),
+        );
     }
     let cut = everything(17);
-    let cut = &cut[..cut.len() - 7];
-    let path = dir.join("v17_truncated.mlpd");
-    if bless {
-        std::fs::write(&path, cut).expect("write");
-    }
-    assert_eq!(std::fs::read(&path).expect("truncated fixture"), cut);
+    profkit_testkit::golden(
+        "tests/fixtures/mlpd/synthetic/v17_truncated.mlpd",
+        &cut[..cut.len() - 7],
+    );
 }
