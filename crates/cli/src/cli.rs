@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Read, validate, analyze and convert the files JIT runtimes and instrumented programs hand
-/// to profilers: perf jitdump and perf map (XRay and Mono log profiler support is on the way).
+/// to profilers: perf jitdump and perf maps, LLVM XRay traces (basic and FDR) with their
+/// instrumentation maps, and Mono log profiler files (.mlpd).
 ///
 /// Input formats are detected from content; gzip is unwrapped transparently; `-` reads stdin.
 #[derive(Debug, Parser)]
@@ -22,7 +23,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Format, version, header, counts per record kind, pids, time span, truncation.
+    /// Format, version, header, counts per record kind, threads, time span, truncation
+    /// (--json: profkit.info/2).
     Info(InfoArgs),
     /// One line per record (NDJSON with --json).
     Dump(DumpArgs),
@@ -31,9 +33,11 @@ pub enum Command {
     /// Convert a trace for a viewer or tool (Perfetto, Chrome JSON, Firefox Profiler, speedscope,
     /// folded/SVG flame graph, pprof, Parquet, perf map), or between jitdump, perf map and YAML.
     Convert(ConvertArgs),
-    /// Per-function latencies of an XRay trace (`--llvm`: llvm-xray account's exact output).
+    /// Per-function latencies of the calls of an XRay trace or a Mono `calls` file (`--llvm`:
+    /// llvm-xray account's exact layout).
     Account(AccountArgs),
-    /// Aggregated call stacks of an XRay trace (`--folded`: exclusive-time flame graph input).
+    /// Aggregated call stacks of an XRay trace or a Mono file (`--folded`: exclusive-time
+    /// flame graph input).
     Stack(StackArgs),
     /// The XRay instrumentation map of a binary as YAML (llvm-xray extract's output).
     Extract(ExtractArgs),
@@ -72,7 +76,7 @@ pub struct InfoArgs {
     /// Input files (`-` for stdin).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// JSON output (schema profkit.info/1), one object per line per file.
+    /// JSON output (schema profkit.info/2, docs/cli.md), one object per line per file.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -107,7 +111,7 @@ pub struct ValidateArgs {
     /// Input files (`-` for stdin).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// JSON output (schema profkit.validate/1), one object per line per file.
+    /// JSON output (schema profkit.validate/1, docs/cli.md), one object per line per file.
     #[arg(long)]
     pub json: bool,
     /// Do not list warnings (they are still counted).
@@ -299,7 +303,7 @@ pub enum AccountFormat {
 
 #[derive(Debug, Args)]
 pub struct AccountArgs {
-    /// XRay trace (`-` for stdin).
+    /// XRay trace (binary or llvm-xray YAML) or Mono log profiler file (`-` for stdin).
     pub file: PathBuf,
     /// The instrumented binary, for function names (without it functions print as `#N`).
     #[arg(short = 'm', long = "instr-map", value_name = "BIN")]
@@ -342,7 +346,7 @@ pub enum StackAggregation {
 
 #[derive(Debug, Args)]
 pub struct StackArgs {
-    /// XRay trace (`-` for stdin).
+    /// XRay trace (binary or llvm-xray YAML) or Mono log profiler file (`-` for stdin).
     pub file: PathBuf,
     /// The instrumented binary, for function names.
     #[arg(short = 'm', long = "instr-map", value_name = "BIN")]
