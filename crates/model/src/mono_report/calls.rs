@@ -85,16 +85,24 @@ impl SpanSink for MethodPart {
     fn span(&mut self, _span: &Span) {}
 }
 
-/// What a worker sums over every buffer it replays, by method id: the order-free statistics,
-/// and (per buffer) the activations open and the candidates of the current phase.
+/// A method in a worker: its order-free statistics, and (per buffer) its activations open and
+/// its candidate time in the current phase. One slot per method keeps a call's updates on one
+/// cache line.
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    stats: MethodStats,
+    /// Activations on the buffer's own stack.
+    active: u32,
+    /// Listed in `touched`.
+    listed: bool,
+    /// Inclusive time of the frames completed with no other activation below (this phase).
+    acc: u64,
+}
+
+/// What a worker sums over every buffer it replays, by method id.
 #[derive(Debug, Default)]
 pub(crate) struct WorkerStats {
-    stats: Vec<MethodStats>,
-    /// Activations on the buffer's own stack.
-    active: Vec<u32>,
-    /// Inclusive time of the frames completed with no other activation below (this phase),
-    /// and whether the method is listed in `touched`.
-    acc: Vec<(u64, bool)>,
+    slots: Vec<Slot>,
     /// Methods with an `acc` in this phase.
     touched: Vec<FuncId>,
 }
@@ -102,51 +110,43 @@ pub(crate) struct WorkerStats {
 impl Local<MethodPart> for WorkerStats {
     #[inline(always)]
     fn enter(&mut self, _part: &mut MethodPart, func: FuncId, _time: u64, _depth: u32) {
-        let i = slot(func);
-        if let Some(s) = at(&mut self.stats, i) {
-            s.calls += 1;
-        }
-        if let Some(a) = at(&mut self.active, i) {
-            *a += 1;
+        if let Some(s) = at(&mut self.slots, slot(func)) {
+            s.stats.calls += 1;
+            s.active += 1;
         }
     }
 
     #[inline(always)]
     fn span(&mut self, _part: &mut MethodPart, span: &Span) {
-        let i = slot(span.func);
         let dur = span.duration();
-        if let Some(s) = at(&mut self.stats, i) {
-            s.self_ns += span.self_time;
-            s.total_all_ns += dur;
-        }
-        let Some(a) = at(&mut self.active, i) else {
+        let Some(s) = at(&mut self.slots, slot(span.func)) else {
             return;
         };
-        *a = a.saturating_sub(1);
-        if *a == 0 {
-            if let Some((acc, listed)) = at(&mut self.acc, i) {
-                if !*listed {
-                    *listed = true;
-                    self.touched.push(span.func);
-                }
-                *acc += dur;
+        s.stats.self_ns += span.self_time;
+        s.stats.total_all_ns += dur;
+        s.active = s.active.saturating_sub(1);
+        if s.active == 0 {
+            s.acc += dur;
+            if !s.listed {
+                s.listed = true;
+                self.touched.push(span.func);
             }
         }
     }
 
     fn end_phase(&mut self, part: &mut MethodPart) {
         for f in self.touched.drain(..) {
-            if let Some((acc, listed)) = self.acc.get_mut(slot(f)) {
-                part.cands.push((f, std::mem::take(acc)));
-                *listed = false;
+            if let Some(s) = self.slots.get_mut(slot(f)) {
+                part.cands.push((f, std::mem::take(&mut s.acc)));
+                s.listed = false;
             }
         }
     }
 
     fn end_piece(&mut self, open: &[Frame]) {
         for f in open {
-            if let Some(a) = self.active.get_mut(slot(f.func)) {
-                *a = a.saturating_sub(1);
+            if let Some(s) = self.slots.get_mut(slot(f.func)) {
+                s.active = s.active.saturating_sub(1);
             }
         }
     }
@@ -234,7 +234,8 @@ impl<I> LocalCalls<I> {
     /// The order-free statistics of every buffer replayed, by method, added to `into`.
     pub(crate) fn finish(self, into: &mut FxMap<u64, MethodStats>) {
         let methods = self.ids.ids.snapshot();
-        add_by_method(&methods, self.stats.stats, into);
+        let stats = self.stats.slots.into_iter().map(|s| s.stats).collect();
+        add_by_method(&methods, stats, into);
     }
 }
 
