@@ -1,10 +1,11 @@
 //! profkit-mlpd's reader on arbitrary bytes: header, buffers, every event and every lazy list,
-//! then the report (per-buffer replay and, with traces and tracking, the sequential one) from
-//! the slice and from the streaming reader. Must never panic or allocate from unchecked counts.
+//! its validate, summary and dump, then the report (profkit-model's `mono_report`: per-buffer
+//! replay and, with traces and tracking, the ordered one) from the slice and from the streaming
+//! reader. Must never panic or allocate from unchecked counts.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use profkit_mlpd::report::{self, Find, Options};
+use profkit_model::mono_report::{self as report, Find, Options};
 use profkit_mlpd::{EventKind, File};
 
 fuzz_target!(|data: &[u8]| {
@@ -45,6 +46,11 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
+    let _ = profkit_mlpd::validate::validate(&file);
+    let _ = profkit_mlpd::summary::summary(&file);
+    let mut text = Vec::new();
+    let _ = profkit_mlpd::dump::write_text(&file, &mut text);
+    let _ = profkit_mlpd::dump::write_ndjson(&file, &mut text);
     let r = report::compute(&file, &Options::default());
     if let Ok(s) = &streamed {
         assert_eq!(s.events, r.events);
