@@ -10,7 +10,6 @@
 //! stream. The stream's origin is the earliest first event of any thread.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::io;
 use std::ops::ControlFlow;
 
@@ -76,47 +75,6 @@ pub fn function_table(map: &InstrMap, symbolizer: Option<&Symbolizer>) -> Functi
     t
 }
 
-/// FDR buffers grouped per thread, in order of first appearance; buffers with no events are
-/// left out.
-pub fn thread_buffers(trace: &Trace<'_>) -> Vec<(ThreadKey, Vec<usize>)> {
-    let mut out: Vec<(ThreadKey, Vec<usize>)> = Vec::new();
-    let mut index = HashMap::<ThreadKey, usize>::new();
-    let mut last_key: Option<ThreadKey> = None;
-    for i in 0..trace.layout().buffers.len() {
-        let mut it = trace.buffer_events(i, ThreadState::default());
-        let first = it.by_ref().find_map(|r| r.ok());
-        let key = match first {
-            Some(ev) => ThreadKey {
-                pid: ev.pid,
-                tid: ev.tid,
-            },
-            None => {
-                let st = it.state();
-                if st.tid == 0 {
-                    match last_key {
-                        Some(k) => k,
-                        None => continue,
-                    }
-                } else {
-                    ThreadKey {
-                        pid: st.pid,
-                        tid: st.tid,
-                    }
-                }
-            }
-        };
-        last_key = Some(key);
-        let slot = *index.entry(key).or_insert_with(|| {
-            out.push((key, Vec::new()));
-            out.len() - 1
-        });
-        if let Some((_, v)) = out.get_mut(slot) {
-            v.push(i);
-        }
-    }
-    out
-}
-
 /// A thread's event that is not a call, kept in order with its calls.
 #[derive(Clone, Debug)]
 enum Other<'a> {
@@ -165,7 +123,7 @@ impl<'t, 'a> Plan<'t, 'a> {
             let keys = d.threads.iter().map(|t| (t.key, Vec::new())).collect();
             (keys, Some(d))
         } else {
-            (thread_buffers(trace), None)
+            (trace.thread_buffers(), None)
         };
         Plan {
             trace,
