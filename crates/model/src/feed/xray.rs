@@ -18,12 +18,12 @@ use profkit_xray::{
     Trace, TraceType,
 };
 
-use super::{FeedSummary, FoldOptions, Folded, Timeline, ToNs};
+use super::{fold_replays, FeedSummary, FoldOptions, Folded, Timeline, ToNs};
 use crate::clock::Clock;
 use crate::events::{Arg, ArgValue, EventSink, Instant, ProcessInfo, TraceInfo};
 use crate::func::{FuncId, FuncInfo, FunctionTable};
 use crate::replay::pipeline::{self, Workers};
-use crate::replay::{Fold, Mode, Piece, PieceBuilder, ThreadReplay};
+use crate::replay::{Fold, Mode, Piece, PieceBuilder};
 use crate::span::{CallKind, MismatchPolicy};
 
 /// Calls and items of an ordered piece before it is handed on (bounds a piece's memory
@@ -379,12 +379,8 @@ where
 {
     let plan = Plan::new(trace, opts.mode, opts.policy);
     let mut summary = FeedSummary::default();
-    let mut replays: Vec<ThreadReplay<F>> = plan
-        .threads
-        .iter()
-        .enumerate()
-        .map(|(i, (k, _))| ThreadReplay::new(i as u32, opts.policy, make(*k), false))
-        .collect();
+    let keys = || plan.threads.iter().map(|(k, _)| *k);
+    let mut replays = fold_replays(keys(), opts.policy, make);
     let r: Result<(), ()> = plan.run(opts.workers, opts.release, |p: XPiece<'_, F::Part>| {
         summary.call_events += p.piece.calls;
         summary.other_events += p.other_events;
@@ -398,14 +394,7 @@ where
     });
     let _ = r;
     plan.file_problems(&mut summary);
-    let mut threads = Vec::with_capacity(replays.len());
-    for ((key, _), r) in plan.threads.iter().zip(replays) {
-        let (f, stats) = r.finish(opts.close_unfinished);
-        summary.calls.merge(&stats);
-        summary.threads += 1;
-        threads.push((*key, f, stats));
-    }
-    Folded { threads, summary }
+    Folded::finish(keys(), replays, opts.close_unfinished, summary)
 }
 
 /// Options of [`feed`].
