@@ -46,8 +46,8 @@ use profkit_model::span::Span;
 
 use crate::{Options, Output};
 use shared::{
-    bytes_text, display_tid, push_f64, push_hex_addr_str, push_i64, push_json_str, push_u64,
-    push_us, IdMap, Names, OutStream, FLUSH_AT,
+    bytes_text, display_tid, flush_all, flush_if_full, push_f64, push_hex_addr_str, push_i64,
+    push_json_str, push_u64, push_us, IdMap, Names, OutStream, FLUSH_AT,
 };
 
 /// A writer into `output` (gzip-compressed when its name ends in `.gz`).
@@ -134,11 +134,7 @@ impl<W: Write> ChromeWriter<W> {
     #[inline]
     fn close(&mut self) -> io::Result<()> {
         self.buf.push(b'}');
-        if self.buf.len() >= FLUSH_AT {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
-        }
-        Ok(())
+        flush_if_full(&mut self.out, &mut self.buf)
     }
 
     /// Appends `"pid":P,"tid":T` of thread `index` (pid 0, tid = index when undeclared).
@@ -423,9 +419,7 @@ impl<W: Write + Send> EventSink for ChromeWriter<W> {
         let name = std::mem::take(&mut self.trace_name);
         push_json_str(&mut self.buf, &name);
         self.buf.extend_from_slice(b"}}\n");
-        self.out.write_all(&self.buf)?;
-        self.buf.clear();
-        self.out.flush()
+        flush_all(&mut self.out, &mut self.buf)
     }
 }
 

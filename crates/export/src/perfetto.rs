@@ -35,7 +35,9 @@ use profkit_model::events::{
 use profkit_model::func::FuncId;
 use profkit_model::span::Span;
 
-use crate::chrome::shared::{bytes_text, display_tid, IdMap, Names, OutStream, FLUSH_AT};
+use crate::chrome::shared::{
+    bytes_text, display_tid, flush_all, flush_if_full, IdMap, Names, OutStream, FLUSH_AT,
+};
 use crate::protobuf::{put_varint, Message};
 use crate::{Options, Output};
 
@@ -198,11 +200,7 @@ impl<W: Write> PerfettoWriter<W> {
         put_varint(&mut self.buf, (u64::from(field::TRACE_PACKET) << 3) | 2);
         put_varint(&mut self.buf, self.pkt.len() as u64);
         self.buf.extend_from_slice(self.pkt.as_bytes());
-        if self.buf.len() >= FLUSH_AT {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
-        }
-        Ok(())
+        flush_if_full(&mut self.out, &mut self.buf)
     }
 
     /// Writes the track of process `pid` if it is not written yet.
@@ -318,11 +316,7 @@ impl<W: Write> PerfettoWriter<W> {
             b.push((field::TE_NAME_IID << 3) as u8);
             put_varint(b, name_iid);
         }
-        if self.buf.len() >= FLUSH_AT {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
-        }
-        Ok(())
+        flush_if_full(&mut self.out, &mut self.buf)
     }
 
     /// Finishes a packet holding the track event in `self.inner`.
@@ -525,9 +519,7 @@ impl<W: Write + Send> EventSink for PerfettoWriter<W> {
             return Ok(());
         }
         self.finished = true;
-        self.out.write_all(&self.buf)?;
-        self.buf.clear();
-        self.out.flush()
+        flush_all(&mut self.out, &mut self.buf)
     }
 }
 

@@ -29,7 +29,9 @@ use profkit_model::events::{EventSink, ProcessInfo, Sample, ThreadInfo, TraceInf
 use profkit_model::func::{FuncId, FunctionTable};
 use profkit_model::span::Span;
 
-use crate::chrome::shared::{push_json_str, push_u64, IdMap, OutStream, FLUSH_AT};
+use crate::chrome::shared::{
+    flush_all, flush_if_full, push_json_str, push_u64, IdMap, OutStream, FLUSH_AT,
+};
 use crate::protobuf::put_varint;
 use crate::{Options, Output};
 
@@ -187,22 +189,13 @@ impl<W: Write> SpeedscopeWriter<W> {
         buf.extend_from_slice(b",\"activeProfileIndex\":0,\"exporter\":\"profkit ");
         buf.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
         buf.extend_from_slice(b"\"}\n");
-        self.out.write_all(&buf)?;
-        self.out.flush()
+        flush_all(&mut self.out, &mut buf)
     }
 }
 
 fn profile_sep(buf: &mut Vec<u8>, first: &mut bool) {
     buf.extend_from_slice(if *first { b"\n{" } else { b",\n{" });
     *first = false;
-}
-
-fn flush_if_full<W: Write>(out: &mut W, buf: &mut Vec<u8>) -> io::Result<()> {
-    if buf.len() >= FLUSH_AT {
-        out.write_all(buf)?;
-        buf.clear();
-    }
-    Ok(())
 }
 
 /// Reads a varint from the front of `b`, advancing it.

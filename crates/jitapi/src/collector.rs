@@ -283,6 +283,13 @@ fn lossy(b: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(b)
 }
 
+/// The source file an event names, `<unknown>` when it names none.
+fn source_file<'a>(e: &LoadEvent<'a>) -> std::borrow::Cow<'a, str> {
+    e.source
+        .filter(|s| !s.is_empty())
+        .map_or("<unknown>".into(), lossy)
+}
+
 fn set_string(dst: &mut String, parts: &[&str]) {
     dst.clear();
     for p in parts {
@@ -366,6 +373,109 @@ impl State {
         }
     }
 
+    /// Whether an event can be recorded: `valid` (else it is counted as rejected) and the dump
+    /// open.
+    fn accept(&mut self, valid: bool) -> bool {
+        if !valid {
+            self.stats.rejected += 1;
+            return false;
+        }
+        self.ensure_output()
+    }
+
+    /// The time and thread of an event that reports a method's code; writes the pendings it
+    /// makes due (the thread's own, and those that waited too long).
+    fn begin_event(&mut self) -> (u64, u32) {
+        let now = monotonic_ns();
+        let tid = current_tid();
+        self.flush_due(now, Some(tid), None);
+        (now, tid)
+    }
+
+    /// A pending load of `e`'s code (reusing a spare one's allocations), with no line table
+    /// and no inlines yet.
+    fn new_pending(&mut self, e: &LoadEvent<'_>, now: u64, tid: u32) -> Box<Pending> {
+        let mut p = self.spare.pop().unwrap_or_default();
+        p.tid = tid;
+        p.timestamp = now;
+        p.method_id = e.method_id;
+        let mut name = std::mem::take(&mut p.name);
+        self.format_name(e, &mut name);
+        p.name = name;
+        p.code_addr = e.addr;
+        p.code.clear();
+        p.code.extend_from_slice(e.code);
+        p.rows.clear();
+        p.inlines.clear();
+        p
+    }
+
+    /// `e`'s line table as rows (into `rows`, under the settings' convention); returns the
+    /// code size they are clipped to.
+    fn rows(&mut self, e: &LoadEvent<'_>, rows: &mut Vec<Row>) -> u32 {
+        let size = u32::try_from(e.code.len()).unwrap_or(u32::MAX);
+        lines::to_rows(
+            e.lines,
+            size,
+            self.settings.convention,
+            &mut self.sort_buf,
+            rows,
+        );
+        size
+    }
+
+    /// A LOAD of this process's code at `addr` (vma = `addr`) with the next code index and
+    /// nothing attached.
+    fn code_load<'a>(
+        &mut self,
+        timestamp: u64,
+        tid: u32,
+        addr: u64,
+        size: u64,
+        code: Option<&'a [u8]>,
+        name: &'a [u8],
+    ) -> CodeLoadData<'a> {
+        let code_index = self.next_code_index;
+        self.next_code_index += 1;
+        CodeLoadData {
+            timestamp,
+            pid: self.pid,
+            tid,
+            vma: addr,
+            code_addr: addr,
+            code_size: size,
+            code,
+            code_index,
+            name,
+            debug_info: None,
+            debug_info2: None,
+            tier: None,
+            unwinding: None,
+        }
+    }
+
+    /// Writes `load` (with what is attached to it) and its perf map line; stops recording when
+    /// writing fails.
+    fn write_load(&mut self, load: &CodeLoadData<'_>) {
+        let mut failed = false;
+        if let Output::Open { file, perfmap } = &mut self.out {
+            failed = file.writer().write_code_load(load).is_err();
+            if let Some(m) = perfmap {
+                failed |= profkit_jitdump::perfmap::write_entry(
+                    m,
+                    load.code_addr,
+                    load.code_size,
+                    load.name,
+                )
+                .is_err();
+            }
+            self.stats.loads_written += 1;
+        }
+        if failed {
+            self.fail("writing");
+        }
+    }
+
     /// Flushes pendings that waited too long, and (with `tid`) the caller's own pending.
     fn flush_due(&mut self, now: u64, tid: Option<u32>, keep_id: Option<u32>) {
         let delay = self.settings.inline_delay_ns;
@@ -386,41 +496,13 @@ impl State {
 
     /// METHOD_LOAD_FINISHED (13, 21, 22). Returns 1 if recorded.
     pub fn load(&mut self, e: &LoadEvent<'_>) -> i32 {
-        if e.method_id == 0 || e.addr == 0 {
-            self.stats.rejected += 1;
+        if !self.accept(e.method_id != 0 && e.addr != 0) {
             return 0;
         }
-        if !self.ensure_output() {
-            return 0;
-        }
-        let now = monotonic_ns();
-        let tid = current_tid();
-        self.flush_due(now, Some(tid), None);
-        let mut p = self.spare.pop().unwrap_or_default();
-        p.tid = tid;
-        p.timestamp = now;
-        p.method_id = e.method_id;
-        let mut name = std::mem::take(&mut p.name);
-        self.format_name(e, &mut name);
-        p.name = name;
-        set_string(
-            &mut p.file,
-            &[&e.source
-                .filter(|s| !s.is_empty())
-                .map_or("<unknown>".into(), lossy)],
-        );
-        p.code_addr = e.addr;
-        p.code.clear();
-        p.code.extend_from_slice(e.code);
-        let size = u32::try_from(e.code.len()).unwrap_or(u32::MAX);
-        lines::to_rows(
-            e.lines,
-            size,
-            self.settings.convention,
-            &mut self.sort_buf,
-            &mut p.rows,
-        );
-        p.inlines.clear();
+        let (now, tid) = self.begin_event();
+        let mut p = self.new_pending(e, now, tid);
+        set_string(&mut p.file, &[&source_file(e)]);
+        self.rows(e, &mut p.rows);
         if !self.orphans.is_empty() {
             self.adopt_orphans(&mut p, e.method_id);
         }
@@ -444,32 +526,18 @@ impl State {
 
     /// METHOD_INLINE_LOAD_FINISHED (16). Returns 1 if kept.
     pub fn inline_load(&mut self, e: &LoadEvent<'_>) -> i32 {
-        if e.method_id == 0 || e.parent_id == 0 {
-            self.stats.rejected += 1;
-            return 0;
-        }
-        if !self.ensure_output() {
+        if !self.accept(e.method_id != 0 && e.parent_id != 0) {
             return 0;
         }
         let mut name = String::new();
         self.format_name(e, &mut name);
-        let size = u32::try_from(e.code.len()).unwrap_or(u32::MAX);
         let mut rows = Vec::new();
-        lines::to_rows(
-            e.lines,
-            size,
-            self.settings.convention,
-            &mut self.sort_buf,
-            &mut rows,
-        );
+        let size = self.rows(e, &mut rows);
         let inline = Inline {
             id: e.method_id,
             parent: e.parent_id,
             name,
-            file: e
-                .source
-                .filter(|s| !s.is_empty())
-                .map_or_else(|| "<unknown>".to_string(), |s| lossy(s).into_owned()),
+            file: source_file(e).into_owned(),
             addr: e.addr,
             size,
             rows,
@@ -518,28 +586,11 @@ impl State {
     /// else `jit_method_<id>` (the collector keeps no per-method table, so that a JIT that
     /// loads millions of methods costs no memory).
     pub fn update(&mut self, e: &LoadEvent<'_>) -> i32 {
-        if e.method_id == 0 || e.addr == 0 {
-            self.stats.rejected += 1;
+        if !self.accept(e.method_id != 0 && e.addr != 0) {
             return 0;
         }
-        if !self.ensure_output() {
-            return 0;
-        }
-        let tid = current_tid();
-        let now = monotonic_ns();
-        self.flush_due(now, Some(tid), None);
-        let mut name = String::new();
-        self.format_name(e, &mut name);
-        let mut p = self.spare.pop().unwrap_or_default();
-        p.tid = tid;
-        p.timestamp = now;
-        p.method_id = e.method_id;
-        p.name = name;
-        p.code_addr = e.addr;
-        p.code.clear();
-        p.code.extend_from_slice(e.code);
-        p.rows.clear();
-        p.inlines.clear();
+        let (now, tid) = self.begin_event();
+        let p = self.new_pending(e, now, tid);
         self.write_pending(p);
         1
     }
@@ -549,11 +600,7 @@ impl State {
         if !self.ensure_output() {
             return;
         }
-        let tid = current_tid();
-        let now = monotonic_ns();
-        self.flush_due(now, Some(tid), None);
-        let code_index = self.next_code_index;
-        self.next_code_index += 1;
+        let (now, tid) = self.begin_event();
         let entries: Vec<DebugEntry<'_>> = f
             .lines
             .iter()
@@ -564,38 +611,10 @@ impl State {
                 file: file.as_bytes(),
             })
             .collect();
-        let load = CodeLoadData {
-            timestamp: now,
-            pid: self.pid,
-            tid,
-            vma: f.addr,
-            code_addr: f.addr,
-            code_size: f.size,
-            code,
-            code_index,
-            name: f.name.as_bytes(),
-            debug_info: if entries.is_empty() {
-                None
-            } else {
-                Some(&entries)
-            },
-            debug_info2: f.debug_info2.as_ref(),
-            tier: None,
-            unwinding: None,
-        };
-        let mut failed = false;
-        if let Output::Open { file, perfmap } = &mut self.out {
-            failed = file.writer().write_code_load(&load).is_err();
-            if let Some(m) = perfmap {
-                failed |=
-                    profkit_jitdump::perfmap::write_entry(m, f.addr, f.size, f.name.as_bytes())
-                        .is_err();
-            }
-            self.stats.loads_written += 1;
-        }
-        if failed {
-            self.fail("writing");
-        }
+        let mut load = self.code_load(now, tid, f.addr, f.size, code, f.name.as_bytes());
+        load.debug_info = (!entries.is_empty()).then_some(entries.as_slice());
+        load.debug_info2 = f.debug_info2.as_ref();
+        self.write_load(&load);
     }
 
     /// SHUTDOWN (2) and FinalizeProcess: write pendings and flush; the file stays open.
@@ -622,8 +641,6 @@ impl State {
     }
 
     fn write_pending(&mut self, mut p: Box<Pending>) {
-        let code_index = self.next_code_index;
-        self.next_code_index += 1;
         let code_size = p.code.len() as u64;
         let file_bytes = p.file.as_bytes();
         let entries: Vec<DebugEntry<'_>> = p
@@ -641,43 +658,18 @@ impl State {
         } else {
             Some(build_debug_info2(&p))
         };
-        let load = CodeLoadData {
-            timestamp: p.timestamp,
-            pid: self.pid,
-            tid: p.tid,
-            vma: p.code_addr,
-            code_addr: p.code_addr,
+        let mut load = self.code_load(
+            p.timestamp,
+            p.tid,
+            p.code_addr,
             code_size,
-            code: Some(&p.code),
-            code_index,
-            name: p.name.as_bytes(),
-            debug_info: if entries.is_empty() {
-                None
-            } else {
-                Some(&entries)
-            },
-            debug_info2: di2.as_ref(),
-            tier: None,
-            unwinding: None,
-        };
-        let mut failed = false;
-        if let Output::Open { file, perfmap } = &mut self.out {
-            failed = file.writer().write_code_load(&load).is_err();
-            if let Some(m) = perfmap {
-                failed |= profkit_jitdump::perfmap::write_entry(
-                    m,
-                    p.code_addr,
-                    code_size,
-                    p.name.as_bytes(),
-                )
-                .is_err();
-            }
-            self.stats.loads_written += 1;
-        }
+            Some(&p.code),
+            p.name.as_bytes(),
+        );
+        load.debug_info = (!entries.is_empty()).then_some(entries.as_slice());
+        load.debug_info2 = di2.as_ref();
+        self.write_load(&load);
         drop(entries);
-        if failed {
-            self.fail("writing");
-        }
         if self.spare.len() < 64 && p.code.capacity() <= 1 << 20 {
             p.inlines.clear();
             self.spare.push(p);

@@ -9,7 +9,7 @@ use std::io::{self, Write};
 
 use crate::perfmap;
 use crate::raw::{Endian, RecordType};
-use crate::read::{DebugWalkEnd, JitDump, Record};
+use crate::read::{DebugWalkEnd, JitDump, RawRecord, Record};
 use crate::write::{CodeLoadData, DebugInfo2Data, HeaderOptions, JitDumpWriter, Tier, Unwinding};
 
 /// What a conversion did.
@@ -32,6 +32,29 @@ impl ConvertStats {
     }
 }
 
+/// Hands `f` every record of `dump` up to a corrupt one, where the walk stops; the stop and a
+/// cut at the end are noted in `stats`.
+fn each_record<'d>(
+    dump: &JitDump<'d>,
+    stats: &mut ConvertStats,
+    mut f: impl FnMut(&mut ConvertStats, RawRecord<'d>) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut records = dump.records();
+    for raw in &mut records {
+        match raw {
+            Ok(raw) => f(stats, raw)?,
+            Err(e) => {
+                stats.skip(format!("stopped: {e}"));
+                break;
+            }
+        }
+    }
+    if let Some(t) = records.truncation() {
+        stats.skip(t.to_string());
+    }
+    Ok(())
+}
+
 /// Writes the perf map of `dump`: its loads and moves applied in file order by a
 /// [`MapBuilder`](perfmap::MapBuilder) (the last writer wins per address range, so the map
 /// holds the code live at the end), one line per entry sorted by address. A MOVE keeps the
@@ -42,17 +65,9 @@ pub fn jitdump_to_perf_map<W: Write>(dump: &JitDump<'_>, out: &mut W) -> io::Res
     let mut map = perfmap::MapBuilder::new();
     // code_index → name, for MOVEs.
     let mut names: HashMap<u64, Vec<u8>> = HashMap::new();
-    let mut records = dump.records();
-    for raw in &mut records {
-        let raw = match raw {
-            Ok(r) => r,
-            Err(e) => {
-                stats.skip(format!("stopped: {e}"));
-                break;
-            }
-        };
+    each_record(dump, &mut stats, |stats, raw| {
         if raw.record_type != RecordType::CODE_LOAD && raw.record_type != RecordType::CODE_MOVE {
-            continue;
+            return Ok(());
         }
         match raw.parse() {
             Ok(Record::CodeLoad(l)) => {
@@ -71,10 +86,8 @@ pub fn jitdump_to_perf_map<W: Write>(dump: &JitDump<'_>, out: &mut W) -> io::Res
             Ok(_) => {}
             Err(e) => stats.skip(e.to_string()),
         }
-    }
-    if let Some(t) = records.truncation() {
-        stats.skip(t.to_string());
-    }
+        Ok(())
+    })?;
     stats.written = map.write(out)?;
     Ok(stats)
 }
@@ -106,15 +119,7 @@ pub fn reencode<W: Write>(
 ) -> io::Result<ConvertStats> {
     let same_endian = out.endian() == dump.endian();
     let mut stats = ConvertStats::default();
-    let mut records = dump.records();
-    for raw in &mut records {
-        let raw = match raw {
-            Ok(r) => r,
-            Err(e) => {
-                stats.skip(format!("stopped: {e}"));
-                break;
-            }
-        };
+    each_record(dump, &mut stats, |stats, raw| {
         let ts = raw.timestamp;
         let parsed = match raw.parse() {
             Ok(p) => p,
@@ -125,7 +130,7 @@ pub fn reencode<W: Write>(
                 } else {
                     stats.skip(format!("{e} (cannot byte-swap a malformed record)"));
                 }
-                continue;
+                return Ok(());
             }
         };
         match parsed {
@@ -176,7 +181,7 @@ pub fn reencode<W: Write>(
                             "record #{} at offset {:#x}: corrupt JIT_CODE_DEBUG_INFO cannot be byte-swapped",
                             raw.index, raw.offset
                         ));
-                        continue;
+                        return Ok(());
                     }
                 },
             },
@@ -215,15 +220,13 @@ pub fn reencode<W: Write>(
                         "record #{} at offset {:#x}: unknown record id {} cannot be byte-swapped",
                         raw.index, raw.offset, raw.record_type.0
                     ));
-                    continue;
+                    return Ok(());
                 }
             }
         }
         stats.written += 1;
-    }
-    if let Some(t) = records.truncation() {
-        stats.skip(t.to_string());
-    }
+        Ok(())
+    })?;
     Ok(stats)
 }
 

@@ -156,6 +156,33 @@ struct Validator {
     bias: BiasStats,
 }
 
+/// Holds `value` in `slot` as the pending `what` of record `raw`, waiting for its LOAD; the
+/// pending record it replaces never met one and is reported.
+fn hold<T>(
+    findings: &mut Findings,
+    slot: &mut Option<Pending<T>>,
+    what: &str,
+    raw: &RawRecord<'_>,
+    value: T,
+) {
+    let held = Pending {
+        index: raw.index as u64,
+        offset: raw.offset,
+        value,
+    };
+    if let Some(p) = slot.replace(held) {
+        findings.push(
+            "pending-without-load",
+            p.offset,
+            Some(p.index),
+            format!(
+                "{what} is replaced by record #{} before any LOAD",
+                raw.index
+            ),
+        );
+    }
+}
+
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -190,6 +217,17 @@ impl Validator {
 
     fn at(&mut self, raw: &RawRecord<'_>, code: &'static str, message: String) {
         self.push(code, raw.offset, Some(raw.index as u64), message);
+    }
+
+    /// Reports `name` (`what` says what it names) when it is not UTF-8.
+    fn check_utf8(&mut self, raw: &RawRecord<'_>, what: &str, name: &[u8]) {
+        if !valid_name(name) {
+            self.at(
+                raw,
+                "name-not-utf8",
+                format!("{what} {:?} is not UTF-8", lossy(name)),
+            );
+        }
     }
 
     fn push_error_finding(&mut self, code: &'static str, e: &Error) {
@@ -411,22 +449,13 @@ impl Validator {
                         "UNWINDING_INFO padding after the data is not zero".into(),
                     );
                 }
-                if let Some(p) = self.pending_unwind.take() {
-                    self.push(
-                        "pending-without-load",
-                        p.offset,
-                        Some(p.index),
-                        format!(
-                            "JIT_CODE_UNWINDING_INFO is replaced by record #{} before any LOAD",
-                            raw.index
-                        ),
-                    );
-                }
-                self.pending_unwind = Some(Pending {
-                    index: raw.index as u64,
-                    offset: raw.offset,
-                    value: (),
-                });
+                hold(
+                    &mut self.findings,
+                    &mut self.pending_unwind,
+                    "JIT_CODE_UNWINDING_INFO",
+                    raw,
+                    (),
+                );
             }
             Record::DebugInfo2(d) => self.check_debug_info2(raw, &d),
             Record::JitTier(t) => {
@@ -448,13 +477,7 @@ impl Validator {
                         format!("flags {:#x} set bits other than bit 0", t.flags),
                     );
                 }
-                if !valid_name(t.name) {
-                    self.at(
-                        raw,
-                        "name-not-utf8",
-                        format!("tier name {:?} is not UTF-8", lossy(t.name)),
-                    );
-                }
+                self.check_utf8(raw, "tier name", t.name);
                 self.check_extension_padding(raw, t.padding);
                 if let Some(p) = self.pending_tiers.insert(
                     t.code_addr,
@@ -482,13 +505,7 @@ impl Validator {
                         format!("flags {:#x}, expected 0", s.flags),
                     );
                 }
-                if !valid_name(s.path) {
-                    self.at(
-                        raw,
-                        "name-not-utf8",
-                        format!("embedded source path {:?} is not UTF-8", lossy(s.path)),
-                    );
-                }
+                self.check_utf8(raw, "embedded source path", s.path);
                 if !all_zero(s.path_padding) {
                     self.at(
                         raw,
@@ -546,12 +563,8 @@ impl Validator {
                 "name-empty",
                 "JIT_CODE_LOAD has an empty function name".into(),
             );
-        } else if !valid_name(load.name) {
-            self.at(
-                raw,
-                "name-not-utf8",
-                format!("JIT_CODE_LOAD name {:?} is not UTF-8", lossy(load.name)),
-            );
+        } else {
+            self.check_utf8(raw, "JIT_CODE_LOAD name", load.name);
         }
         if load.code.is_none() {
             self.at(raw, "load-without-code", format!("JIT_CODE_LOAD of {} declares code_size {} but stores no code bytes (perf's JVMTI agent and .NET stubs do this)", load.name_lossy(), load.code_size));
@@ -800,27 +813,19 @@ impl Validator {
                 format!("{line_zero} entries have line 0 (lines are 1-based)"),
             );
         }
-        if let Some(p) = self.pending_debug.take() {
-            self.push(
-                "pending-without-load",
-                p.offset,
-                Some(p.index),
-                format!(
-                    "JIT_CODE_DEBUG_INFO is replaced by record #{} before any LOAD",
-                    raw.index
-                ),
-            );
-        }
-        self.pending_debug = Some(Pending {
-            index: raw.index as u64,
-            offset: raw.offset,
-            value: DebugPending {
-                code_addr: d.code_addr,
-                min_addr: min,
-                max_addr: max,
-                corrupt: corrupt_reason.is_some(),
-            },
-        });
+        let pending = DebugPending {
+            code_addr: d.code_addr,
+            min_addr: min,
+            max_addr: max,
+            corrupt: corrupt_reason.is_some(),
+        };
+        hold(
+            &mut self.findings,
+            &mut self.pending_debug,
+            "JIT_CODE_DEBUG_INFO",
+            raw,
+            pending,
+        );
     }
 
     fn check_debug_info2(&mut self, raw: &RawRecord<'_>, d: &DebugInfo2<'_>) {
@@ -1011,25 +1016,17 @@ impl Validator {
                 ),
             );
         }
-        if let Some(p) = self.pending_di2.take() {
-            self.push(
-                "pending-without-load",
-                p.offset,
-                Some(p.index),
-                format!(
-                    "SAMPLY_JIT_CODE_DEBUG_INFO2 is replaced by record #{} before any LOAD",
-                    raw.index
-                ),
-            );
-        }
-        self.pending_di2 = Some(Pending {
-            index: raw.index as u64,
-            offset: raw.offset,
-            value: Di2Pending {
-                max_range_end: max_end,
-                max_line_offset: max_line,
-            },
-        });
+        let pending = Di2Pending {
+            max_range_end: max_end,
+            max_line_offset: max_line,
+        };
+        hold(
+            &mut self.findings,
+            &mut self.pending_di2,
+            "SAMPLY_JIT_CODE_DEBUG_INFO2",
+            raw,
+            pending,
+        );
     }
 
     fn flush_pending(&mut self, close: Option<&RawRecord<'_>>) {

@@ -414,51 +414,50 @@ fn llvm_debug(names: &FunctionTable, f: FuncId) -> &str {
     names.debug(f).unwrap_or("(unknown)")
 }
 
+/// Writes one line per row of `r` with `line(out, row, times, debug, name)`: `times` are the
+/// min, median, 90p, 99p, max and sum in seconds; `debug` is llvm-xray's debug column.
+fn write_llvm_rows(
+    out: &mut dyn Write,
+    r: &Report<'_>,
+    line: impl Fn(&mut dyn Write, &Row, [f64; 6], &str, &str) -> io::Result<()>,
+) -> io::Result<()> {
+    for row in r.rows {
+        let times = [row.min, row.median, row.p90, row.p99, row.max, row.sum]
+            .map(|v| r.clock.to_seconds_f64(v as f64));
+        let name = r.names.name(row.func);
+        line(out, row, times, llvm_debug(r.names, row.func), &name)?;
+    }
+    Ok(())
+}
+
 /// `llvm-xray account` text output, byte for byte.
 pub fn write_llvm_text(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     writeln!(out, "Functions with latencies: {}", r.total_functions)?;
     out.write_all(b"   funcid      count [      min,       med,       90p,       99p,       max]       sum  function    \n")?;
-    let s = |v: u64| r.clock.to_seconds_f64(v as f64);
-    for row in r.rows {
-        writeln!(
+    write_llvm_rows(
+        out,
+        r,
+        |out, row, [min, med, p90, p99, max, sum], debug, name| {
+            writeln!(
             out,
-            "{:>9} {:>10} [{:>9.6}, {:>9.6}, {:>9.6}, {:>9.6}, {:>9.6}] {:>9.6}  {}: {}",
-            row.func.0,
-            row.count,
-            s(row.min),
-            s(row.median),
-            s(row.p90),
-            s(row.p99),
-            s(row.max),
-            s(row.sum),
-            llvm_debug(r.names, row.func),
-            r.names.name(row.func)
-        )?;
-    }
-    Ok(())
+            "{:>9} {:>10} [{min:>9.6}, {med:>9.6}, {p90:>9.6}, {p99:>9.6}, {max:>9.6}] {sum:>9.6}  {debug}: {name}",
+            row.func.0, row.count,
+        )
+        },
+    )
 }
 
 /// `llvm-xray account -f csv` output, byte for byte.
 pub fn write_llvm_csv(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     out.write_all(b"funcid,count,min,median,90%ile,99%ile,max,sum,debug,function\n")?;
-    let s = |v: u64| format_e(r.clock.to_seconds_f64(v as f64));
-    for row in r.rows {
+    write_llvm_rows(out, r, |out, row, times, debug, name| {
+        let [min, med, p90, p99, max, sum] = times.map(format_e);
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{},\"{}\",\"{}\"",
-            row.func.0,
-            row.count,
-            s(row.min),
-            s(row.median),
-            s(row.p90),
-            s(row.p99),
-            s(row.max),
-            s(row.sum),
-            llvm_debug(r.names, row.func),
-            r.names.name(row.func)
-        )?;
-    }
-    Ok(())
+            "{},{},{min},{med},{p90},{p99},{max},{sum},\"{debug}\",\"{name}\"",
+            row.func.0, row.count,
+        )
+    })
 }
 
 /// A duration in nanoseconds with a unit: `850 ns`, `2.86 µs`, `14.65 ms`, `1.20 s`.

@@ -122,38 +122,16 @@ impl<'a> Source<'a> {
     {
         match self {
             Source::Xray { trace, .. } => {
-                let f = feed::xray::fold(trace, opts, |k| {
-                    make(ThreadId {
-                        pid: k.pid,
-                        tid: u64::from(k.tid),
-                    })
-                });
-                Folded {
-                    threads: f
-                        .threads
-                        .into_iter()
-                        .map(|(k, f, s)| {
-                            let id = ThreadId {
-                                pid: k.pid,
-                                tid: u64::from(k.tid),
-                            };
-                            (id, f, s)
-                        })
-                        .collect(),
-                    summary: f.summary,
-                }
+                let id = |k: profkit_xray::ThreadKey| ThreadId {
+                    pid: k.pid,
+                    tid: u64::from(k.tid),
+                };
+                feed::xray::fold(trace, opts, |k| make(id(k))).map_keys(id)
             }
             Source::Mlpd { file, methods } => {
                 let pid = file.header.pid;
-                let f = feed::mlpd::fold(file, methods, opts, |tid| make(ThreadId { pid, tid }));
-                Folded {
-                    threads: f
-                        .threads
-                        .into_iter()
-                        .map(|(tid, f, s)| (ThreadId { pid, tid }, f, s))
-                        .collect(),
-                    summary: f.summary,
-                }
+                let id = |tid: u64| ThreadId { pid, tid };
+                feed::mlpd::fold(file, methods, opts, |tid| make(id(tid))).map_keys(id)
             }
             Source::Jitdump { .. } => Folded {
                 threads: Vec::new(),

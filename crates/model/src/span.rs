@@ -32,6 +32,7 @@ pub struct Span {
 
 impl Span {
     /// `|end - start|` (llvm-xray takes the absolute difference, so a backwards clock does not wrap).
+    #[inline]
     pub fn duration(&self) -> u64 {
         self.end.abs_diff(self.start)
     }
@@ -109,6 +110,26 @@ pub struct Frame {
     pub start: u64,
     /// Time spent in callees that already returned (raw clock units).
     pub child: u64,
+}
+
+/// Closes the top frame of `stack` at `time`: the completed call (its depth is what stays on
+/// the stack, its self time its duration less its callees'), whose duration is added to the
+/// callee time of the frame below it. `None` when the stack is empty.
+#[inline(always)]
+pub(crate) fn close_top(stack: &mut Vec<Frame>, thread: u32, time: u64) -> Option<Span> {
+    let f = stack.pop()?;
+    let dur = time.abs_diff(f.start);
+    if let Some(parent) = stack.last_mut() {
+        parent.child = parent.child.saturating_add(dur);
+    }
+    Some(Span {
+        func: f.func,
+        thread,
+        start: f.start,
+        end: time,
+        depth: stack.len() as u32,
+        self_time: dur.saturating_sub(f.child),
+    })
 }
 
 /// Streaming reconstruction of one thread's calls. State is O(stack depth).
@@ -189,19 +210,9 @@ impl SpanBuilder {
 
     #[inline]
     fn pop(&mut self, time: u64, sink: &mut impl SpanSink) {
-        let Some(f) = self.stack.pop() else { return };
-        let dur = time.abs_diff(f.start);
-        let span = Span {
-            func: f.func,
-            thread: self.thread,
-            start: f.start,
-            end: time,
-            depth: self.stack.len() as u32,
-            self_time: dur.saturating_sub(f.child),
+        let Some(span) = close_top(&mut self.stack, self.thread, time) else {
+            return;
         };
-        if let Some(parent) = self.stack.last_mut() {
-            parent.child = parent.child.saturating_add(dur);
-        }
         self.stats.spans += 1;
         sink.span(&span);
     }

@@ -225,8 +225,8 @@ fn llvm_record(rec: &FdrRecord<'_>) -> String {
 /// One record as an NDJSON line: its fields, `index`, `offset` and `type`, keys in
 /// alphabetical order.
 fn record_json(line: &mut Vec<u8>, rec: &FdrRecord<'_>, offset: u64, index: u64) {
-    let mut o = JsonObject::new(line);
-    match rec {
+    let mut o = JsonObject::record(line, index, offset);
+    let ty = match rec {
         FdrRecord::Function {
             kind,
             func_id,
@@ -234,41 +234,27 @@ fn record_json(line: &mut Vec<u8>, rec: &FdrRecord<'_>, offset: u64, index: u64)
         } => {
             o.num("delta", *tsc_delta);
             o.num("func_id", *func_id);
-            o.num("index", index);
             o.num("kind", kind.0);
-            o.num("offset", offset);
-            o.str("type", "Function");
+            "Function"
         }
         FdrRecord::NewBuffer { tid } => {
-            o.num("index", index);
-            o.num("offset", offset);
             o.num("tid", *tid);
-            o.str("type", "NewBuffer");
+            "NewBuffer"
         }
-        FdrRecord::EndOfBuffer => {
-            o.num("index", index);
-            o.num("offset", offset);
-            o.str("type", "EndOfBuffer");
-        }
+        FdrRecord::EndOfBuffer => "EndOfBuffer",
         FdrRecord::NewCpuId { cpu, tsc } => {
             o.num("cpu", *cpu);
-            o.num("index", index);
-            o.num("offset", offset);
             o.num("tsc", *tsc);
-            o.str("type", "NewCPUId");
+            "NewCPUId"
         }
         FdrRecord::TscWrap { tsc } => {
-            o.num("index", index);
-            o.num("offset", offset);
             o.num("tsc", *tsc);
-            o.str("type", "TSCWrap");
+            "TSCWrap"
         }
         FdrRecord::WalltimeMarker { seconds, micros } => {
-            o.num("index", index);
             o.num("micros", *micros);
-            o.num("offset", offset);
             o.num("seconds", *seconds);
-            o.str("type", "WalltimeMarker");
+            "WalltimeMarker"
         }
         FdrRecord::CustomEvent { size, time, data } => {
             let (tsc, cpu, delta) = match time {
@@ -278,23 +264,17 @@ fn record_json(line: &mut Vec<u8>, rec: &FdrRecord<'_>, offset: u64, index: u64)
             o.opt("cpu", cpu);
             o.str("data", &payload(data));
             o.opt("delta", delta);
-            o.num("index", index);
-            o.num("offset", offset);
             o.num("size", *size);
             o.opt("tsc", tsc);
-            o.str("type", "CustomEvent");
+            "CustomEvent"
         }
         FdrRecord::CallArgument { arg } => {
             o.num("arg", *arg);
-            o.num("index", index);
-            o.num("offset", offset);
-            o.str("type", "CallArgument");
+            "CallArgument"
         }
         FdrRecord::BufferExtents { size } => {
-            o.num("index", index);
-            o.num("offset", offset);
             o.num("size", *size);
-            o.str("type", "BufferExtents");
+            "BufferExtents"
         }
         FdrRecord::TypedEvent {
             size,
@@ -305,46 +285,68 @@ fn record_json(line: &mut Vec<u8>, rec: &FdrRecord<'_>, offset: u64, index: u64)
             o.str("data", &payload(data));
             o.num("delta", *tsc_delta);
             o.num("event_type", *event_type);
-            o.num("index", index);
-            o.num("offset", offset);
             o.num("size", *size);
-            o.str("type", "TypedEvent");
+            "TypedEvent"
         }
         FdrRecord::Pid { pid } => {
-            o.num("index", index);
-            o.num("offset", offset);
             o.num("pid", *pid);
-            o.str("type", "Pid");
+            "Pid"
         }
         FdrRecord::UnknownMetadata { kind, .. } => {
-            o.num("index", index);
             o.num("kind", kind.0);
-            o.num("offset", offset);
-            o.str("type", "UnknownMetadata");
+            "UnknownMetadata"
         }
-    }
+    };
+    o.str("type", ty);
     o.end();
 }
 
-/// A one-line JSON object written field by field (the caller keeps the keys in order).
+/// A one-line JSON object written field by field (the caller keeps the keys in order; a
+/// record's `index` and `offset` go in among them where their keys belong).
 struct JsonObject<'b> {
     buf: &'b mut Vec<u8>,
     first: bool,
+    /// Numbers still to write, in key order, each before the first key that sorts after it
+    /// (or at the end): the fields every FDR record has.
+    pending: [Option<(&'static str, u64)>; 2],
 }
 
 impl<'b> JsonObject<'b> {
     fn new(buf: &'b mut Vec<u8>) -> Self {
         buf.push(b'{');
-        JsonObject { buf, first: true }
+        JsonObject {
+            buf,
+            first: true,
+            pending: [None; 2],
+        }
+    }
+
+    /// An FDR record's object: `index` and `offset` go in among its fields in key order.
+    fn record(buf: &'b mut Vec<u8>, index: u64, offset: u64) -> Self {
+        let mut o = JsonObject::new(buf);
+        o.pending = [Some(("index", index)), Some(("offset", offset))];
+        o
+    }
+
+    /// Writes the pending numbers whose keys come before `key` (all with `None`), then `key`.
+    fn key_after_pending(&mut self, key: Option<&str>) {
+        for slot in &mut self.pending {
+            if let Some((k, v)) = *slot {
+                if key.is_none_or(|key| k < key) {
+                    *slot = None;
+                    push_key(self.buf, &mut self.first, k);
+                    self.buf
+                        .extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+                }
+            }
+        }
+        if let Some(key) = key {
+            push_key(self.buf, &mut self.first, key);
+        }
     }
 
     fn key(&mut self, key: &str) {
-        if !self.first {
-            self.buf.push(b',');
-        }
-        self.first = false;
-        json::push_str(self.buf, key);
-        self.buf.push(b':');
+        self.key_after_pending(Some(key));
     }
 
     fn raw(&mut self, key: &str, value: impl FnOnce(&mut Vec<u8>)) {
@@ -380,7 +382,18 @@ impl<'b> JsonObject<'b> {
     }
 
     /// Closes the object and ends the line.
-    fn end(self) {
+    fn end(mut self) {
+        self.key_after_pending(None);
         self.buf.extend_from_slice(b"}\n");
     }
+}
+
+/// Appends `"key":`, after a comma unless it is the object's first.
+fn push_key(buf: &mut Vec<u8>, first: &mut bool, key: &str) {
+    if !*first {
+        buf.push(b',');
+    }
+    *first = false;
+    json::push_str(buf, key);
+    buf.push(b':');
 }

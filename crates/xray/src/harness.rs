@@ -12,7 +12,7 @@
 use std::ops::ControlFlow;
 
 use crate::dump::{dump, DumpOptions};
-use crate::read::events::{BufferItem, CallRecord, EventKind, ThreadState, Trace};
+use crate::read::events::{BufferItem, ThreadState, Trace};
 use crate::yaml::convert::write_general;
 use crate::yaml::trace::{read_yaml, write_event, write_footer, write_header, yaml_to_binary};
 use crate::yaml::{write_yaml, YamlOptions};
@@ -51,17 +51,7 @@ fn check_visit(trace: &Trace<'_>, bi: usize) {
     let mut want = Vec::new();
     for item in a.by_ref() {
         want.push(match item {
-            Ok(ev) => match ev.kind {
-                EventKind::CustomEvent | EventKind::TypedEvent => BufferItem::Event(ev),
-                kind => BufferItem::Call(CallRecord {
-                    kind,
-                    func_id: ev.func_id,
-                    tsc: ev.tsc,
-                    offset: ev.offset,
-                    tid: ev.tid,
-                    pid: ev.pid,
-                }),
-            },
+            Ok(ev) => BufferItem::from(ev),
             Err(e) => BufferItem::Problem(e),
         });
     }

@@ -6,6 +6,7 @@
 //! and hands the buffer to its output once it has grown past [`FLUSH_AT`] bytes.
 
 use std::collections::HashMap;
+use std::io::{self, Write};
 
 use profkit_model::func::{FuncId, FunctionTable};
 
@@ -13,6 +14,23 @@ use profkit_model::func::{FuncId, FunctionTable};
 pub(crate) const FLUSH_AT: usize = 256 * 1024;
 
 pub(crate) use crate::output::OutStream;
+
+/// Hands `buf` to `out` once it holds [`FLUSH_AT`] bytes.
+#[inline]
+pub(crate) fn flush_if_full(out: &mut impl Write, buf: &mut Vec<u8>) -> io::Result<()> {
+    if buf.len() >= FLUSH_AT {
+        out.write_all(buf)?;
+        buf.clear();
+    }
+    Ok(())
+}
+
+/// Hands all of `buf` to `out` and flushes `out` (a writer's end).
+pub(crate) fn flush_all(out: &mut impl Write, buf: &mut Vec<u8>) -> io::Result<()> {
+    out.write_all(buf)?;
+    buf.clear();
+    out.flush()
+}
 
 /// Appends `v` in decimal.
 #[inline]

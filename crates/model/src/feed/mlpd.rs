@@ -27,7 +27,7 @@ use profkit_mlpd::read::{CounterValue, MetaAction};
 use profkit_mlpd::{Buffer, EventKind, File};
 use rayon::prelude::*;
 
-use super::{FeedSummary, FoldOptions, Folded, Timeline, ToNs};
+use super::{fold_replays, FeedSummary, FoldOptions, Folded, Timeline, ToNs};
 use crate::clock::Clock;
 use crate::events::{
     Arg, ArgValue, CodeEvent, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample,
@@ -35,7 +35,7 @@ use crate::events::{
 };
 use crate::func::{FuncId, FuncInfo, FunctionTable};
 use crate::replay::pipeline::{self, Workers};
-use crate::replay::{Fold, Mode, Piece, PieceBuilder, ThreadReplay};
+use crate::replay::{Fold, Mode, Piece, PieceBuilder};
 use crate::span::{CallKind, MismatchPolicy, SpanSink};
 
 /// The clock of an mlpd file: nanoseconds.
@@ -317,12 +317,8 @@ where
         truncation,
         ..FeedSummary::default()
     };
-    let mut replays: Vec<ThreadReplay<F>> = plan
-        .threads
-        .iter()
-        .enumerate()
-        .map(|(i, (tid, _))| ThreadReplay::new(i as u32, opts.policy, make(*tid), false))
-        .collect();
+    let keys = || plan.threads.iter().map(|(tid, _)| *tid);
+    let mut replays = fold_replays(keys(), opts.policy, make);
     let r: Result<(), ()> = plan.run(opts.workers, |job, piece: Piece<F::Part, Other>, probs| {
         summary.call_events += piece.calls;
         summary.problems.extend(probs);
@@ -332,14 +328,7 @@ where
         Ok(())
     });
     let _ = r;
-    let mut threads = Vec::with_capacity(replays.len());
-    for ((tid, _), r) in plan.threads.iter().zip(replays) {
-        let (f, stats) = r.finish(opts.close_unfinished);
-        summary.calls.merge(&stats);
-        summary.threads += 1;
-        threads.push((*tid, f, stats));
-    }
-    Folded { threads, summary }
+    Folded::finish(keys(), replays, opts.close_unfinished, summary)
 }
 
 /// Thread indexes by thread id, in order of first use, with the names the file gives.

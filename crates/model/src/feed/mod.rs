@@ -69,6 +69,52 @@ impl<K, F> Folded<K, F> {
     }
 }
 
+impl<K, F> Folded<K, F> {
+    /// The same threads under other keys (`key` of each driver's own).
+    pub fn map_keys<K2>(self, mut key: impl FnMut(K) -> K2) -> Folded<K2, F> {
+        Folded {
+            threads: self
+                .threads
+                .into_iter()
+                .map(|(k, f, s)| (key(k), f, s))
+                .collect(),
+            summary: self.summary,
+        }
+    }
+}
+
+impl<K, F: Fold> Folded<K, F> {
+    /// Ends a driver's fold: finishes the replays of [`fold_replays`] (`keys` in the same
+    /// order), adding each thread's counters to `summary`.
+    pub(crate) fn finish(
+        keys: impl Iterator<Item = K>,
+        replays: Vec<ThreadReplay<F>>,
+        close_unfinished: bool,
+        mut summary: FeedSummary,
+    ) -> Self {
+        let mut threads = Vec::with_capacity(replays.len());
+        for (key, r) in keys.zip(replays) {
+            let (f, stats) = r.finish(close_unfinished);
+            summary.calls.merge(&stats);
+            summary.threads += 1;
+            threads.push((key, f, stats));
+        }
+        Folded { threads, summary }
+    }
+}
+
+/// A driver's fold starts: one replay per thread, in the order of `keys` (a thread's index is
+/// its position), each on the fold `make` builds for its key.
+pub(crate) fn fold_replays<K, F: Fold>(
+    keys: impl Iterator<Item = K>,
+    policy: MismatchPolicy,
+    make: impl Fn(K) -> F,
+) -> Vec<ThreadReplay<F>> {
+    keys.enumerate()
+        .map(|(i, k)| ThreadReplay::new(i as u32, policy, make(k), false))
+        .collect()
+}
+
 /// How a fold runs.
 #[derive(Clone, Copy)]
 pub struct FoldOptions<'a> {

@@ -10,7 +10,6 @@
 //! stream. The stream's origin is the earliest first event of any thread.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::io;
 use std::ops::ControlFlow;
 
@@ -19,12 +18,12 @@ use profkit_xray::{
     Trace, TraceType,
 };
 
-use super::{FeedSummary, FoldOptions, Folded, Timeline, ToNs};
+use super::{fold_replays, FeedSummary, FoldOptions, Folded, Timeline, ToNs};
 use crate::clock::Clock;
 use crate::events::{Arg, ArgValue, EventSink, Instant, ProcessInfo, TraceInfo};
 use crate::func::{FuncId, FuncInfo, FunctionTable};
 use crate::replay::pipeline::{self, Workers};
-use crate::replay::{Fold, Mode, Piece, PieceBuilder, ThreadReplay};
+use crate::replay::{Fold, Mode, Piece, PieceBuilder};
 use crate::span::{CallKind, MismatchPolicy};
 
 /// Calls and items of an ordered piece before it is handed on (bounds a piece's memory
@@ -76,47 +75,6 @@ pub fn function_table(map: &InstrMap, symbolizer: Option<&Symbolizer>) -> Functi
     t
 }
 
-/// FDR buffers grouped per thread, in order of first appearance; buffers with no events are
-/// left out.
-pub fn thread_buffers(trace: &Trace<'_>) -> Vec<(ThreadKey, Vec<usize>)> {
-    let mut out: Vec<(ThreadKey, Vec<usize>)> = Vec::new();
-    let mut index = HashMap::<ThreadKey, usize>::new();
-    let mut last_key: Option<ThreadKey> = None;
-    for i in 0..trace.layout().buffers.len() {
-        let mut it = trace.buffer_events(i, ThreadState::default());
-        let first = it.by_ref().find_map(|r| r.ok());
-        let key = match first {
-            Some(ev) => ThreadKey {
-                pid: ev.pid,
-                tid: ev.tid,
-            },
-            None => {
-                let st = it.state();
-                if st.tid == 0 {
-                    match last_key {
-                        Some(k) => k,
-                        None => continue,
-                    }
-                } else {
-                    ThreadKey {
-                        pid: st.pid,
-                        tid: st.tid,
-                    }
-                }
-            }
-        };
-        last_key = Some(key);
-        let slot = *index.entry(key).or_insert_with(|| {
-            out.push((key, Vec::new()));
-            out.len() - 1
-        });
-        if let Some((_, v)) = out.get_mut(slot) {
-            v.push(i);
-        }
-    }
-    out
-}
-
 /// A thread's event that is not a call, kept in order with its calls.
 #[derive(Clone, Debug)]
 enum Other<'a> {
@@ -165,7 +123,7 @@ impl<'t, 'a> Plan<'t, 'a> {
             let keys = d.threads.iter().map(|t| (t.key, Vec::new())).collect();
             (keys, Some(d))
         } else {
-            (thread_buffers(trace), None)
+            (trace.thread_buffers(), None)
         };
         Plan {
             trace,
@@ -421,12 +379,8 @@ where
 {
     let plan = Plan::new(trace, opts.mode, opts.policy);
     let mut summary = FeedSummary::default();
-    let mut replays: Vec<ThreadReplay<F>> = plan
-        .threads
-        .iter()
-        .enumerate()
-        .map(|(i, (k, _))| ThreadReplay::new(i as u32, opts.policy, make(*k), false))
-        .collect();
+    let keys = || plan.threads.iter().map(|(k, _)| *k);
+    let mut replays = fold_replays(keys(), opts.policy, make);
     let r: Result<(), ()> = plan.run(opts.workers, opts.release, |p: XPiece<'_, F::Part>| {
         summary.call_events += p.piece.calls;
         summary.other_events += p.other_events;
@@ -440,14 +394,7 @@ where
     });
     let _ = r;
     plan.file_problems(&mut summary);
-    let mut threads = Vec::with_capacity(replays.len());
-    for ((key, _), r) in plan.threads.iter().zip(replays) {
-        let (f, stats) = r.finish(opts.close_unfinished);
-        summary.calls.merge(&stats);
-        summary.threads += 1;
-        threads.push((*key, f, stats));
-    }
-    Folded { threads, summary }
+    Folded::finish(keys(), replays, opts.close_unfinished, summary)
 }
 
 /// Options of [`feed`].

@@ -318,6 +318,22 @@ impl Worker {
                 len: (arena.len() - start) as u32,
             }
         }
+        /// An event's backtrace: none without `traces`, its own `frames` when it `carries`
+        /// them, else the thread's stack at the event.
+        fn event_bt(
+            traces: bool,
+            carries: bool,
+            arena: &mut Vec<u64>,
+            frames: impl Iterator<Item = u64>,
+        ) -> Bt {
+            if !traces {
+                Bt::None
+            } else if carries {
+                Bt::Frames(span(arena, frames))
+            } else {
+                Bt::Stack
+            }
+        }
         let traces = self.traces;
         let track = self.track;
         let mut calls_stats = [(0u64, u32::MAX, 0u32, 0u64); 4];
@@ -326,10 +342,7 @@ impl Worker {
             if let Some((byte, size, t, method)) = evs.next_call() {
                 // per-buffer counters for the three call events (merged below)
                 if let Some(s) = calls_stats.get_mut((byte >> 4) as usize) {
-                    s.0 += 1;
-                    s.1 = s.1.min(size);
-                    s.2 = s.2.max(size);
-                    s.3 += u64::from(size);
+                    count_event(s, size);
                 }
                 if in_window(t) {
                     self.calls.call(byte == event::METHOD_ENTER, t, method);
@@ -341,10 +354,7 @@ impl Worker {
                     let agg = &mut self.agg;
                     agg.events += 1;
                     if let Some(s) = agg.stats.get_mut(0) {
-                        s.0 += 1;
-                        s.1 = s.1.min(size);
-                        s.2 = s.2.max(size);
-                        s.3 += u64::from(size);
+                        count_event(s, size);
                     }
                     if in_window(t) {
                         self.alloc(class, bytes);
@@ -367,10 +377,7 @@ impl Worker {
             let agg = &mut self.agg;
             agg.events += 1;
             if let Some(s) = agg.stats.get_mut(ev.byte as usize) {
-                s.0 += 1;
-                s.1 = s.1.min(ev.size);
-                s.2 = s.2.max(ev.size);
-                s.3 += u64::from(ev.size);
+                count_event(s, ev.size);
             }
             let t = ev.time;
             match ev.kind {
@@ -436,13 +443,8 @@ impl Worker {
                         continue;
                     }
                     self.alloc(class, size);
-                    let bt = if !traces {
-                        Bt::None
-                    } else if ev.byte & TYPE_ALLOC_BT != 0 {
-                        Bt::Frames(span(&mut p.arena, backtrace))
-                    } else {
-                        Bt::Stack
-                    };
+                    let carries = ev.byte & TYPE_ALLOC_BT != 0;
+                    let bt = event_bt(traces, carries, &mut p.arena, backtrace);
                     if traces {
                         push(
                             &mut self.calls,
@@ -491,13 +493,8 @@ impl Worker {
                 } => {
                     let ht = htype.min(255) as u8;
                     push(&mut self.calls, &mut heap, Item::Handle(ht, true));
-                    let bt = if !traces {
-                        Bt::None
-                    } else if ev.byte == event::GC_HANDLE_CREATED_BT {
-                        Bt::Frames(span(&mut p.arena, backtrace))
-                    } else {
-                        Bt::Stack
-                    };
+                    let carries = ev.byte == event::GC_HANDLE_CREATED_BT;
+                    let bt = event_bt(traces, carries, &mut p.arena, backtrace);
                     if traces {
                         push(
                             &mut self.calls,
@@ -521,11 +518,8 @@ impl Worker {
                     let ht = htype.min(255) as u8;
                     push(&mut self.calls, &mut heap, Item::Handle(ht, false));
                     if traces {
-                        let bt = if ev.byte == event::GC_HANDLE_DESTROYED_BT {
-                            Bt::Frames(span(&mut p.arena, backtrace))
-                        } else {
-                            Bt::Stack
-                        };
+                        let carries = ev.byte == event::GC_HANDLE_DESTROYED_BT;
+                        let bt = event_bt(traces, carries, &mut p.arena, backtrace);
                         push(
                             &mut self.calls,
                             &mut heap,
@@ -536,11 +530,8 @@ impl Worker {
                 EventKind::Throw { backtrace, .. } if in_window(t) => {
                     agg.throws += 1;
                     if traces {
-                        let bt = if ev.byte & TYPE_THROW_BT != 0 {
-                            Bt::Frames(span(&mut p.arena, backtrace))
-                        } else {
-                            Bt::Stack
-                        };
+                        let carries = ev.byte & TYPE_THROW_BT != 0;
+                        let bt = event_bt(traces, carries, &mut p.arena, backtrace);
                         push(
                             &mut self.calls,
                             &mut heap,
@@ -558,13 +549,9 @@ impl Worker {
                     obj,
                     backtrace,
                 } => {
-                    let bt = if !traces || event != MONITOR_CONTENTION {
-                        Bt::None
-                    } else if ev.byte & TYPE_MONITOR_BT != 0 {
-                        Bt::Frames(span(&mut p.arena, backtrace))
-                    } else {
-                        Bt::Stack
-                    };
+                    let wanted = traces && event == MONITOR_CONTENTION;
+                    let carries = ev.byte & TYPE_MONITOR_BT != 0;
+                    let bt = event_bt(wanted, carries, &mut p.arena, backtrace);
                     push(&mut self.calls, &mut heap, Item::Monitor(event, obj, t, bt));
                 }
                 EventKind::SampleHit { mut ips, .. } => {
@@ -687,6 +674,15 @@ impl Worker {
             *c = (Some(class), size, 1);
         }
     }
+}
+
+/// Counts one event of `size` bytes in its (count, min, max, total bytes) slot.
+#[inline(always)]
+fn count_event(s: &mut (u64, u32, u32, u64), size: u32) {
+    s.0 += 1;
+    s.1 = s.1.min(size);
+    s.2 = s.2.max(size);
+    s.3 += u64::from(size);
 }
 
 fn name(b: &[u8]) -> Box<str> {

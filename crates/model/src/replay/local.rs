@@ -3,7 +3,7 @@
 use std::mem;
 
 use crate::func::FuncId;
-use crate::span::{CallKind, Frame, MismatchPolicy, Span, SpanSink};
+use crate::span::{close_top, CallKind, Frame, MismatchPolicy, Span, SpanSink};
 
 /// A call event as a buffer's decoder yields it (raw clock units).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -242,19 +242,12 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
 
     #[inline(always)]
     fn pop(&mut self, time: u64, local: &mut impl Local<P>) {
-        let Some(f) = self.stack.pop() else { return };
-        let dur = time.abs_diff(f.start);
-        let span = Span {
-            func: f.func,
-            thread: self.thread,
-            start: f.start,
-            end: time,
-            depth: self.stack.len() as u32,
-            self_time: dur.saturating_sub(f.child),
+        let Some(span) = close_top(&mut self.stack, self.thread, time) else {
+            return;
         };
-        match self.stack.last_mut() {
-            Some(parent) => parent.child = parent.child.saturating_add(dur),
-            None => self.phase.child = self.phase.child.saturating_add(dur),
+        if self.stack.is_empty() {
+            // The phase's own callee time: what completed on top of the inherited frames.
+            self.phase.child = self.phase.child.saturating_add(span.duration());
         }
         self.piece.counts.spans += 1;
         local.span(&mut self.phase.part, &span);

@@ -34,6 +34,21 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// The kind of a function record (FDR or basic) at `offset`; kinds 4-7 are invalid.
+    fn of_function(kind: FunctionKind, offset: usize) -> Result<EventKind> {
+        match kind {
+            FunctionKind::ENTER => Ok(EventKind::Enter),
+            FunctionKind::EXIT => Ok(EventKind::Exit),
+            FunctionKind::TAIL_EXIT => Ok(EventKind::TailExit),
+            FunctionKind::ENTER_ARGS => Ok(EventKind::EnterArg),
+            k => Err(Error::invalid(
+                offset,
+                "a function record kind 0-3",
+                format!("kind {}", k.0),
+            )),
+        }
+    }
+
     /// llvm-xray's YAML name (`function-enter`, …, `typed-event`).
     pub fn llvm_name(self) -> &'static str {
         match self {
@@ -548,6 +563,25 @@ pub enum BufferItem<'a> {
     Problem(Error),
 }
 
+impl<'a> From<Event<'a>> for BufferItem<'a> {
+    /// A decoded event as [`BufferEvents::visit`] hands it out: a function record as a
+    /// [`CallRecord`] (its arguments dropped), a custom or typed event as itself.
+    #[inline]
+    fn from(ev: Event<'a>) -> Self {
+        match ev.kind {
+            EventKind::CustomEvent | EventKind::TypedEvent => BufferItem::Event(ev),
+            kind => BufferItem::Call(CallRecord {
+                kind,
+                func_id: ev.func_id,
+                tsc: ev.tsc,
+                offset: ev.offset,
+                tid: ev.tid,
+                pid: ev.pid,
+            }),
+        }
+    }
+}
+
 const CALL_ARGUMENT_INTRO_LE: u8 = (6u8 << 1) | 1;
 
 impl<'a> BufferEvents<'a> {
@@ -587,18 +621,9 @@ impl<'a> BufferEvents<'a> {
                 Some(c) => c,
                 None => match self.next()? {
                     Err(e) => return Some(BufferItem::Problem(e)),
-                    Ok(ev) => match ev.kind {
-                        EventKind::CustomEvent | EventKind::TypedEvent => {
-                            return Some(BufferItem::Event(ev))
-                        }
-                        kind => CallRecord {
-                            kind,
-                            func_id: ev.func_id,
-                            tsc: ev.tsc,
-                            offset: ev.offset,
-                            tid: ev.tid,
-                            pid: ev.pid,
-                        },
+                    Ok(ev) => match BufferItem::from(ev) {
+                        BufferItem::Call(c) => c,
+                        item => return Some(item),
                     },
                 },
             };
@@ -634,11 +659,7 @@ impl<'a> BufferEvents<'a> {
         if lo & 1 != 0 || lo & 0b1000 != 0 || self.data.get(next) == Some(&CALL_ARGUMENT_INTRO_LE) {
             return None;
         }
-        if !self.state.tsc_known {
-            self.used_unknown_tsc = true;
-        }
-        let tsc = self.state.tsc.wrapping_add(w >> 32);
-        self.state.tsc = tsc;
+        let tsc = self.advance_tsc(w >> 32);
         self.pos = next;
         self.records += 1;
         Some(CallRecord {
@@ -660,6 +681,33 @@ impl<'a> BufferEvents<'a> {
     /// depends on the state the buffer started from).
     pub fn used_unknown_tsc(&self) -> bool {
         self.used_unknown_tsc
+    }
+
+    /// Adds a record's TSC delta to the running TSC (noting a use before any record set it);
+    /// returns the new TSC.
+    #[inline(always)]
+    fn advance_tsc(&mut self, delta: u64) -> u64 {
+        if !self.state.tsc_known {
+            self.used_unknown_tsc = true;
+        }
+        self.state.tsc = self.state.tsc.wrapping_add(delta);
+        self.state.tsc
+    }
+
+    /// The event of the function record at `offset` (the cursor is past it), with the
+    /// CallArgument records that follow it.
+    #[inline(always)]
+    fn function_event(
+        &mut self,
+        offset: usize,
+        kind: EventKind,
+        delta: u32,
+        func_id: u32,
+    ) -> Event<'a> {
+        let tsc = self.advance_tsc(u64::from(delta));
+        let mut ev = mk(offset, &self.state, kind, tsc, self.state.cpu, func_id);
+        self.take_args(&mut ev);
+        ev
     }
 
     /// Attaches the CallArgument records that follow a function record to its event.
@@ -724,21 +772,8 @@ impl<'a> Iterator for BufferEvents<'a> {
                     if let Some(kind) = kind {
                         self.records += 1;
                         self.pos = offset + 8;
-                        if !self.state.tsc_known {
-                            self.used_unknown_tsc = true;
-                        }
                         let delta = u32::from_le_bytes(field(&rec, 4));
-                        self.state.tsc = self.state.tsc.wrapping_add(u64::from(delta));
-                        let mut ev = mk(
-                            offset,
-                            &self.state,
-                            kind,
-                            self.state.tsc,
-                            self.state.cpu,
-                            w >> 4,
-                        );
-                        self.take_args(&mut ev);
-                        return Some(Ok(ev));
+                        return Some(Ok(self.function_event(offset, kind, delta, w >> 4)));
                     }
                 }
             }
@@ -758,34 +793,11 @@ impl<'a> Iterator for BufferEvents<'a> {
                     func_id,
                     tsc_delta,
                 } => {
-                    let kind = match kind {
-                        FunctionKind::ENTER => EventKind::Enter,
-                        FunctionKind::EXIT => EventKind::Exit,
-                        FunctionKind::TAIL_EXIT => EventKind::TailExit,
-                        FunctionKind::ENTER_ARGS => EventKind::EnterArg,
-                        k => {
-                            return Some(Err(Error::invalid(
-                                offset,
-                                "a function record kind 0-3",
-                                format!("kind {}", k.0),
-                            )
-                            .with_record(index)))
-                        }
+                    let kind = match EventKind::of_function(kind, offset) {
+                        Ok(k) => k,
+                        Err(e) => return Some(Err(e.with_record(index))),
                     };
-                    if !self.state.tsc_known {
-                        self.used_unknown_tsc = true;
-                    }
-                    self.state.tsc = self.state.tsc.wrapping_add(u64::from(tsc_delta));
-                    let mut ev = mk(
-                        offset,
-                        &self.state,
-                        kind,
-                        self.state.tsc,
-                        self.state.cpu,
-                        func_id,
-                    );
-                    self.take_args(&mut ev);
-                    return Some(Ok(ev));
+                    return Some(Ok(self.function_event(offset, kind, tsc_delta, func_id)));
                 }
                 FdrRecord::NewBuffer { tid } => {
                     self.state.tid = tid as u32;
@@ -819,11 +831,7 @@ impl<'a> Iterator for BufferEvents<'a> {
                             (tsc, cpu.unwrap_or(self.state.cpu))
                         }
                         CustomEventTime::Delta(d) => {
-                            if !self.state.tsc_known {
-                                self.used_unknown_tsc = true;
-                            }
-                            self.state.tsc = self.state.tsc.wrapping_add(i64::from(d) as u64);
-                            (self.state.tsc, self.state.cpu)
+                            (self.advance_tsc(i64::from(d) as u64), self.state.cpu)
                         }
                     };
                     let mut ev = mk(offset, &self.state, EventKind::CustomEvent, tsc, cpu, 0);
@@ -836,15 +844,12 @@ impl<'a> Iterator for BufferEvents<'a> {
                     data,
                     ..
                 } => {
-                    if !self.state.tsc_known {
-                        self.used_unknown_tsc = true;
-                    }
-                    self.state.tsc = self.state.tsc.wrapping_add(i64::from(tsc_delta) as u64);
+                    let tsc = self.advance_tsc(i64::from(tsc_delta) as u64);
                     let mut ev = mk(
                         offset,
                         &self.state,
                         EventKind::TypedEvent,
-                        self.state.tsc,
+                        tsc,
                         self.state.cpu,
                         0,
                     );
@@ -920,16 +925,10 @@ fn decode_basic<'a>(data: &'a [u8], header: &FileHeader) -> Decoded<'a> {
                 tid,
                 pid,
             } => {
-                let kind = match kind {
-                    FunctionKind::ENTER => EventKind::Enter,
-                    FunctionKind::EXIT => EventKind::Exit,
-                    FunctionKind::TAIL_EXIT => EventKind::TailExit,
-                    FunctionKind::ENTER_ARGS => EventKind::EnterArg,
-                    k => {
-                        out.problems.push(
-                            Error::invalid(offset, "a function record kind 0-3", format!("kind {}", k.0))
-                                .with_record(index - 1),
-                        );
+                let kind = match EventKind::of_function(kind, offset) {
+                    Ok(k) => k,
+                    Err(e) => {
+                        out.problems.push(e.with_record(index - 1));
                         continue;
                     }
                 };

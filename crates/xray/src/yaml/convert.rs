@@ -264,36 +264,23 @@ fn scan_buffer(trace: &Trace<'_>, bi: usize) -> BufInfo {
             info.ok = false;
             break;
         }
-        match item {
+        let (pid, tid, tsc, func) = match item {
             None if due => continue,
             None => break,
             Some(BufferItem::Problem(_)) => {
                 info.ok = false;
                 break;
             }
-            Some(BufferItem::Event(ev)) => {
-                let key = ThreadKey {
-                    pid: ev.pid,
-                    tid: ev.tid,
-                };
-                if info.note(key, ev.tsc, None, &mut pending).is_err() {
-                    info.ok = false;
-                    break;
-                }
-            }
-            Some(BufferItem::Call(c)) => {
-                let key = ThreadKey {
-                    pid: c.pid,
-                    tid: c.tid,
-                };
-                if info
-                    .note(key, c.tsc, Some(c.func_id), &mut pending)
-                    .is_err()
-                {
-                    info.ok = false;
-                    break;
-                }
-            }
+            Some(BufferItem::Event(ev)) => (ev.pid, ev.tid, ev.tsc, None),
+            // (visit_calls hands every call to the closure above)
+            Some(BufferItem::Call(c)) => (c.pid, c.tid, c.tsc, Some(c.func_id)),
+        };
+        if info
+            .note(ThreadKey { pid, tid }, tsc, func, &mut pending)
+            .is_err()
+        {
+            info.ok = false;
+            break;
         }
     }
     if it.used_unknown_tsc() {
