@@ -103,6 +103,19 @@ impl<'a> Cursor<'a> {
     /// ULEB128 (at most 10 bytes; bits past 64 are dropped as Mono's decoder does).
     #[inline(always)]
     pub fn uleb(&mut self, what: &'static str) -> Result<u64> {
+        self.leb::<false>(what)
+    }
+
+    /// SLEB128 (at most 10 bytes), as i64.
+    #[inline(always)]
+    pub fn sleb(&mut self, what: &'static str) -> Result<i64> {
+        self.leb::<true>(what).map(|v| v as i64)
+    }
+
+    /// LEB128, sign-extended from the last byte's bit 6 when `SIGNED`; the bits as a u64.
+    /// Monomorphized: each of [`Cursor::uleb`] and [`Cursor::sleb`] keeps its own tight loop.
+    #[inline(always)]
+    fn leb<const SIGNED: bool>(&mut self, what: &'static str) -> Result<u64> {
         // fast path: away from the end of the data, decode without per-byte bounds checks
         if let Some(chunk) = self.data.get(self.pos..self.pos + 10) {
             let mut v: u64 = 0;
@@ -111,16 +124,26 @@ impl<'a> Cursor<'a> {
                 v |= u64::from(b & 0x7f) << shift;
                 if b & 0x80 == 0 {
                     self.pos += (shift / 7 + 1) as usize;
-                    return Ok(v);
+                    return Ok(Self::sign_extend::<SIGNED>(v, shift + 7, b));
                 }
                 shift += 7;
             }
         }
-        self.uleb_slow(what)
+        self.leb_slow::<SIGNED>(what)
+    }
+
+    /// The value of a LEB128 whose last byte `last` ended at bit `shift`.
+    #[inline(always)]
+    fn sign_extend<const SIGNED: bool>(v: u64, shift: u32, last: u8) -> u64 {
+        if SIGNED && shift < 64 && last & 0x40 != 0 {
+            v | (u64::MAX << shift)
+        } else {
+            v
+        }
     }
 
     #[inline(never)]
-    fn uleb_slow(&mut self, what: &'static str) -> Result<u64> {
+    fn leb_slow<const SIGNED: bool>(&mut self, what: &'static str) -> Result<u64> {
         let mut v: u64 = 0;
         let mut shift = 0u32;
         loop {
@@ -133,55 +156,7 @@ impl<'a> Cursor<'a> {
             }
             shift += 7;
             if b & 0x80 == 0 {
-                return Ok(v);
-            }
-            if shift >= 70 {
-                return Err(Error::new(self.offset(), ErrorKind::LebTooLong));
-            }
-        }
-    }
-
-    /// SLEB128 (at most 10 bytes), as i64.
-    #[inline(always)]
-    pub fn sleb(&mut self, what: &'static str) -> Result<i64> {
-        // fast path: away from the end of the data, decode without per-byte bounds checks
-        if let Some(chunk) = self.data.get(self.pos..self.pos + 10) {
-            let mut v: u64 = 0;
-            let mut shift = 0u32;
-            for &b in chunk {
-                v |= u64::from(b & 0x7f) << shift;
-                if b & 0x80 == 0 {
-                    self.pos += (shift / 7 + 1) as usize;
-                    shift += 7;
-                    if shift < 64 && b & 0x40 != 0 {
-                        v |= u64::MAX << shift;
-                    }
-                    return Ok(v as i64);
-                }
-                shift += 7;
-            }
-        }
-        self.sleb_slow(what)
-    }
-
-    #[inline(never)]
-    fn sleb_slow(&mut self, what: &'static str) -> Result<i64> {
-        let mut v: i64 = 0;
-        let mut shift = 0u32;
-        loop {
-            let Some(&b) = self.data.get(self.pos) else {
-                return Err(self.short(what));
-            };
-            self.pos += 1;
-            if shift < 64 {
-                v |= i64::from(b & 0x7f) << shift;
-            }
-            shift += 7;
-            if b & 0x80 == 0 {
-                if shift < 64 && b & 0x40 != 0 {
-                    v |= -1i64 << shift;
-                }
-                return Ok(v);
+                return Ok(Self::sign_extend::<SIGNED>(v, shift, b));
             }
             if shift >= 70 {
                 return Err(Error::new(self.offset(), ErrorKind::LebTooLong));
