@@ -6,7 +6,7 @@ use std::time::{Duration, Instant as Clock};
 use profkit_model::events::{
     CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo, TraceInfo,
 };
-use profkit_model::{FuncId, Span};
+use profkit_model::{FuncId, FuncInfo, Span};
 
 use crate::output;
 
@@ -58,6 +58,9 @@ impl<S: EventSink> EventSink for Progress<S> {
     }
     fn process(&mut self, p: &ProcessInfo<'_>) -> std::io::Result<()> {
         self.inner.process(p)
+    }
+    fn function(&mut self, id: FuncId, info: &FuncInfo) -> std::io::Result<()> {
+        self.inner.function(id, info)
     }
     fn thread(&mut self, t: &ThreadInfo<'_>) -> std::io::Result<()> {
         if let Some(b) = &self.bar {

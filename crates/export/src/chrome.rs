@@ -41,7 +41,7 @@ use profkit_model::events::{
     ArgValue, CodeEvent, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo,
     TraceInfo,
 };
-use profkit_model::func::FuncId;
+use profkit_model::func::{FuncId, FuncInfo};
 use profkit_model::span::Span;
 
 use crate::{Options, Output};
@@ -206,6 +206,11 @@ impl<W: Write + Send> EventSink for ChromeWriter<W> {
         self.format = trace.format;
         self.trace_name = trace.name.to_string();
         self.header();
+        Ok(())
+    }
+
+    fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+        self.names.insert(id, info);
         Ok(())
     }
 

@@ -51,7 +51,7 @@ use profkit_model::events::{
     TraceInfo,
 };
 use profkit_model::span::Span;
-use profkit_model::{FuncId, FunctionTable};
+use profkit_model::{FuncId, FuncInfo, FunctionTable};
 
 use crate::{Dest, Options, Output};
 
@@ -762,6 +762,11 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
         self.profile = Some(p);
         self.format = trace.format;
         self.functions = trace.functions.clone();
+        Ok(())
+    }
+
+    fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+        self.functions.insert(id, info.clone());
         Ok(())
     }
 

@@ -25,7 +25,7 @@ use std::io::{self, Write};
 use profkit_model::events::{
     CodeRegion, Counter, EventSink, Instant, Sample, ThreadInfo, TraceInfo,
 };
-use profkit_model::func::FuncId;
+use profkit_model::func::{FuncId, FuncInfo};
 use profkit_model::span::Span;
 use profkit_model::stack::{StackSink, Value};
 
@@ -161,6 +161,9 @@ impl<W: Write + Send> EventSink for FoldedWriter<W> {
     }
     fn thread(&mut self, t: &ThreadInfo<'_>) -> io::Result<()> {
         self.stacks.thread(t)
+    }
+    fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+        self.stacks.function(id, info)
     }
     fn enter(&mut self, thread: u32, func: FuncId, time: u64, depth: u32) -> io::Result<()> {
         self.stacks.enter(thread, func, time, depth)

@@ -43,7 +43,7 @@ use profkit_model::events::{
     ArgValue, CodeEvent, CodeRegion, EventSink, Instant, ThreadInfo, TraceInfo,
 };
 use profkit_model::span::Span;
-use profkit_model::{FuncId, FunctionTable};
+use profkit_model::{FuncId, FuncInfo, FunctionTable};
 
 use crate::{Dest, Options, Output};
 
@@ -455,6 +455,11 @@ impl EventSink for ParquetSink {
     fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
         self.source = ByteArray::from(trace.name.as_bytes().to_vec());
         self.functions = trace.functions.clone();
+        Ok(())
+    }
+
+    fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+        self.functions.insert(id, info.clone());
         Ok(())
     }
 

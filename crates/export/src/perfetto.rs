@@ -32,7 +32,7 @@ use profkit_model::events::{
     ArgValue, CodeEvent, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo,
     TraceInfo,
 };
-use profkit_model::func::FuncId;
+use profkit_model::func::{FuncId, FuncInfo};
 use profkit_model::span::Span;
 
 use crate::chrome::shared::{
@@ -358,6 +358,11 @@ fn arg_value(a: &mut Message, v: &ArgValue<'_>) {
 impl<W: Write + Send> EventSink for PerfettoWriter<W> {
     fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
         self.names = Names::new(trace.functions);
+        Ok(())
+    }
+
+    fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+        self.names.insert(id, info);
         Ok(())
     }
 

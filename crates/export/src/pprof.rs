@@ -26,7 +26,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use profkit_model::events::{EventSink, Sample, ThreadInfo, TraceInfo};
 use profkit_model::span::Span;
-use profkit_model::{FuncId, FunctionTable};
+use profkit_model::{FuncId, FuncInfo, FunctionTable};
 
 use crate::protobuf::Message;
 use crate::{Dest, Options, Output};
@@ -323,6 +323,11 @@ impl Strings {
 impl<W: Write + Send> EventSink for PprofSink<W> {
     fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
         self.functions = trace.functions.clone();
+        Ok(())
+    }
+
+    fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+        self.functions.insert(id, info.clone());
         Ok(())
     }
 

@@ -26,7 +26,7 @@
 use std::io::{self, Write};
 
 use profkit_model::events::{EventSink, ProcessInfo, Sample, ThreadInfo, TraceInfo};
-use profkit_model::func::{FuncId, FunctionTable};
+use profkit_model::func::{FuncId, FuncInfo, FunctionTable};
 use profkit_model::span::Span;
 
 use crate::chrome::shared::{
@@ -297,6 +297,11 @@ impl<W: Write + Send> EventSink for SpeedscopeWriter<W> {
     fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
         self.functions = trace.functions.clone();
         self.trace_name = trace.name.to_string();
+        Ok(())
+    }
+
+    fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+        self.functions.insert(id, info.clone());
         Ok(())
     }
 

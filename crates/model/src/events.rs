@@ -23,7 +23,7 @@
 use std::io;
 
 use crate::clock::Clock;
-use crate::func::{FuncId, FunctionTable};
+use crate::func::{FuncId, FuncInfo, FunctionTable};
 use crate::span::Span;
 
 /// What an exporter needs to know about the trace before its events.
@@ -111,17 +111,28 @@ pub struct Counter<'a> {
     pub value: f64,
 }
 
-/// A sampled stack (Mono sample hits with their managed backtraces).
+/// A sampled stack (Mono sample hits with their managed backtraces, perf.data samples).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sample<'a> {
     /// The thread sampled.
     pub thread: u32,
     /// When (ns since the origin).
     pub time: u64,
-    /// Frames, outermost first, leaf last.
+    /// Frames, outermost first, leaf last. An address inside inlined code gives several
+    /// frames (the inlined functions after their caller).
     pub stack: &'a [FuncId],
-    /// Weight (1 per hit).
+    /// The source line each frame was at (0 = unknown), parallel to `stack`; empty when the
+    /// format has no lines.
+    pub lines: &'a [u32],
+    /// Weight: 1 per hit (Mono), the sample's period (perf.data: cycles, ns of cpu-clock …).
     pub weight: u64,
+}
+
+impl Sample<'_> {
+    /// The line of frame `i` (0 = unknown).
+    pub fn line(&self, i: usize) -> u32 {
+        self.lines.get(i).copied().unwrap_or(0)
+    }
 }
 
 /// What happened to a region of JIT code.
@@ -186,6 +197,12 @@ pub trait EventSink {
     fn thread(&mut self, _thread: &ThreadInfo<'_>) -> io::Result<()> {
         Ok(())
     }
+    /// Declares a function [`TraceInfo::functions`] did not have, before the first event that
+    /// uses `id` (drivers that discover functions while reading, like perf.data's symbolizer,
+    /// declare them here; an id is declared at most once).
+    fn function(&mut self, _id: FuncId, _info: &FuncInfo) -> io::Result<()> {
+        Ok(())
+    }
     /// `func` was entered on `thread` at `time`, at `depth` (0 = outermost).
     fn enter(&mut self, _thread: u32, _func: FuncId, _time: u64, _depth: u32) -> io::Result<()> {
         Ok(())
@@ -228,6 +245,9 @@ macro_rules! forward_sink {
             fn thread(&mut self, thread: &ThreadInfo<'_>) -> io::Result<()> {
                 (**self).thread(thread)
             }
+            fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+                (**self).function(id, info)
+            }
             fn enter(&mut self, thread: u32, func: FuncId, time: u64, depth: u32) -> io::Result<()> {
                 (**self).enter(thread, func, time, depth)
             }
@@ -258,7 +278,7 @@ forward_sink!(&mut S, Box<S>);
 /// A sink that records every event in memory, in order — for tests and small inputs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Recorded {
-    /// The function table given to `begin` (cloned).
+    /// The function table given to `begin` (cloned), with the functions declared later.
     pub functions: Option<FunctionTable>,
     /// Format and origin from `begin`.
     pub format: &'static str,
@@ -336,6 +356,8 @@ pub enum RecordedEvent {
         time: u64,
         /// Frames, outermost first.
         stack: Vec<FuncId>,
+        /// Lines per frame (empty when the format has none).
+        lines: Vec<u32>,
         /// Weight.
         weight: u64,
     },
@@ -377,6 +399,12 @@ impl EventSink for Recorded {
         self.functions = Some(trace.functions.clone());
         self.format = trace.format;
         self.origin_ns = trace.origin_ns;
+        Ok(())
+    }
+    fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+        self.functions
+            .get_or_insert_with(FunctionTable::new)
+            .insert(id, info.clone());
         Ok(())
     }
     fn process(&mut self, p: &ProcessInfo<'_>) -> io::Result<()> {
@@ -436,6 +464,7 @@ impl EventSink for Recorded {
             thread: s.thread,
             time: s.time,
             stack: s.stack.to_vec(),
+            lines: s.lines.to_vec(),
             weight: s.weight,
         });
         Ok(())

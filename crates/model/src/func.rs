@@ -23,6 +23,38 @@ pub struct FuncInfo {
     pub address: Option<u64>,
     /// Formatted debug location as the reference tool prints it (llvm-xray: `file:line:col`).
     pub debug: Option<String>,
+    /// What kind of code it is (sampled profiles: native, kernel, JIT …).
+    pub kind: FuncKind,
+    /// The JIT tier that compiled it, when the producer says (jitdump JIT_TIER).
+    pub tier: Option<FuncTier>,
+}
+
+/// What kind of code a function is. Viewers colour frames by it (Firefox categories, Perfetto
+/// frame kinds); formats that know only one kind leave it [`FuncKind::Unknown`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum FuncKind {
+    /// Not said.
+    #[default]
+    Unknown,
+    /// Machine code from a binary on disk (ELF symbols or DWARF).
+    Native,
+    /// The kernel.
+    Kernel,
+    /// Code a JIT generated (jitdump, perf map).
+    Jit,
+    /// An address nothing names: `module+0xoffset` or a bare address.
+    Unsymbolized,
+}
+
+/// A JIT tier (the owned form of [`crate::events::CodeTier`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FuncTier {
+    /// Tier name ("Baseline", "Turbofan", "Tier0" …).
+    pub name: String,
+    /// Colour index into the Firefox Profiler's category colours.
+    pub color: u32,
+    /// Whether the tier runs JavaScript-like source.
+    pub js: bool,
 }
 
 /// Interned function table: [`FuncId`] → [`FuncInfo`].

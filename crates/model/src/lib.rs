@@ -5,7 +5,8 @@
 //!   nanoseconds. Analyses keep raw ticks; outputs convert (and llvm-compatible outputs use ticks).
 //! * [`codemap`]: [`codemap::CodeMap`], the timeline of JIT code regions (loads, moves, address
 //!   reuse) answering address@time → function, inline frames and file:line.
-//! * [`func`]: [`FuncId`] and the [`FunctionTable`] (name, file/line/column, module).
+//! * [`func`]: [`FuncId`] and the [`FunctionTable`] (name, file/line/column, module, kind, JIT
+//!   tier).
 //! * [`span`]: call events ([`CallKind`] Enter / Exit / TailExit) and the streaming per-thread
 //!   [`SpanBuilder`] that turns them into [`Span`]s with self time, coping with exits that have no
 //!   enter (threshold elision, a trace started mid-call), enters that never exit (trace ended),
@@ -53,6 +54,6 @@ pub mod span;
 pub mod stack;
 
 pub use clock::Clock;
-pub use func::{FuncId, FuncInfo, FunctionTable};
+pub use func::{FuncId, FuncInfo, FuncKind, FuncTier, FunctionTable};
 pub use source::{Source, ThreadId};
 pub use span::{BuilderStats, CallKind, MismatchPolicy, Span, SpanBuilder, SpanSink};

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use crate::events::{EventSink, Sample, TraceInfo};
-use crate::func::{FuncId, FunctionTable};
+use crate::func::{FuncId, FuncInfo, FunctionTable};
 use crate::replay::Fold;
 use crate::span::{Span, SpanSink};
 
@@ -335,7 +335,7 @@ pub struct StackSink {
     pub calls: bool,
     /// Samples seen.
     pub samples: u64,
-    /// Names of the functions (from `begin`).
+    /// Names of the functions (from `begin` and `function`).
     pub functions: FunctionTable,
     /// The trace's name (from `begin`).
     pub name: String,
@@ -368,6 +368,11 @@ impl EventSink for StackSink {
     fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
         self.functions = trace.functions.clone();
         self.name = trace.name.to_string();
+        Ok(())
+    }
+
+    fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+        self.functions.insert(id, info.clone());
         Ok(())
     }
 

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use profkit_model::func::{FuncId, FunctionTable};
+use profkit_model::func::{FuncId, FuncInfo, FunctionTable};
 
 /// A writer's buffer is handed to its output when it holds this many bytes.
 pub(crate) const FLUSH_AT: usize = 256 * 1024;
@@ -218,6 +218,13 @@ impl Names {
             }
         }
         Names { names }
+    }
+
+    /// Adds the name of a function declared after `begin`.
+    pub(crate) fn insert(&mut self, id: FuncId, info: &FuncInfo) {
+        if let Some(n) = &info.name {
+            self.names.insert(id.0, n.as_str().into());
+        }
     }
 
     /// The name of `id`: its known name, else `#N` (as llvm-xray prints unmapped ids).

@@ -302,6 +302,7 @@ fn samples_only_profile() {
         thread: 0,
         time: 5,
         stack: &[FuncId(1), FuncId(2)],
+        lines: &[],
         weight: 3,
     })
     .unwrap();

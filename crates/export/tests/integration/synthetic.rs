@@ -334,6 +334,7 @@ pub fn feed(sink: &mut dyn EventSink) -> io::Result<()> {
                         thread: *t,
                         time: *time,
                         stack: &stack,
+                        lines: &[],
                         weight: *weight,
                     })?
                 }

@@ -7,7 +7,7 @@ use std::io;
 use crate::events::{
     CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo, TraceInfo,
 };
-use crate::func::FuncId;
+use crate::func::{FuncId, FuncInfo};
 use crate::span::Span;
 
 /// Which part of a trace to keep.
@@ -105,6 +105,9 @@ impl<S: EventSink> EventSink for Filter<S> {
     }
     fn process(&mut self, p: &ProcessInfo<'_>) -> io::Result<()> {
         self.inner.process(p)
+    }
+    fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+        self.inner.function(id, info)
     }
     fn thread(&mut self, t: &ThreadInfo<'_>) -> io::Result<()> {
         let keep = self.sel.threads.is_empty() || self.sel.threads.contains(&t.tid);

@@ -488,6 +488,7 @@ pub fn feed(
                             thread: index,
                             time: timestamp.map_or(time, |t| to_ns.ns(t)),
                             stack: &frames,
+                            lines: &[],
                             weight: 1,
                         })
                     })?;
