@@ -8,8 +8,10 @@ Uses the generated module shipped in the PyPI `perfetto` package
 the file does not parse as a `Trace`, when any message holds fields the protos do not know
 (a wrong field number), when an interned name is used before it is defined or on a packet
 without SEQ_NEEDS_INCREMENTAL_STATE, or when a sequence's first packet lacks
-SEQ_INCREMENTAL_STATE_CLEARED. The summary lists the tracks and the track events with their
-names resolved, for the Rust tests to check.
+SEQ_INCREMENTAL_STATE_CLEARED, or when a profiling entry (function name, mapping, frame,
+callstack) is used before it is interned. The summary lists the tracks, the track events with
+their names resolved and the perf samples with their frames (outermost first), for the Rust
+tests to check.
 """
 import json
 import sys
@@ -56,6 +58,8 @@ def main():
     tracks = {}
     events = []
     names = {}  # sequence -> iid -> name
+    prof = {}  # sequence -> table -> iid -> entry
+    samples = []
     seen_seq = set()
     for n, p in enumerate(trace.packet):
         seq = p.trusted_packet_sequence_id
@@ -64,6 +68,46 @@ def main():
             if not p.sequence_flags & CLEARED:
                 fail(f"packet {n}: first packet of sequence {seq} lacks SEQ_INCREMENTAL_STATE_CLEARED")
             names[seq] = {}
+            prof[seq] = {k: {} for k in ("function_names", "source_paths", "mapping_paths",
+                                          "mappings", "frames", "callstacks")}
+        tables = prof[seq]
+        idata = p.interned_data
+        for table in ("function_names", "source_paths", "mapping_paths"):
+            for s in getattr(idata, table):
+                tables[table][s.iid] = s.str.decode()
+        for m in idata.mappings:
+            for sid in m.path_string_ids:
+                if sid not in tables["mapping_paths"]:
+                    fail(f"packet {n}: mapping {m.iid} uses path {sid} before it is interned")
+            tables["mappings"][m.iid] = "/".join(tables["mapping_paths"][i] for i in m.path_string_ids)
+        for f in idata.frames:
+            if f.function_name_id not in tables["function_names"]:
+                fail(f"packet {n}: frame {f.iid} uses name {f.function_name_id} before it is interned")
+            if f.mapping_id not in tables["mappings"]:
+                fail(f"packet {n}: frame {f.iid} uses mapping {f.mapping_id} before it is interned")
+            if f.HasField("source_path_iid") and f.source_path_iid not in tables["source_paths"]:
+                fail(f"packet {n}: frame {f.iid} uses source {f.source_path_iid} before it is interned")
+            tables["frames"][f.iid] = {
+                "name": tables["function_names"][f.function_name_id],
+                "mapping": tables["mappings"][f.mapping_id],
+                "file": tables["source_paths"].get(f.source_path_iid) if f.HasField("source_path_iid") else None,
+                "line": f.line_number if f.HasField("line_number") else None,
+                "kind": pb.Frame.Kind.Name(f.kind) if f.HasField("kind") else None,
+            }
+        for c in idata.callstacks:
+            for fid in c.frame_ids:
+                if fid not in tables["frames"]:
+                    fail(f"packet {n}: callstack {c.iid} uses frame {fid} before it is interned")
+            tables["callstacks"][c.iid] = [tables["frames"][i] for i in c.frame_ids]
+        if p.HasField("perf_sample"):
+            ps = p.perf_sample
+            if not p.sequence_flags & NEEDS:
+                fail(f"packet {n}: perf_sample without SEQ_NEEDS_INCREMENTAL_STATE")
+            if ps.callstack_iid not in tables["callstacks"]:
+                fail(f"packet {n}: callstack {ps.callstack_iid} not interned")
+            samples.append({"ts": p.timestamp, "pid": ps.pid, "tid": ps.tid,
+                            "cpu_mode": pb.Profiling.CpuMode.Name(ps.cpu_mode),
+                            "frames": tables["callstacks"][ps.callstack_iid]})
         for en in p.interned_data.event_names:
             if en.iid == 0:
                 fail(f"packet {n}: interned name with iid 0")
@@ -105,7 +149,7 @@ def main():
                 e["value"] = te.double_counter_value
             events.append(e)
     json.dump({"packets": len(trace.packet), "sequences": sorted(seen_seq),
-               "tracks": tracks, "events": events}, sys.stdout)
+               "tracks": tracks, "events": events, "samples": samples}, sys.stdout)
 
 
 if __name__ == "__main__":

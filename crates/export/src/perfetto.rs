@@ -13,8 +13,9 @@
 //!   process track) per process and name, and `TYPE_COUNTER` events with `double_counter_value`;
 //! * code regions: `TYPE_INSTANT` of category `jit` (on the loading thread, else the process)
 //!   with `address`, `size`, `event` (and `old_address`, `code_index`) annotations;
-//! * samples: `TYPE_INSTANT` of category `sample` named after the leaf frame, with the stack as
-//!   an array annotation (outermost frame first) and the weight.
+//! * samples: a `PerfSample` packet (pid, tid, cpu mode, callstack iid) per sample, its frames
+//!   and callstack interned ([`callstacks`]) — the UI's flame graph of a selection. Perfetto
+//!   counts samples: a sample's weight (perf's period) is not shown.
 //!
 //! Event names are interned: the first packet that uses a name carries it in
 //! `InternedData.event_names` and every event refers to it by `name_iid`. All packets belong to
@@ -39,7 +40,10 @@ use crate::chrome::shared::{
     bytes_text, display_tid, flush_all, flush_if_full, IdMap, Names, OutStream, FLUSH_AT,
 };
 use crate::protobuf::{put_varint, Message};
+
+mod callstacks;
 use crate::{Options, Output};
+use callstacks::Callstacks;
 
 /// The `trusted_packet_sequence_id` of every packet.
 pub const SEQUENCE_ID: u64 = 1;
@@ -94,7 +98,6 @@ mod field {
     pub const DA_STRING_VALUE: u32 = 6;
     pub const DA_POINTER_VALUE: u32 = 7;
     pub const DA_NAME: u32 = 10;
-    pub const DA_ARRAY_VALUES: u32 = 12;
 }
 
 /// Track uuids: a process's, a thread's and a counter's live in separate ranges (the low two
@@ -143,6 +146,10 @@ pub struct PerfettoWriter<W: Write> {
     processes: HashMap<u32, ()>,
     /// Threads whose track is written.
     threads: IdMap<()>,
+    /// Pid and tid of each declared thread (for samples).
+    ids: IdMap<(u32, i64)>,
+    /// Interned frames and callstacks of samples.
+    callstacks: Callstacks,
     /// Counter tracks by (pid, name).
     counters: HashMap<(u32, Box<str>), u64>,
 }
@@ -163,6 +170,8 @@ impl<W: Write> PerfettoWriter<W> {
             next_iid: 1,
             processes: HashMap::new(),
             threads: IdMap::default(),
+            ids: IdMap::default(),
+            callstacks: Callstacks::default(),
             counters: HashMap::new(),
         }
     }
@@ -239,6 +248,7 @@ impl<W: Write> PerfettoWriter<W> {
             Some(t) => (t.pid, display_tid(t.tid, t.index), t.name.to_string()),
             None => (0, display_tid(u64::MAX, index), format!("thread #{index}")),
         };
+        self.ids.insert(index, (pid, tid));
         self.start_packet(false);
         self.inner.clear();
         self.inner.uint64(field::TD_UUID, uuid::thread(index));
@@ -358,11 +368,13 @@ fn arg_value(a: &mut Message, v: &ArgValue<'_>) {
 impl<W: Write + Send> EventSink for PerfettoWriter<W> {
     fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
         self.names = Names::new(trace.functions);
+        self.callstacks.begin(trace.functions);
         Ok(())
     }
 
     fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
         self.names.insert(id, info);
+        self.callstacks.declare(id, info);
         Ok(())
     }
 
@@ -457,27 +469,20 @@ impl<W: Write + Send> EventSink for PerfettoWriter<W> {
 
     fn sample(&mut self, s: &Sample<'_>) -> io::Result<()> {
         self.ensure_thread(s.thread, None)?;
+        let (pid, tid) = self.ids.get(s.thread).copied().unwrap_or((0, 0));
         self.start_packet(true);
-        let iid = match s.stack.last() {
-            Some(&leaf) => self.func_name_iid(leaf),
-            None => self.str_name_iid("(no stack)"),
-        };
+        let callstack = self.callstacks.intern(&mut self.pkt, s);
+        let mode = self.callstacks.cpu_mode(s);
         self.inner.clear();
-        let te = &mut self.inner;
-        te.uint64(field::TE_TYPE, field::TYPE_INSTANT);
-        te.uint64(field::TE_TRACK_UUID, uuid::thread(s.thread));
-        te.uint64(field::TE_NAME_IID, iid);
-        te.string(field::TE_CATEGORIES, "sample");
-        let names = &self.names;
-        annotation(te, "stack", |a| {
-            for &f in s.stack {
-                a.message(field::DA_ARRAY_VALUES, |v| {
-                    v.string(field::DA_STRING_VALUE, &names.get(f));
-                });
-            }
-        });
-        annotation(te, "weight", |a| a.uint64(field::DA_UINT_VALUE, s.weight));
-        self.track_event_packet(s.time)
+        self.inner.uint64(callstacks::field::PS_PID, u64::from(pid));
+        self.inner
+            .uint64(callstacks::field::PS_TID, tid.max(0) as u64);
+        self.inner
+            .uint64(callstacks::field::PS_CALLSTACK_IID, callstack);
+        self.inner.uint64(callstacks::field::PS_CPU_MODE, mode);
+        self.pkt.uint64(field::TIMESTAMP, s.time);
+        self.pkt.embed(callstacks::field::PERF_SAMPLE, &self.inner);
+        self.end_packet()
     }
 
     fn code(&mut self, c: &CodeRegion<'_>) -> io::Result<()> {
