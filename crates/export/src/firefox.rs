@@ -26,8 +26,9 @@
 //!   subcategory: `*` optimized, `^` baseline (Sparkplug), `+` Maglev, `~` interpreted),
 //!   *Builtin* (`Builtin:`, `BytecodeHandler:`, `Stub:`, `Handler:`, `RegExp:`), *Python*
 //!   (`py::`), *Wasm* (`wasm`…), *Managed* (.NET/Mono names, mlpd input), *Native* (XRay
-//!   input), else *Other*; JIT code whose jitdump has a SAMPLY_JIT_TIER record gets a category
-//!   named after its tier, in the tier's colour (its `JIT code` markers and their stacks).
+//!   input, ELF symbols), *Kernel*, *JIT* (other JIT code), else *Other*; JIT code whose
+//!   jitdump has a SAMPLY_JIT_TIER record gets a category named after its tier, in the tier's
+//!   colour (its `JIT code` markers and their stacks, and sampled frames of that code).
 //!
 //! The profile is built in memory (the format is one JSON document) and written at
 //! [`EventSink::finish`]; memory grows with the number of distinct stacks and samples.
@@ -51,7 +52,7 @@ use profkit_model::events::{
     TraceInfo,
 };
 use profkit_model::span::Span;
-use profkit_model::{FuncId, FuncInfo, FunctionTable};
+use profkit_model::{FuncId, FuncInfo, FuncKind, FunctionTable};
 
 use crate::{Dest, Options, Output};
 
@@ -84,8 +85,12 @@ pub enum CodeKind {
     Wasm,
     /// .NET / Mono managed code.
     Managed,
-    /// Native code (C, C++, Rust: XRay-instrumented programs).
+    /// Native code (C, C++, Rust: XRay-instrumented programs, ELF symbols of perf.data).
     Native,
+    /// The kernel (perf.data).
+    Kernel,
+    /// JIT code the name does not classify (perf maps, jitdumps of other runtimes).
+    Jit,
     /// Anything else.
     Other,
 }
@@ -158,6 +163,29 @@ pub fn classify(name: &str, format: &str) -> CodeKind {
     }
 }
 
+/// The kind of `info`'s code: by its name ([`classify`]) when the name says, else by what the
+/// driver knows ([`FuncKind`]).
+fn classify_func(name: &str, info: Option<&FuncInfo>, format: &str) -> CodeKind {
+    match classify(name, format) {
+        CodeKind::Other => match info.map(|f| f.kind) {
+            Some(FuncKind::Native) => CodeKind::Native,
+            Some(FuncKind::Kernel) => CodeKind::Kernel,
+            Some(FuncKind::Jit) => CodeKind::Jit,
+            _ => CodeKind::Other,
+        },
+        kind => kind,
+    }
+}
+
+/// Frame flags of code of a tier that runs JavaScript-like source (or not).
+fn tier_flags(js: bool) -> FrameFlags {
+    if js {
+        FrameFlags::IS_JS
+    } else {
+        FrameFlags::empty()
+    }
+}
+
 /// The Firefox Profiler colour of a JIT_TIER colour index (docs/extension-records.md's list;
 /// past the list: grey).
 fn tier_color(index: u32) -> CategoryColor {
@@ -196,6 +224,7 @@ struct Categories {
     wasm: CategoryHandle,
     managed: CategoryHandle,
     native: CategoryHandle,
+    kernel: CategoryHandle,
     jit: CategoryHandle,
     gc: CategoryHandle,
     exception: CategoryHandle,
@@ -219,6 +248,7 @@ impl Categories {
             wasm: p.add_category("Wasm", CategoryColor::Brown),
             managed: p.add_category("Managed", CategoryColor::Green),
             native: p.add_category("Native", CategoryColor::LightBlue),
+            kernel: p.add_category("Kernel", CategoryColor::Orange),
             jit: p.add_category("JIT", CategoryColor::Purple),
             gc: p.add_category("GC", CategoryColor::Orange),
             exception: p.add_category("Exception", CategoryColor::Red),
@@ -242,6 +272,8 @@ impl Categories {
             CodeKind::Wasm => (self.wasm.into(), FrameFlags::empty()),
             CodeKind::Managed => (self.managed.into(), FrameFlags::empty()),
             CodeKind::Native => (self.native.into(), FrameFlags::empty()),
+            CodeKind::Kernel => (self.kernel.into(), FrameFlags::empty()),
+            CodeKind::Jit => (self.jit.into(), FrameFlags::empty()),
             CodeKind::Other => (CategoryHandle::OTHER.into(), FrameFlags::empty()),
         }
     }
@@ -342,6 +374,8 @@ pub struct FirefoxSink<W: Write> {
     marker_types: HashMap<(String, Vec<(String, bool)>), MarkerTypeHandle>,
     counters: HashMap<(u32, String), (CounterHandle, f64)>,
     code: Vec<CodeRec>,
+    /// A category per JIT tier name.
+    tiers: HashMap<String, CategoryHandle>,
 }
 
 impl<W: Write> FirefoxSink<W> {
@@ -363,6 +397,7 @@ impl<W: Write> FirefoxSink<W> {
             marker_types: HashMap::new(),
             counters: HashMap::new(),
             code: Vec::new(),
+            tiers: HashMap::new(),
         }
     }
 }
@@ -467,13 +502,32 @@ impl<W: Write + Send> FirefoxSink<W> {
         }
     }
 
+    /// The category of JIT tier `name` (SAMPLY_JIT_TIER / a function's tier), in the tier's
+    /// colour, made on first use.
+    fn tier_category(&mut self, name: &str, color: u32) -> io::Result<CategoryHandle> {
+        if let Some(c) = self.tiers.get(name) {
+            return Ok(*c);
+        }
+        let p = self.profile.as_mut().ok_or_else(not_begun)?;
+        let c = p.add_category(name, tier_color(color));
+        self.tiers.insert(name.to_string(), c);
+        Ok(c)
+    }
+
     fn func(&mut self, func: FuncId) -> io::Result<(StringHandle, CategoryPairHandle, FrameFlags)> {
         if let Some(f) = self.func_info.get(&func) {
             return Ok(*f);
         }
         let name = self.functions.name(func);
         let cats = self.cats.ok_or_else(not_begun)?;
-        let (cat, flags) = cats.frame(classify(&name, self.format));
+        let info = self.functions.get(func);
+        let (cat, flags) = match info.and_then(|f| f.tier.as_ref()) {
+            Some(t) => {
+                let (name, color, js) = (t.name.clone(), t.color, t.js);
+                (self.tier_category(&name, color)?.into(), tier_flags(js))
+            }
+            None => cats.frame(classify_func(&name, info, self.format)),
+        };
         let p = self.profile.as_mut().ok_or_else(not_begun)?;
         let s = p.intern_string(&name);
         self.func_info.insert(func, (s, cat, flags));
@@ -659,8 +713,6 @@ impl<W: Write + Send> FirefoxSink<W> {
             ("event".to_string(), false),
         ];
         let ty = self.marker_type("JIT code", layout)?;
-        // A category per JIT tier (SAMPLY_JIT_TIER), in the tier's colour.
-        let mut tiers: HashMap<String, CategoryHandle> = HashMap::new();
         for c in code {
             let th = match c.thread.filter(|t| self.threads.contains_key(t)) {
                 Some(t) => self.marker_thread(t)?,
@@ -673,21 +725,11 @@ impl<W: Write + Send> FirefoxSink<W> {
                     }
                 },
             };
-            let p = self.profile.as_mut().ok_or_else(not_begun)?;
             let (category, flags) = match &c.tier {
-                Some((name, color, js)) => {
-                    let cat = *tiers
-                        .entry(name.clone())
-                        .or_insert_with(|| p.add_category(name, tier_color(*color)));
-                    let flags = if *js {
-                        FrameFlags::IS_JS
-                    } else {
-                        FrameFlags::empty()
-                    };
-                    (cat, flags)
-                }
+                Some((name, color, js)) => (self.tier_category(name, *color)?, tier_flags(*js)),
                 None => (cats.jit, FrameFlags::empty()),
             };
+            let p = self.profile.as_mut().ok_or_else(not_begun)?;
             let marker = FxMarker {
                 ty,
                 name: p.intern_string("JIT code"),

@@ -9,13 +9,14 @@
 //!   its **exclusive** (self) time — its duration minus its callees' durations — to the stack
 //!   that ends with it, so pprof's *flat* column is self time and *cum* is inclusive time
 //!   (recursion counted once per stack, as pprof does);
-//! * `samples/count` for sampled stacks (Mono sample hits), their weights.
+//! * `samples/count` for sampled stacks (Mono sample hits, perf.data samples), their weights.
 //!
 //! `default_sample_type` is `time` (or `calls` with [`Options::counts`]) when calls were
 //! traced, else `samples`. Each sample has a `thread` (name) string label and `pid` / `tid`
-//! numeric labels, so `pprof -tagfocus` selects threads. There is one location and one
-//! function per function of the trace: name, file and start line from the
-//! [`FunctionTable`], the entry address when known. The
+//! numeric labels, so `pprof -tagfocus` selects threads. There is one function per function of
+//! the trace (name, file and start line from the [`FunctionTable`]) and one location per
+//! function and sampled line (a sample's per-frame line, else the function's start line; the
+//! entry address when known), so `pprof -lines` shows source lines. The
 //! string table starts with `""` as the format requires. `duration_nanos` is the last event
 //! time; `time_nanos` stays 0 (the trace clock is not wall time).
 
@@ -52,6 +53,8 @@ const NO_PARENT: u32 = u32::MAX;
 struct Node {
     parent: u32,
     func: Option<FuncId>,
+    /// The sample's line in `func` (0 = none said).
+    line: u32,
     /// Thread index of the root this node hangs under.
     thread: u32,
     calls: u64,
@@ -80,7 +83,7 @@ pub struct PprofSink<W: Write> {
     counts: bool,
     functions: FunctionTable,
     nodes: Vec<Node>,
-    children: HashMap<(u32, FuncId), u32>,
+    children: HashMap<(u32, FuncId, u32), u32>,
     threads: HashMap<u32, ThreadState>,
     meta: HashMap<u32, ThreadMeta>,
     traced: bool,
@@ -123,13 +126,14 @@ impl<W: Write> PprofSink<W> {
         id
     }
 
-    fn child(&mut self, parent: u32, func: FuncId, thread: u32) -> u32 {
+    fn child(&mut self, parent: u32, func: FuncId, line: u32, thread: u32) -> u32 {
         let next = self.nodes.len() as u32;
-        let id = *self.children.entry((parent, func)).or_insert(next);
+        let id = *self.children.entry((parent, func, line)).or_insert(next);
         if id == next {
             self.nodes.push(Node {
                 parent,
                 func: Some(func),
+                line,
                 thread,
                 ..Node::default()
             });
@@ -161,12 +165,18 @@ impl<W: Write> PprofSink<W> {
             });
         }
 
-        // Locations (one per function used), in first-use order.
-        let mut loc_of: HashMap<FuncId, u64> = HashMap::new();
+        // Locations (one per function and line used) and functions, in first-use order.
+        let mut loc_of: HashMap<(FuncId, u32), u64> = HashMap::new();
+        let mut locations: Vec<(FuncId, u32)> = Vec::new();
+        let mut func_of: HashMap<FuncId, u64> = HashMap::new();
         let mut funcs: Vec<FuncId> = Vec::new();
         for n in &self.nodes {
             if let Some(f) = n.func {
-                loc_of.entry(f).or_insert_with(|| {
+                loc_of.entry((f, n.line)).or_insert_with(|| {
+                    locations.push((f, n.line));
+                    locations.len() as u64
+                });
+                func_of.entry(f).or_insert_with(|| {
                     funcs.push(f);
                     funcs.len() as u64
                 });
@@ -186,7 +196,7 @@ impl<W: Write> PprofSink<W> {
             let mut cur = i as u32;
             while let Some(node) = self.nodes.get(cur as usize) {
                 match node.func {
-                    Some(f) => locs.push(loc_of.get(&f).copied().unwrap_or(0)),
+                    Some(f) => locs.push(loc_of.get(&(f, node.line)).copied().unwrap_or(0)),
                     None => break,
                 }
                 cur = node.parent;
@@ -222,19 +232,22 @@ impl<W: Write> PprofSink<W> {
             });
         }
 
-        // Locations and functions share ids.
-        for (i, f) in funcs.iter().enumerate() {
+        for (i, &(f, sample_line)) in locations.iter().enumerate() {
             let id = i as u64 + 1;
-            let info = self.functions.get(*f);
-            let line = info.map_or(0, |f| f.line);
+            let info = self.functions.get(f);
+            let line = match sample_line {
+                0 => info.map_or(0, |f| f.line),
+                l => l,
+            };
             let address = info.and_then(|f| f.address).unwrap_or(0);
+            let function = func_of.get(&f).copied().unwrap_or(0);
             p.message(4, |m| {
                 m.uint64(1, id);
                 if address != 0 {
                     m.uint64(3, address);
                 }
                 m.message(4, |l| {
-                    l.uint64(1, id);
+                    l.uint64(1, function);
                     if line != 0 {
                         l.int64(2, i64::from(line));
                     }
@@ -352,7 +365,7 @@ impl<W: Write + Send> EventSink for PprofSink<W> {
             .get(&thread)
             .and_then(|t| t.stack.last().map(|e| e.0))
             .unwrap_or(root);
-        let node = self.child(parent, func, thread);
+        let node = self.child(parent, func, 0, thread);
         if let Some(t) = self.threads.get_mut(&thread) {
             t.stack.push((node, 0));
         }
@@ -386,8 +399,8 @@ impl<W: Write + Send> EventSink for PprofSink<W> {
         self.sampled = true;
         self.last_time = self.last_time.max(sample.time);
         let mut node = self.root(sample.thread);
-        for f in sample.stack {
-            node = self.child(node, *f, sample.thread);
+        for (i, f) in sample.stack.iter().enumerate() {
+            node = self.child(node, *f, sample.line(i), sample.thread);
         }
         if let Some(n) = self.nodes.get_mut(node as usize) {
             n.samples += sample.weight;
