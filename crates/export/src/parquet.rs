@@ -1,12 +1,12 @@
-//! Parquet output (feature `parquet`): four tables, written with the `parquet` crate's
+//! Parquet output (feature `parquet`): seven tables, written with the `parquet` crate's
 //! low-level column writers (no Arrow), Snappy-compressed, dictionary-encoded where it pays.
 //!
 //! `-o out.parquet` writes the `spans` table to `out.parquet` and the others beside it as
-//! `out.events.parquet`, `out.functions.parquet` and `out.code.parquet`. When the file is
-//! named `spans.parquet` the others are `events.parquet`, `functions.parquet` and
-//! `code.parquet` in the same directory (the layout `docs/fleet.md` uses: one directory per
-//! host). All four files are always written, possibly with no rows. Standard output is not
-//! supported (four files).
+//! `out.events.parquet`, `out.functions.parquet`, `out.code.parquet`, `out.samples.parquet`,
+//! `out.stacks.parquet` and `out.frames.parquet`. When the file is named `spans.parquet` the
+//! others are `events.parquet`, `functions.parquet` … in the same directory (the layout
+//! `docs/fleet.md` uses: one directory per host). All seven files are always written, possibly
+//! with no rows. Standard output is not supported (seven files).
 //!
 //! Every table starts with a `source` column, the trace's name, so files from many hosts and
 //! runs can be unioned. Integers are `INT64` (unsigned values are stored bit for bit, so an
@@ -18,7 +18,14 @@
 //! | `events` | `source`, `process`, `thread`, `time_ns`, `category`, `name`, `args` (JSON object text) |
 //! | `functions` | `source`, `id`, `name`, `file`?, `line`?, `module`?, `address`? |
 //! | `code` | `source`, `pid`, `address`, `size`, `load_ns`, `unload_ns`?, `name` |
+//! | `samples` | `source`, `process`, `thread`, `time_ns`, `stack_id`, `weight` |
+//! | `stacks` | `source`, `id`, `parent`?, `frame_id`, `depth` (INT32, 0 = outermost) |
+//! | `frames` | `source`, `id`, `function_id`, `function`, `line`?, `file`?, `module`?, `kind` |
 //!
+//! Stacks form a prefix tree: a stack is its leaf node, and its frames are the chain of
+//! `parent`s up to the root (`parent` null). A frame is a function at a source line (the
+//! sample's line in that frame), `kind` is `native`, `kernel`, `jit`, `unsymbolized` or
+//! `unknown`.
 //! (`?` = nullable.) Times are ns since the trace's origin; `self_ns` is the call's duration
 //! minus its callees' durations. In `code`, a region's `unload_ns`
 //! is the time it moved away or another region was loaded at its address, else null.
@@ -26,7 +33,8 @@
 //! Streaming: `spans` and `events` rows are buffered per column and flushed as a row group
 //! every [`ROWS_PER_GROUP`] rows, so memory stays bounded whatever the trace's size; the
 //! `code` rows are kept until the end (their `unload_ns` is known only then), and `functions`
-//! is written from the function table.
+//! is written from the function table. `samples`, `stacks` and `frames` stream too; the
+//! writer keeps the stack tree's index (one entry per distinct stack node and frame).
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -40,12 +48,15 @@ use parquet::file::properties::{WriterProperties, WriterVersion};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
 use profkit_model::events::{
-    ArgValue, CodeEvent, CodeRegion, EventSink, Instant, ThreadInfo, TraceInfo,
+    ArgValue, CodeEvent, CodeRegion, EventSink, Instant, Sample, ThreadInfo, TraceInfo,
 };
 use profkit_model::span::Span;
-use profkit_model::{FuncId, FuncInfo, FunctionTable};
+use profkit_model::{FuncId, FuncInfo, FuncKind, FunctionTable};
 
 use crate::{Dest, Options, Output};
+
+/// The parent of a stack tree root.
+const ROOT: i64 = -1;
 
 /// Rows buffered per table before they are written as one row group.
 pub const ROWS_PER_GROUP: usize = 1 << 20;
@@ -82,6 +93,34 @@ const FUNCTIONS: &str = "message functions {
   optional int64 address;
 }";
 
+const SAMPLES: &str = "message samples {
+  required binary source (STRING);
+  required int64 process;
+  required int64 thread;
+  required int64 time_ns;
+  required int64 stack_id;
+  required int64 weight;
+}";
+
+const STACKS: &str = "message stacks {
+  required binary source (STRING);
+  required int64 id;
+  optional int64 parent;
+  required int64 frame_id;
+  required int32 depth;
+}";
+
+const FRAMES: &str = "message frames {
+  required binary source (STRING);
+  required int64 id;
+  required int64 function_id;
+  required binary function (STRING);
+  optional int64 line;
+  optional binary file (STRING);
+  optional binary module (STRING);
+  required binary kind (STRING);
+}";
+
 const CODE: &str = "message code {
   required binary source (STRING);
   required int64 pid;
@@ -97,7 +136,7 @@ pub fn sink(output: &Output, options: &Options) -> io::Result<Box<dyn EventSink 
     let _ = options;
     match output.dest() {
         Dest::Stdout => Err(crate::unsupported(
-            "parquet output writes four files: give a path (-o out.parquet), not standard output",
+            "parquet output writes seven files: give a path (-o out.parquet), not standard output",
         )),
         Dest::Path(p) => Ok(Box::new(ParquetSink::with_row_group_size(
             output,
@@ -107,8 +146,9 @@ pub fn sink(output: &Output, options: &Options) -> io::Result<Box<dyn EventSink 
     }
 }
 
-/// The paths of the four tables for `-o path`: spans, events, functions, code.
-pub fn table_paths(path: &Path) -> [PathBuf; 4] {
+/// The paths of the seven tables for `-o path`: spans, events, functions, code, samples,
+/// stacks, frames.
+pub fn table_paths(path: &Path) -> [PathBuf; 7] {
     let dir = path.parent().map(PathBuf::from).unwrap_or_default();
     let name = path
         .file_name()
@@ -133,6 +173,9 @@ pub fn table_paths(path: &Path) -> [PathBuf; 4] {
         other("events"),
         other("functions"),
         other("code"),
+        other("samples"),
+        other("stacks"),
+        other("frames"),
     ]
 }
 
@@ -333,12 +376,19 @@ struct CodeRow {
     name: String,
 }
 
-/// Writes the four tables; see the [module docs](self).
+/// Writes the seven tables; see the [module docs](self).
 pub struct ParquetSink {
     spans: Table,
     events: Table,
     functions_t: Table,
     code_t: Table,
+    samples: Table,
+    stacks_t: Table,
+    frames_t: Table,
+    /// Stack tree nodes by (parent node or [`ROOT`], frame id).
+    stacks: HashMap<(i64, i64), i64>,
+    /// Frame ids by (function, line).
+    frames: HashMap<(FuncId, u32), i64>,
     source: ByteArray,
     functions: FunctionTable,
     names: HashMap<FuncId, ByteArray>,
@@ -359,12 +409,17 @@ impl ParquetSink {
     /// a row group every `rows` rows (at least 1).
     pub fn with_row_group_size(out: &Output, path: &Path, rows: usize) -> io::Result<ParquetSink> {
         let rows = rows.max(1);
-        let [s, e, f, c] = table_paths(path);
+        let [s, e, f, c, sa, st, fr] = table_paths(path);
         Ok(ParquetSink {
             spans: Table::create(out, &s, SPANS, rows)?,
             events: Table::create(out, &e, EVENTS, rows)?,
             functions_t: Table::create(out, &f, FUNCTIONS, rows)?,
             code_t: Table::create(out, &c, CODE, rows)?,
+            samples: Table::create(out, &sa, SAMPLES, rows)?,
+            stacks_t: Table::create(out, &st, STACKS, rows)?,
+            frames_t: Table::create(out, &fr, FRAMES, rows)?,
+            stacks: HashMap::new(),
+            frames: HashMap::new(),
             source: ByteArray::from(Vec::new()),
             functions: FunctionTable::new(),
             names: HashMap::new(),
@@ -382,6 +437,57 @@ impl ParquetSink {
         let n = ByteArray::from(self.functions.name(func).into_bytes());
         self.names.insert(func, n.clone());
         n
+    }
+
+    /// The id of frame `func` at `line`, writing its row when new.
+    fn frame(&mut self, func: FuncId, line: u32) -> io::Result<i64> {
+        let next = self.frames.len() as i64;
+        let id = *self.frames.entry((func, line)).or_insert(next);
+        if id != next {
+            return Ok(id);
+        }
+        let name = self.name(func);
+        let info = self.functions.get(func);
+        let bytes = |s: Option<&String>| s.map(|s| ByteArray::from(s.as_bytes().to_vec()));
+        let (file, module) = (
+            bytes(info.and_then(|f| f.file.as_ref())),
+            bytes(info.and_then(|f| f.module.as_ref())),
+        );
+        let kind = match info.map_or(FuncKind::Unknown, |f| f.kind) {
+            FuncKind::Native => "native",
+            FuncKind::Kernel => "kernel",
+            FuncKind::Jit => "jit",
+            FuncKind::Unsymbolized => "unsymbolized",
+            FuncKind::Unknown => "unknown",
+        };
+        let t = &mut self.frames_t;
+        t.str(0, self.source.clone());
+        t.i64(1, id);
+        t.i64(2, i64::from(func.0));
+        t.str(3, name);
+        t.opt_i64(4, (line != 0).then_some(i64::from(line)));
+        t.opt_str(5, file);
+        t.opt_str(6, module);
+        t.str(7, ByteArray::from(kind.as_bytes().to_vec()));
+        t.end_row()?;
+        Ok(id)
+    }
+
+    /// The id of the stack node `frame` under `parent`, writing its row when new.
+    fn stack_node(&mut self, parent: i64, frame: i64, depth: usize) -> io::Result<i64> {
+        let next = self.stacks.len() as i64;
+        let id = *self.stacks.entry((parent, frame)).or_insert(next);
+        if id != next {
+            return Ok(id);
+        }
+        let t = &mut self.stacks_t;
+        t.str(0, self.source.clone());
+        t.i64(1, id);
+        t.opt_i64(2, (parent != ROOT).then_some(parent));
+        t.i64(3, frame);
+        t.i32(4, i32::try_from(depth).unwrap_or(i32::MAX));
+        t.end_row()?;
+        Ok(id)
     }
 
     fn ids(&self, thread: u32) -> ThreadIds {
@@ -518,6 +624,26 @@ impl EventSink for ParquetSink {
         t.end_row()
     }
 
+    fn sample(&mut self, s: &Sample<'_>) -> io::Result<()> {
+        if s.stack.is_empty() {
+            return Ok(());
+        }
+        let mut node = ROOT;
+        for (depth, &func) in s.stack.iter().enumerate() {
+            let frame = self.frame(func, s.line(depth))?;
+            node = self.stack_node(node, frame, depth)?;
+        }
+        let ids = self.ids(s.thread);
+        let t = &mut self.samples;
+        t.str(0, self.source.clone());
+        t.i64(1, ids.pid);
+        t.i64(2, ids.tid);
+        t.i64(3, s.time as i64);
+        t.i64(4, node);
+        t.i64(5, s.weight as i64);
+        t.end_row()
+    }
+
     fn code(&mut self, code: &CodeRegion<'_>) -> io::Result<()> {
         if let CodeEvent::Move { old_address } = code.event {
             if let Some(i) = self.live.remove(&(code.pid, old_address)) {
@@ -549,6 +675,9 @@ impl EventSink for ParquetSink {
         self.spans.close()?;
         self.events.close()?;
         self.functions_t.close()?;
-        self.code_t.close()
+        self.code_t.close()?;
+        self.samples.close()?;
+        self.stacks_t.close()?;
+        self.frames_t.close()
     }
 }

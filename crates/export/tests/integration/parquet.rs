@@ -87,15 +87,19 @@ fn accounting() -> BTreeMap<u64, (u64, u64)> {
 
 #[test]
 fn table_paths_beside_the_output() {
-    let [s, e, f, c] = table_paths(Path::new("/x/out.parquet"));
+    let [s, e, f, c, sa, st, fr] = table_paths(Path::new("/x/out.parquet"));
     assert_eq!(s, Path::new("/x/out.parquet"));
     assert_eq!(e, Path::new("/x/out.events.parquet"));
     assert_eq!(f, Path::new("/x/out.functions.parquet"));
     assert_eq!(c, Path::new("/x/out.code.parquet"));
-    let [_, e, f, c] = table_paths(Path::new("host1/spans.parquet"));
+    assert_eq!(sa, Path::new("/x/out.samples.parquet"));
+    assert_eq!(st, Path::new("/x/out.stacks.parquet"));
+    assert_eq!(fr, Path::new("/x/out.frames.parquet"));
+    let [_, e, f, c, sa, ..] = table_paths(Path::new("host1/spans.parquet"));
     assert_eq!(e, Path::new("host1/events.parquet"));
     assert_eq!(f, Path::new("host1/functions.parquet"));
     assert_eq!(c, Path::new("host1/code.parquet"));
+    assert_eq!(sa, Path::new("host1/samples.parquet"));
     assert!(profkit_export::open(Format::Parquet, &Output::stdout(), &Options::default()).is_err());
 }
 
@@ -241,11 +245,16 @@ fn code_unload_times_from_moves_and_reuse() {
 
 /// The SQL of docs/fleet.md's main query (the block after `<!-- fleet-main-query -->`).
 fn fleet_query() -> String {
+    doc_query("fleet-main-query")
+}
+
+/// The SQL block after `<!-- marker -->` in docs/fleet.md.
+fn doc_query(marker: &str) -> String {
     let doc = std::fs::read_to_string(synthetic::workspace().join("docs/fleet.md")).unwrap();
     let after = doc
-        .split("<!-- fleet-main-query -->")
+        .split(&format!("<!-- {marker} -->"))
         .nth(1)
-        .expect("docs/fleet.md marks its main query");
+        .expect("docs/fleet.md marks the query");
     let block = after.split("```sql").nth(1).unwrap();
     block.split("```").next().unwrap().trim().to_string()
 }
@@ -281,4 +290,55 @@ fn fleet_doc_query_aggregates_hosts() {
         );
     }
     assert_eq!(got, want);
+}
+
+#[test]
+fn fleet_doc_sample_queries() {
+    let Some(py) = duckdb_python("fleet_doc_sample_queries") else {
+        return;
+    };
+    let dir = scratch("parquet-fleet-samples");
+    let _ = std::fs::remove_dir_all(&dir);
+    for host in ["host1", "host2"] {
+        write_synthetic(&dir.join(host), "spans.parquet", 2);
+    }
+    let (self_q, total_q) = (
+        doc_query("fleet-samples-query"),
+        doc_query("fleet-samples-inclusive-query"),
+    );
+    let rows = duckdb(&py, &dir, &[self_q.as_str(), total_q.as_str()]);
+    // Expected from the samples themselves: leaf weight and, once per sample, every frame.
+    let names = synthetic::functions();
+    let name = |f: u32| names.name(profkit_model::FuncId(f));
+    let (mut want_self, mut want_total) = (BTreeMap::new(), BTreeMap::new());
+    for (_, _, stack, weight) in synthetic::samples() {
+        *want_self.entry(name(*stack.last().unwrap())).or_insert(0) += 2 * weight;
+        let mut seen = stack.clone();
+        seen.sort();
+        seen.dedup();
+        for f in seen {
+            *want_total.entry(name(f)).or_insert(0) += 2 * weight;
+        }
+    }
+    let got = |r: &Value| -> BTreeMap<String, u64> {
+        r.as_array()
+            .unwrap()
+            .iter()
+            .map(|row| {
+                (
+                    row[0].as_str().unwrap().to_string(),
+                    row[1].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(got(&rows[0]), want_self);
+    assert_eq!(got(&rows[1]), want_total);
+    let pct: f64 = rows[0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[2].as_f64().unwrap())
+        .sum();
+    assert!((pct - 100.0).abs() < 0.1, "{pct}");
 }
