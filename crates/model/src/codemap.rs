@@ -16,8 +16,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use std::sync::Arc;
+
 use profkit_jitdump::read::{DebugInfo, DebugInfo2};
 use profkit_jitdump::{JitDump, Record};
+
+use crate::func::FuncTier;
 
 /// One line-table row: code from `offset` (bytes from the region's start) on is `file:line`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,6 +92,22 @@ pub struct Region {
     pub debug: Option<DebugTable>,
     /// Why the region ended (`"address reused"`, `"moved"`, `"close"`).
     pub end_reason: Option<&'static str>,
+    /// The JIT tier of a SAMPLY_JIT_TIER record for this load's address.
+    pub tier: Option<FuncTier>,
+    /// The JIT_CODE_UNWINDING_INFO record before the load (`.eh_frame` and `.eh_frame_hdr`).
+    pub unwind: Option<Arc<Unwind>>,
+}
+
+/// A region's unwind tables, from JIT_CODE_UNWINDING_INFO: what perf and `perf inject` map
+/// right after the code (the `.eh_frame_hdr`'s pointers are relative to that place).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unwind {
+    /// `.eh_frame`.
+    pub eh_frame: Vec<u8>,
+    /// `.eh_frame_hdr`.
+    pub eh_frame_hdr: Vec<u8>,
+    /// The record's `mapped_size`.
+    pub mapped_size: u64,
 }
 
 impl Region {
@@ -171,6 +191,10 @@ impl CodeMap {
         let mut by_index: HashMap<u64, usize> = HashMap::new();
         let mut bias_votes = BiasVotes::default();
         let mut raw_debug: Vec<(usize, Vec<u64>)> = Vec::new();
+        // SAMPLY_JIT_TIER waits for the next load of its address, UNWINDING_INFO for the next
+        // load.
+        let mut pending_tiers: HashMap<u64, FuncTier> = HashMap::new();
+        let mut pending_unwind: Option<Arc<Unwind>> = None;
         for raw in dump.records() {
             let raw = match raw {
                 Ok(r) => r,
@@ -196,6 +220,23 @@ impl CodeMap {
                 Record::DebugInfo2(d) => {
                     // DEBUG_INFO2 names no address: it attaches to the next LOAD.
                     pending2.insert(u64::MAX, debug_info2_table(&d));
+                }
+                Record::JitTier(t) => {
+                    pending_tiers.insert(
+                        t.code_addr,
+                        FuncTier {
+                            name: String::from_utf8_lossy(t.name).into_owned(),
+                            color: t.color,
+                            js: t.flags & 1 != 0,
+                        },
+                    );
+                }
+                Record::UnwindingInfo(u) => {
+                    pending_unwind = Some(Arc::new(Unwind {
+                        eh_frame: u.eh_frame().to_vec(),
+                        eh_frame_hdr: u.eh_frame_hdr().to_vec(),
+                        mapped_size: u.mapped_size,
+                    }));
                 }
                 Record::CodeLoad(l) => {
                     let idx = map.regions.len();
@@ -230,6 +271,8 @@ impl CodeMap {
                         record: h.index,
                         debug,
                         end_reason: None,
+                        tier: pending_tiers.remove(&l.code_addr),
+                        unwind: pending_unwind.take(),
                     });
                     live.insert(l.code_addr, idx);
                     by_index.insert(l.code_index, idx);
@@ -312,6 +355,59 @@ impl CodeMap {
         self.by_start = order;
     }
 
+    /// The region `index` (an index into [`CodeMap::regions`]).
+    pub fn region(&self, index: usize) -> Option<&Region> {
+        self.regions.get(index)
+    }
+
+    /// The index of the region at `addr` at `time` — the most recently loaded region live
+    /// then — or, with `time` `None`, of the region live at the end (else the most recently
+    /// loaded one). Allocates nothing: the lookup of a sampler's hot loop.
+    pub fn region_at(&self, addr: u64, time: Option<u64>) -> Option<usize> {
+        let n = self
+            .by_start
+            .partition_point(|&i| self.regions.get(i).is_some_and(|r| r.start <= addr));
+        // (load time, record, index) of the best candidate so far, for each rule.
+        let mut best: Option<(u64, usize, usize)> = None;
+        let mut best_live_at_end: Option<(u64, usize, usize)> = None;
+        for k in (0..n).rev() {
+            if self.max_end.get(k).is_none_or(|&e| e <= addr) {
+                break;
+            }
+            let Some(&i) = self.by_start.get(k) else {
+                continue;
+            };
+            let Some(r) = self.regions.get(i) else {
+                continue;
+            };
+            if addr >= r.end() {
+                continue;
+            }
+            let key = (r.load_time, r.record, i);
+            let eligible = match time {
+                Some(t) => r.live_at(t),
+                None => true,
+            };
+            if eligible && best.is_none_or(|b| (key.0, key.1) > (b.0, b.1)) {
+                best = Some(key);
+            }
+            if time.is_none()
+                && r.end_time.is_none()
+                && best_live_at_end.is_none_or(|b| (key.0, key.1) > (b.0, b.1))
+            {
+                best_live_at_end = Some(key);
+            }
+        }
+        best_live_at_end.or(best).map(|b| b.2)
+    }
+
+    /// The frames at `offset` into region `index`, innermost first (see [`CodeMap::lookup`]).
+    pub fn frames_at(&self, index: usize, offset: u64) -> Vec<Frame> {
+        self.regions
+            .get(index)
+            .map_or_else(Vec::new, |r| frames(r, offset))
+    }
+
     /// Every region that contains `addr` (at any time), most recently loaded first.
     pub fn regions_at(&self, addr: u64) -> Vec<&Region> {
         let n = self
@@ -335,15 +431,7 @@ impl CodeMap {
     /// The function at `addr` at `time` (`None` = the end of the dump), with its inline frames
     /// and source location.
     pub fn lookup(&self, addr: u64, time: Option<u64>) -> Option<Symbolized<'_>> {
-        let regions = self.regions_at(addr);
-        let region = match time {
-            Some(t) => regions.into_iter().find(|r| r.live_at(t))?,
-            None => regions
-                .iter()
-                .find(|r| r.end_time.is_none())
-                .or(regions.first())
-                .copied()?,
-        };
+        let region = self.regions.get(self.region_at(addr, time)?)?;
         let offset = addr - region.start;
         Some(Symbolized {
             region,
