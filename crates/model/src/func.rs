@@ -109,3 +109,60 @@ impl FunctionTable {
         self.map.get(&id).and_then(|f| f.debug.as_deref())
     }
 }
+
+/// Hands out [`FuncId`]s to functions found while reading (a sampler symbolizing addresses),
+/// declaring each to the sink once ([`crate::events::EventSink::function`]).
+///
+/// A function is its name, module, kind and tier: the same name in two modules, or compiled
+/// by two JIT tiers, stays two functions. The first [`FuncInfo`] seen for a function is the
+/// one declared (its file and line).
+#[derive(Debug, Default)]
+pub struct FuncInterner {
+    ids: HashMap<FuncKey, FuncId>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct FuncKey {
+    name: Option<String>,
+    module: Option<String>,
+    kind: FuncKind,
+    tier: Option<String>,
+}
+
+impl FuncInterner {
+    /// An empty interner; ids start at 0.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The id of the function `info` describes, declaring it to `sink` when new.
+    pub fn intern(
+        &mut self,
+        info: FuncInfo,
+        sink: &mut dyn crate::events::EventSink,
+    ) -> std::io::Result<FuncId> {
+        let key = FuncKey {
+            name: info.name.clone(),
+            module: info.module.clone(),
+            kind: info.kind,
+            tier: info.tier.as_ref().map(|t| t.name.clone()),
+        };
+        if let Some(&id) = self.ids.get(&key) {
+            return Ok(id);
+        }
+        let id = FuncId(self.ids.len() as u32);
+        sink.function(id, &info)?;
+        self.ids.insert(key, id);
+        Ok(id)
+    }
+
+    /// Number of functions.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether no function was interned.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+}

@@ -27,6 +27,7 @@ use crate::span::{BuilderStats, MismatchPolicy, Span, SpanSink};
 mod filter;
 pub mod jitdump;
 pub mod mlpd;
+pub mod perf;
 pub mod xray;
 
 pub use filter::{Filter, Selection};
