@@ -1,0 +1,315 @@
+//! On-disk constants of perf.data (from the kernel's `include/uapi/linux/perf_event.h` and
+//! perf's `tools/perf/util/{header.h,event.h}`) and the open newtype [`RecordType`].
+
+use core::fmt;
+
+/// `PERFILE2`: the magic of a little-endian perf.data file (file and pipe mode).
+pub const MAGIC_LE: [u8; 8] = *b"PERFILE2";
+/// The magic of a big-endian perf.data file (the 64-bit value byte-swapped).
+pub const MAGIC_BE: [u8; 8] = *b"2ELIFREP";
+/// Size of `struct perf_file_header` (file mode).
+pub const FILE_HEADER_SIZE: u64 = 104;
+/// Size of `struct perf_pipe_file_header` (pipe mode).
+pub const PIPE_HEADER_SIZE: u64 = 16;
+/// Size of `struct perf_event_header`, the header of every record.
+pub const RECORD_HEADER_SIZE: usize = 8;
+/// `PERF_ATTR_SIZE_VER0`: the smallest `perf_event_attr`.
+pub const ATTR_SIZE_VER0: u64 = 64;
+
+/// `PERF_RECORD_MISC_CPUMODE_MASK` and its values.
+pub const MISC_CPUMODE_MASK: u16 = 0b111;
+/// `PERF_RECORD_MISC_KERNEL`.
+pub const MISC_KERNEL: u16 = 1;
+/// `PERF_RECORD_MISC_USER`.
+pub const MISC_USER: u16 = 2;
+/// `PERF_RECORD_MISC_GUEST_KERNEL`.
+pub const MISC_GUEST_KERNEL: u16 = 4;
+/// `PERF_RECORD_MISC_MMAP_DATA` (MMAP/MMAP2: a non-executable mapping).
+pub const MISC_MMAP_DATA: u16 = 1 << 13;
+/// `PERF_RECORD_MISC_COMM_EXEC` (COMM: the name changed because of an exec).
+pub const MISC_COMM_EXEC: u16 = 1 << 13;
+/// `PERF_RECORD_MISC_MMAP_BUILD_ID` (MMAP2 carries a build id instead of the inode).
+pub const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+/// `PERF_RECORD_MISC_BUILD_ID_SIZE` (build-id feature entries: byte 20 is the length).
+pub const MISC_BUILD_ID_SIZE: u16 = 1 << 15;
+
+/// `PROT_EXEC` in an MMAP2 record's `prot`.
+pub const PROT_EXEC: u32 = 4;
+
+/// Callchain context markers: entries `>= PERF_CONTEXT_MAX` are not addresses.
+pub const PERF_CONTEXT_HV: u64 = (-32i64) as u64;
+/// Following frames are kernel frames.
+pub const PERF_CONTEXT_KERNEL: u64 = (-128i64) as u64;
+/// Following frames are user frames.
+pub const PERF_CONTEXT_USER: u64 = (-512i64) as u64;
+/// Following frames are guest frames.
+pub const PERF_CONTEXT_GUEST: u64 = (-2048i64) as u64;
+/// Following frames are guest kernel frames.
+pub const PERF_CONTEXT_GUEST_KERNEL: u64 = (-2176i64) as u64;
+/// Following frames are guest user frames.
+pub const PERF_CONTEXT_GUEST_USER: u64 = (-2560i64) as u64;
+/// Callchain entries at or above this value are context markers.
+pub const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
+
+/// `PERF_SAMPLE_*` bits of `perf_event_attr.sample_type`, in the kernel's order.
+pub const SAMPLE_TYPE_BITS: &[(u64, &str)] = &[
+    (1 << 0, "IP"),
+    (1 << 1, "TID"),
+    (1 << 2, "TIME"),
+    (1 << 3, "ADDR"),
+    (1 << 4, "READ"),
+    (1 << 5, "CALLCHAIN"),
+    (1 << 6, "ID"),
+    (1 << 7, "CPU"),
+    (1 << 8, "PERIOD"),
+    (1 << 9, "STREAM_ID"),
+    (1 << 10, "RAW"),
+    (1 << 11, "BRANCH_STACK"),
+    (1 << 12, "REGS_USER"),
+    (1 << 13, "STACK_USER"),
+    (1 << 14, "WEIGHT"),
+    (1 << 15, "DATA_SRC"),
+    (1 << 16, "IDENTIFIER"),
+    (1 << 17, "TRANSACTION"),
+    (1 << 18, "REGS_INTR"),
+    (1 << 19, "PHYS_ADDR"),
+    (1 << 20, "AUX"),
+    (1 << 21, "CGROUP"),
+    (1 << 22, "DATA_PAGE_SIZE"),
+    (1 << 23, "CODE_PAGE_SIZE"),
+    (1 << 24, "WEIGHT_STRUCT"),
+];
+
+/// `sample_type` as perf prints it: `IP|TID|TIME|CALLCHAIN|PERIOD`.
+pub fn sample_type_names(sample_type: u64) -> String {
+    let mut out = String::new();
+    let mut rest = sample_type;
+    for &(bit, name) in SAMPLE_TYPE_BITS {
+        if sample_type & bit != 0 {
+            if !out.is_empty() {
+                out.push('|');
+            }
+            out.push_str(name);
+            rest &= !bit;
+        }
+    }
+    if rest != 0 {
+        if !out.is_empty() {
+            out.push('|');
+        }
+        out.push_str(&format!("{rest:#x}"));
+    }
+    out
+}
+
+/// Feature bits of the file header (`HEADER_*` in perf's header.h), with perf's names.
+pub const FEATURE_NAMES: &[(u32, &str)] = &[
+    (1, "TRACING_DATA"),
+    (2, "BUILD_ID"),
+    (3, "HOSTNAME"),
+    (4, "OSRELEASE"),
+    (5, "VERSION"),
+    (6, "ARCH"),
+    (7, "NRCPUS"),
+    (8, "CPUDESC"),
+    (9, "CPUID"),
+    (10, "TOTAL_MEM"),
+    (11, "CMDLINE"),
+    (12, "EVENT_DESC"),
+    (13, "CPU_TOPOLOGY"),
+    (14, "NUMA_TOPOLOGY"),
+    (15, "BRANCH_STACK"),
+    (16, "PMU_MAPPINGS"),
+    (17, "GROUP_DESC"),
+    (18, "AUXTRACE"),
+    (19, "STAT"),
+    (20, "CACHE"),
+    (21, "SAMPLE_TIME"),
+    (22, "MEM_TOPOLOGY"),
+    (23, "CLOCKID"),
+    (24, "DIR_FORMAT"),
+    (25, "BPF_PROG_INFO"),
+    (26, "BPF_BTF"),
+    (27, "COMPRESSED"),
+    (28, "CPU_PMU_CAPS"),
+    (29, "CLOCK_DATA"),
+    (30, "HYBRID_TOPOLOGY"),
+    (31, "PMU_CAPS"),
+    (128, "SIMPLEPERF_FILE"),
+    (129, "SIMPLEPERF_META_INFO"),
+    (130, "SIMPLEPERF_DEBUG_UNWIND"),
+    (131, "SIMPLEPERF_DEBUG_UNWIND_FILE"),
+    (132, "SIMPLEPERF_FILE2"),
+];
+
+/// The name of feature bit `bit` (`FEATURE_<n>` when unknown).
+pub fn feature_name(bit: u32) -> String {
+    FEATURE_NAMES
+        .iter()
+        .find(|(b, _)| *b == bit)
+        .map_or_else(|| format!("FEATURE_{bit}"), |(_, n)| (*n).to_string())
+}
+
+/// The feature bit of EVENT_DESC (attribute names and ids).
+pub const FEATURE_EVENT_DESC: u32 = 12;
+/// The feature bit of BUILD_ID.
+pub const FEATURE_BUILD_ID: u32 = 2;
+/// The feature bit of CMDLINE.
+pub const FEATURE_CMDLINE: u32 = 11;
+/// The feature bit of PMU_MAPPINGS.
+pub const FEATURE_PMU_MAPPINGS: u32 = 16;
+/// The feature bit of SIMPLEPERF_META_INFO.
+pub const FEATURE_SIMPLEPERF_META_INFO: u32 = 129;
+
+/// A record's `type` (`PERF_RECORD_*`): an open newtype, unknown values pass through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RecordType(pub u32);
+
+impl RecordType {
+    /// `PERF_RECORD_MMAP`.
+    pub const MMAP: RecordType = RecordType(1);
+    /// `PERF_RECORD_LOST`.
+    pub const LOST: RecordType = RecordType(2);
+    /// `PERF_RECORD_COMM`.
+    pub const COMM: RecordType = RecordType(3);
+    /// `PERF_RECORD_EXIT`.
+    pub const EXIT: RecordType = RecordType(4);
+    /// `PERF_RECORD_FORK`.
+    pub const FORK: RecordType = RecordType(7);
+    /// `PERF_RECORD_SAMPLE`.
+    pub const SAMPLE: RecordType = RecordType(9);
+    /// `PERF_RECORD_MMAP2`.
+    pub const MMAP2: RecordType = RecordType(10);
+    /// `PERF_RECORD_LOST_SAMPLES`.
+    pub const LOST_SAMPLES: RecordType = RecordType(13);
+    /// `PERF_RECORD_HEADER_ATTR` (pipe mode).
+    pub const HEADER_ATTR: RecordType = RecordType(64);
+    /// `PERF_RECORD_HEADER_BUILD_ID`.
+    pub const HEADER_BUILD_ID: RecordType = RecordType(67);
+    /// `PERF_RECORD_FINISHED_ROUND`.
+    pub const FINISHED_ROUND: RecordType = RecordType(68);
+    /// `PERF_RECORD_AUXTRACE` (its payload follows the record).
+    pub const AUXTRACE: RecordType = RecordType(71);
+    /// `PERF_RECORD_HEADER_FEATURE` (pipe mode).
+    pub const HEADER_FEATURE: RecordType = RecordType(80);
+    /// `PERF_RECORD_COMPRESSED` (zstd, `perf record -z`).
+    pub const COMPRESSED: RecordType = RecordType(81);
+    /// `PERF_RECORD_FINISHED_INIT`.
+    pub const FINISHED_INIT: RecordType = RecordType(82);
+    /// `PERF_RECORD_COMPRESSED2`.
+    pub const COMPRESSED2: RecordType = RecordType(83);
+
+    /// Kernel record names, `PERF_RECORD_<name>` for type 1 ..= 21.
+    const KERNEL: [&'static str; 21] = [
+        "MMAP",
+        "LOST",
+        "COMM",
+        "EXIT",
+        "THROTTLE",
+        "UNTHROTTLE",
+        "FORK",
+        "READ",
+        "SAMPLE",
+        "MMAP2",
+        "AUX",
+        "ITRACE_START",
+        "LOST_SAMPLES",
+        "SWITCH",
+        "SWITCH_CPU_WIDE",
+        "NAMESPACES",
+        "KSYMBOL",
+        "BPF_EVENT",
+        "CGROUP",
+        "TEXT_POKE",
+        "AUX_OUTPUT_HW_ID",
+    ];
+    /// perf's user record names for type 64 ..= 83.
+    const USER: [&'static str; 20] = [
+        "HEADER_ATTR",
+        "HEADER_EVENT_TYPE",
+        "HEADER_TRACING_DATA",
+        "HEADER_BUILD_ID",
+        "FINISHED_ROUND",
+        "ID_INDEX",
+        "AUXTRACE_INFO",
+        "AUXTRACE",
+        "AUXTRACE_ERROR",
+        "THREAD_MAP",
+        "CPU_MAP",
+        "STAT_CONFIG",
+        "STAT",
+        "STAT_ROUND",
+        "EVENT_UPDATE",
+        "TIME_CONV",
+        "HEADER_FEATURE",
+        "COMPRESSED",
+        "FINISHED_INIT",
+        "COMPRESSED2",
+    ];
+
+    /// perf's name without the `PERF_RECORD_` prefix, if the type is known.
+    pub fn name(self) -> Option<&'static str> {
+        let t = self.0 as usize;
+        match self.0 {
+            1..=21 => Self::KERNEL.get(t - 1).copied(),
+            64..=83 => Self::USER.get(t - 64).copied(),
+            _ => None,
+        }
+    }
+
+    /// Whether perf (or the kernel) defines this type.
+    pub fn is_known(self) -> bool {
+        self.name().is_some()
+    }
+
+    /// Whether the kernel emits it (types below 64); others are written by perf itself.
+    pub fn is_kernel(self) -> bool {
+        self.0 < 64
+    }
+}
+
+impl fmt::Display for RecordType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => f.write_str(n),
+            None => write!(f, "UNKNOWN_{}", self.0),
+        }
+    }
+}
+
+/// The clock name of a `clockid_t` (`CLOCK_MONOTONIC` …).
+pub fn clock_name(clockid: u32) -> &'static str {
+    match clockid {
+        0 => "CLOCK_REALTIME",
+        1 => "CLOCK_MONOTONIC",
+        2 => "CLOCK_PROCESS_CPUTIME_ID",
+        3 => "CLOCK_THREAD_CPUTIME_ID",
+        4 => "CLOCK_MONOTONIC_RAW",
+        5 => "CLOCK_REALTIME_COARSE",
+        6 => "CLOCK_MONOTONIC_COARSE",
+        7 => "CLOCK_BOOTTIME",
+        8 => "CLOCK_REALTIME_ALARM",
+        9 => "CLOCK_BOOTTIME_ALARM",
+        11 => "CLOCK_TAI",
+        _ => "unknown clock",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(RecordType::SAMPLE.to_string(), "SAMPLE");
+        assert_eq!(RecordType(21).to_string(), "AUX_OUTPUT_HW_ID");
+        assert_eq!(RecordType::COMPRESSED2.to_string(), "COMPRESSED2");
+        assert_eq!(RecordType(0).to_string(), "UNKNOWN_0");
+        assert_eq!(RecordType(22).to_string(), "UNKNOWN_22");
+        assert_eq!(RecordType(84).to_string(), "UNKNOWN_84");
+        assert_eq!(sample_type_names(0x127), "IP|TID|TIME|CALLCHAIN|PERIOD");
+        assert_eq!(sample_type_names(1 << 40), "0x10000000000");
+        assert_eq!(feature_name(29), "CLOCK_DATA");
+        assert_eq!(feature_name(99), "FEATURE_99");
+    }
+}

@@ -1,0 +1,443 @@
+//! Record framing: where each record of the data stream starts and ends, checked before
+//! linux-perf-data reads it.
+//!
+//! linux-perf-data turns a cut file into an I/O error in the middle of a round (losing the
+//! records it had buffered for sorting) and trusts some size fields (AUXTRACE payloads,
+//! EVENT_DESC counts). So profkit walks the record headers first and hands linux-perf-data only
+//! the clean prefix: for a file in memory by [`scan_slice`] (the header is then patched to end
+//! the data section there, see `header.rs`), for a stream by [`Framer`], a reader that serves
+//! whole checked records and ends the stream before a cut or corrupt one. Both note what they
+//! saw in a [`FrameLog`].
+
+use std::collections::BTreeMap;
+use std::io::{self, Read};
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Truncation};
+use crate::raw::{RecordType, FEATURE_EVENT_DESC, RECORD_HEADER_SIZE};
+use crate::read::bytes::{u16_at, u32_at, u64_at, Endian};
+use crate::read::header::check_event_desc;
+
+/// The largest AUXTRACE payload a stream may announce (a file in memory is bounded by its size).
+pub const MAX_STREAM_AUXTRACE: u64 = 1 << 30;
+
+/// How the record stream ends.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum FrameEnd {
+    /// After the last record, at the data section's end (or the stream's).
+    #[default]
+    Clean,
+    /// Inside a record: everything before it is usable.
+    Truncated(Truncation),
+    /// At a record whose header cannot be right.
+    Corrupt(Error),
+}
+
+/// What the framing walk saw: records in file order (compressed blocks count as one).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FrameLog {
+    /// Complete records (outer, file order), FINISHED_ROUND included.
+    pub records: u64,
+    /// Complete records per type.
+    pub counts: BTreeMap<RecordType, u64>,
+    /// Offset just past the last complete record.
+    pub clean_end: u64,
+    /// How the stream ends (only final once the walk reached it).
+    pub end: FrameEnd,
+    /// Whether the walk reached the end.
+    pub finished: bool,
+}
+
+/// One record header, checked.
+pub(crate) struct Frame {
+    pub record_type: RecordType,
+    /// Bytes of the record including an AUXTRACE payload.
+    pub total: u64,
+}
+
+/// Checks the record starting at `offset` with `head` (at least its 8-byte header, and its
+/// body when `body` is set). `avail` is how many bytes follow `offset` (`None`: a stream).
+/// `Ok(None)` means more bytes are needed than `avail` has.
+fn check(
+    e: Endian,
+    head: &[u8],
+    body: Option<&[u8]>,
+    avail: Option<u64>,
+    index: u64,
+    offset: u64,
+) -> Result<Option<Frame>, Error> {
+    let (Some(ty), Some(size)) = (u32_at(head, 0, e), u16_at(head, 6, e)) else {
+        return Ok(None);
+    };
+    let record_type = RecordType(ty);
+    let size = u64::from(size);
+    if size < RECORD_HEADER_SIZE as u64 {
+        return Err(Error::record(
+            index,
+            Some(offset),
+            format!("{record_type} record size {size} is below the 8-byte record header"),
+        ));
+    }
+    if avail.is_some_and(|a| a < size) {
+        return Ok(None);
+    }
+    let mut total = size;
+    if let Some(body) = body {
+        if record_type == RecordType::AUXTRACE {
+            let Some(payload) = u64_at(body, 0, e) else {
+                return Err(Error::record(
+                    index,
+                    Some(offset),
+                    format!("AUXTRACE record size {size} has no room for its payload size"),
+                ));
+            };
+            total = match size.checked_add(payload) {
+                Some(t) => t,
+                None => {
+                    return Err(Error::record(
+                        index,
+                        Some(offset),
+                        format!("AUXTRACE payload size {payload} overflows"),
+                    ))
+                }
+            };
+            if avail.is_none() && payload > MAX_STREAM_AUXTRACE {
+                return Err(Error::record(
+                    index,
+                    Some(offset),
+                    format!("AUXTRACE payload size {payload} is over the {MAX_STREAM_AUXTRACE}-byte limit for streams"),
+                ));
+            }
+            if avail.is_some_and(|a| a < total) {
+                return Ok(None);
+            }
+        }
+        if record_type == RecordType::HEADER_FEATURE
+            && u64_at(body, 0, e) == Some(u64::from(FEATURE_EVENT_DESC))
+        {
+            if let Err(m) = check_event_desc(body.get(8..).unwrap_or_default(), e) {
+                return Err(Error::record(
+                    index,
+                    Some(offset),
+                    format!("HEADER_FEATURE EVENT_DESC: {m}"),
+                ));
+            }
+        }
+    }
+    Ok(Some(Frame { record_type, total }))
+}
+
+/// Walks the records of `data[start..end]` (offsets are absolute in `data`).
+pub(crate) fn scan_slice(data: &[u8], start: u64, end: u64, e: Endian) -> FrameLog {
+    let mut log = FrameLog {
+        clean_end: start,
+        ..FrameLog::default()
+    };
+    let mut off = start;
+    while off < end {
+        let avail = end - off;
+        let rest = usize::try_from(off)
+            .ok()
+            .and_then(|o| data.get(o..))
+            .unwrap_or_default();
+        let body = rest
+            .get(RECORD_HEADER_SIZE..)
+            .map(|b| b.get(..b.len().min(usize::try_from(avail).unwrap_or(usize::MAX))))
+            .unwrap_or_default();
+        match check(e, rest, body, Some(avail), log.records, off) {
+            Ok(Some(f)) => {
+                log.records += 1;
+                *log.counts.entry(f.record_type).or_insert(0) += 1;
+                off += f.total;
+                log.clean_end = off;
+            }
+            Ok(None) => {
+                log.end = FrameEnd::Truncated(Truncation::new(
+                    off,
+                    Some(log.records),
+                    cut_reason(e, rest, avail),
+                ));
+                break;
+            }
+            Err(err) => {
+                log.end = FrameEnd::Corrupt(err);
+                break;
+            }
+        }
+    }
+    log.finished = true;
+    log
+}
+
+fn cut_reason(e: Endian, rest: &[u8], avail: u64) -> String {
+    match (u32_at(rest, 0, e), u16_at(rest, 6, e)) {
+        (Some(ty), Some(size)) if avail >= RECORD_HEADER_SIZE as u64 => {
+            format!("{} record of {size} bytes, {avail} remain", RecordType(ty))
+        }
+        _ => format!("record header needs 8 bytes, {avail} remain"),
+    }
+}
+
+/// A reader over a pipe-mode stream that serves whole, checked records (after the 16-byte
+/// pipe header) and ends the stream cleanly before a cut or corrupt record, noting it in the
+/// shared [`FrameLog`].
+pub(crate) struct Framer<R> {
+    inner: R,
+    endian: Endian,
+    log: Arc<Mutex<FrameLog>>,
+    buf: Vec<u8>,
+    pos: usize,
+    /// File offset of the next record.
+    next: u64,
+    /// Bytes left in the input when known (a slice).
+    remaining: Option<u64>,
+    done: bool,
+}
+
+impl<R: Read> Framer<R> {
+    /// A framer that first serves `prefix` (the pipe header already read) and then the records
+    /// of `inner`, which starts at file offset `start`.
+    pub(crate) fn new(
+        inner: R,
+        endian: Endian,
+        prefix: Vec<u8>,
+        start: u64,
+        remaining: Option<u64>,
+        log: Arc<Mutex<FrameLog>>,
+    ) -> Framer<R> {
+        if let Ok(mut l) = log.lock() {
+            l.clean_end = start;
+        }
+        Framer {
+            inner,
+            endian,
+            log,
+            buf: prefix,
+            pos: 0,
+            next: start,
+            remaining,
+            done: false,
+        }
+    }
+
+    fn finish(&mut self, end: FrameEnd) {
+        self.done = true;
+        if let Ok(mut l) = self.log.lock() {
+            l.end = end;
+            l.finished = true;
+        }
+    }
+
+    /// Reads as much of `buf` as the input has; returns how much.
+    fn read_full(&mut self, from: usize) -> io::Result<usize> {
+        let mut got = from;
+        while got < self.buf.len() {
+            let Some(dst) = self.buf.get_mut(got..) else {
+                break;
+            };
+            match self.inner.read(dst) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(got)
+    }
+
+    /// Loads the next record into `buf` (or ends the stream).
+    fn fill(&mut self) -> io::Result<()> {
+        let e = self.endian;
+        let index = self.log.lock().map(|l| l.records).unwrap_or(0);
+        let offset = self.next;
+        self.buf.clear();
+        self.buf.resize(RECORD_HEADER_SIZE, 0);
+        self.pos = 0;
+        let got = self.read_full(0)?;
+        if got == 0 {
+            self.buf.clear();
+            self.finish(FrameEnd::Clean);
+            return Ok(());
+        }
+        let cut =
+            |reason: String| FrameEnd::Truncated(Truncation::new(offset, Some(index), reason));
+        if got < RECORD_HEADER_SIZE {
+            self.buf.clear();
+            self.finish(cut(format!("record header needs 8 bytes, {got} remain")));
+            return Ok(());
+        }
+        let size = u16_at(&self.buf, 6, e).unwrap_or(0);
+        let head: Vec<u8> = self.buf.clone();
+        // Header check first (size below 8 is corrupt whatever follows).
+        if let Err(err) = check(e, &head, None, None, index, offset) {
+            self.buf.clear();
+            self.finish(FrameEnd::Corrupt(err));
+            return Ok(());
+        }
+        self.buf.resize(usize::from(size), 0);
+        let got = self.read_full(RECORD_HEADER_SIZE)?;
+        let ty = RecordType(u32_at(&head, 0, e).unwrap_or(0));
+        if got < usize::from(size) {
+            self.buf.clear();
+            self.finish(cut(format!("{ty} record of {size} bytes, {got} remain")));
+            return Ok(());
+        }
+        let body = self.buf.get(RECORD_HEADER_SIZE..).unwrap_or_default();
+        let remaining = self.remaining.map(|r| r.saturating_sub(offset));
+        let frame = match check(e, &head, Some(body), None, index, offset) {
+            Ok(Some(f)) => f,
+            Ok(None) => {
+                self.buf.clear();
+                self.finish(cut(format!("{ty} record of {size} bytes")));
+                return Ok(());
+            }
+            Err(err) => {
+                self.buf.clear();
+                self.finish(FrameEnd::Corrupt(err));
+                return Ok(());
+            }
+        };
+        if frame.total > u64::from(size) {
+            // An AUXTRACE payload: bounded by what the input has when that is known.
+            if remaining.is_some_and(|r| r < frame.total) {
+                self.buf.clear();
+                self.finish(cut(format!(
+                    "AUXTRACE record with a {}-byte payload, {} remain",
+                    frame.total - u64::from(size),
+                    remaining.unwrap_or(0).saturating_sub(u64::from(size))
+                )));
+                return Ok(());
+            }
+            let total = usize::try_from(frame.total).unwrap_or(usize::MAX);
+            self.buf.resize(total, 0);
+            let got = self.read_full(usize::from(size))?;
+            if got < total {
+                self.buf.clear();
+                self.finish(cut(format!(
+                    "AUXTRACE payload of {} bytes, {} remain",
+                    total - usize::from(size),
+                    got - usize::from(size)
+                )));
+                return Ok(());
+            }
+        }
+        self.next = offset.saturating_add(frame.total);
+        if let Ok(mut l) = self.log.lock() {
+            l.records += 1;
+            *l.counts.entry(frame.record_type).or_insert(0) += 1;
+            l.clean_end = self.next;
+        }
+        Ok(())
+    }
+}
+
+impl<R: Read> Read for Framer<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.pos >= self.buf.len() {
+            if self.done {
+                return Ok(0);
+            }
+            self.fill()?;
+        }
+        let avail = self.buf.get(self.pos..).unwrap_or_default();
+        let n = avail.len().min(out.len());
+        if let (Some(dst), Some(src)) = (out.get_mut(..n), avail.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(ty: u32, body: &[u8]) -> Vec<u8> {
+        let mut v = ty.to_le_bytes().to_vec();
+        v.extend_from_slice(&0u16.to_le_bytes());
+        v.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
+        v.extend_from_slice(body);
+        v
+    }
+
+    #[test]
+    fn slice_scan_clean_cut_corrupt() {
+        let mut d = rec(9, &[0; 16]);
+        d.extend(rec(68, &[]));
+        let log = scan_slice(&d, 0, d.len() as u64, Endian::Little);
+        assert_eq!(log.records, 2);
+        assert_eq!(log.end, FrameEnd::Clean);
+        assert_eq!(log.clean_end, 32);
+        for cut in 1..d.len() {
+            let log = scan_slice(&d[..cut], 0, cut as u64, Endian::Little);
+            let want = if cut < 24 { 0 } else { 24 };
+            assert_eq!(log.clean_end, want, "cut {cut}");
+            if cut != 24 {
+                assert!(matches!(log.end, FrameEnd::Truncated(ref t) if t.offset == want));
+            }
+        }
+        let mut bad = d.clone();
+        bad[24 + 6] = 4; // FINISHED_ROUND of size 4
+        let log = scan_slice(&bad, 0, bad.len() as u64, Endian::Little);
+        assert!(
+            matches!(log.end, FrameEnd::Corrupt(ref e) if e.offset == Some(24) && e.record == Some(1))
+        );
+        assert_eq!(log.clean_end, 24);
+    }
+
+    #[test]
+    fn hostile_auxtrace() {
+        let mut body = u64::MAX.to_le_bytes().to_vec();
+        body.extend_from_slice(&[0; 40]);
+        let d = rec(71, &body);
+        let log = scan_slice(&d, 0, d.len() as u64, Endian::Little);
+        assert!(matches!(log.end, FrameEnd::Corrupt(_)));
+        let mut body = 1_000u64.to_le_bytes().to_vec();
+        body.extend_from_slice(&[0; 40]);
+        let d = rec(71, &body);
+        let log = scan_slice(&d, 0, d.len() as u64, Endian::Little);
+        assert!(matches!(log.end, FrameEnd::Truncated(_)));
+        // A stream refuses a huge payload before allocating it.
+        let mut body = (MAX_STREAM_AUXTRACE + 1).to_le_bytes().to_vec();
+        body.extend_from_slice(&[0; 40]);
+        let d = rec(71, &body);
+        let log = Arc::new(Mutex::new(FrameLog::default()));
+        let mut f = Framer::new(&d[..], Endian::Little, Vec::new(), 0, None, log.clone());
+        let mut out = Vec::new();
+        f.read_to_end(&mut out).unwrap();
+        assert!(out.is_empty());
+        assert!(matches!(log.lock().unwrap().end, FrameEnd::Corrupt(_)));
+    }
+
+    #[test]
+    fn framer_serves_whole_records() {
+        let mut d = rec(9, &[1; 16]);
+        d.extend(rec(3, &[2; 8]));
+        for cut in 0..=d.len() {
+            let log = Arc::new(Mutex::new(FrameLog::default()));
+            let mut f = Framer::new(
+                &d[..cut],
+                Endian::Little,
+                b"HDR".to_vec(),
+                16,
+                None,
+                log.clone(),
+            );
+            let mut out = Vec::new();
+            f.read_to_end(&mut out).unwrap();
+            let whole = if cut >= d.len() {
+                d.len()
+            } else if cut >= 24 {
+                24
+            } else {
+                0
+            };
+            assert_eq!(&out[3..], &d[..whole], "cut {cut}");
+            let l = log.lock().unwrap();
+            assert_eq!(l.clean_end, 16 + whole as u64);
+            assert!(l.finished);
+            assert_eq!(matches!(l.end, FrameEnd::Clean), cut == whole);
+        }
+    }
+}

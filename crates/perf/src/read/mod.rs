@@ -1,0 +1,285 @@
+//! The read layer: a perf.data file in memory ([`PerfData`]) or a pipe-mode stream
+//! ([`PerfStream`]), their metadata ([`Meta`]: [`Header`], [`Attr`]s, [`Features`]) and their
+//! time-ordered [`Events`].
+//!
+//! Parsing is linux-perf-data's (header, attrs, feature sections, record sorting, zstd) and
+//! linux-perf-event-reader's (each record's fields). profkit adds what they lack for untrusted
+//! input: the header and every size it gives are checked before linux-perf-data sees them,
+//! the record stream is framed first so a cut or corrupt tail ends it cleanly (see `frame.rs`
+//! and `header.rs`), and each record body is guarded where linux-perf-event-reader could panic.
+
+pub(crate) mod bytes;
+mod events;
+pub(crate) mod frame;
+pub(crate) mod header;
+mod meta;
+
+use std::io::{self, Read, Seek, SeekFrom};
+use std::sync::{Arc, Mutex};
+
+use linux_perf_data::PerfFileReader;
+
+pub use bytes::Endian;
+pub use events::{
+    jitdump_file_pid, misc_is_kernel, Callchain, Comm, Context, Event, EventData, Events, Frame,
+    Frames, Lost, Mmap, MmapBuildId, Outcome, Sample, SplitChain, Task, UserRegs, UserStack,
+};
+pub use frame::{FrameEnd, FrameLog};
+pub use header::{FeatureSection, Header, Mode, Section};
+pub use meta::{section_bytes, Attr, BuildId, ClockData, Features, Meta};
+
+use crate::error::{Error, Result};
+use crate::raw::PIPE_HEADER_SIZE;
+use frame::Framer;
+use header::{Overlay, Plan};
+
+/// The input linux-perf-data reads for a file in memory (opaque).
+pub struct SliceSource<'a>(SliceInner<'a>);
+
+enum SliceInner<'a> {
+    File(Overlay<'a>),
+    Pipe(Framer<&'a [u8]>),
+}
+
+impl Read for SliceSource<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match &mut self.0 {
+            SliceInner::File(o) => o.read(buf),
+            SliceInner::Pipe(f) => f.read(buf),
+        }
+    }
+}
+
+impl Seek for SliceSource<'_> {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        match &mut self.0 {
+            SliceInner::File(o) => o.seek(pos),
+            SliceInner::Pipe(_) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a pipe-mode stream does not seek",
+            )),
+        }
+    }
+}
+
+/// The input linux-perf-data reads for a stream (opaque).
+pub struct StreamSource<R>(Framer<R>);
+
+impl<R: Read> Read for StreamSource<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+fn lpd_error(e: linux_perf_data::Error) -> Error {
+    Error {
+        offset: None,
+        record: None,
+        message: format!("linux-perf-data: {e}"),
+    }
+}
+
+/// linux-perf-data's reader over a file in memory, and the framing log it fills.
+type Opened<'a> = (
+    linux_perf_data::PerfFile,
+    (
+        linux_perf_data::PerfRecordIter<SliceSource<'a>>,
+        Arc<Mutex<FrameLog>>,
+    ),
+);
+
+/// A perf.data file in memory (file or pipe mode), checked and ready to walk.
+pub struct PerfData<'a> {
+    data: &'a [u8],
+    plan: Plan,
+    meta: Meta,
+}
+
+impl<'a> PerfData<'a> {
+    /// Checks the header of `data` and reads its attrs and features. The records are read by
+    /// [`PerfData::events`].
+    pub fn parse(data: &'a [u8]) -> Result<PerfData<'a>> {
+        let plan = header::plan(data)?;
+        let mut pd = PerfData {
+            data,
+            meta: Meta {
+                header: plan.header.clone(),
+                attrs: Vec::new(),
+                features: Features::default(),
+                problems: plan.problems.clone(),
+            },
+            plan,
+        };
+        let (file, _) = pd.open()?;
+        pd.meta = Meta::new(pd.plan.header.clone(), &file, pd.plan.problems.clone());
+        Ok(pd)
+    }
+
+    fn open(&self) -> Result<Opened<'a>> {
+        let e = self.plan.header.endian;
+        match self.plan.header.mode {
+            Mode::File => {
+                let log = Arc::new(Mutex::new(self.plan.frames.clone()));
+                let src = SliceSource(SliceInner::File(Overlay::new(
+                    self.data,
+                    self.plan.patches.clone(),
+                )));
+                let r = PerfFileReader::parse_file(src).map_err(lpd_error)?;
+                Ok((r.perf_file, (r.record_iter, log)))
+            }
+            Mode::Pipe => {
+                let log = Arc::new(Mutex::new(FrameLog::default()));
+                let head = self
+                    .data
+                    .get(..PIPE_HEADER_SIZE as usize)
+                    .unwrap_or_default();
+                let rest = self
+                    .data
+                    .get(PIPE_HEADER_SIZE as usize..)
+                    .unwrap_or_default();
+                let framer = Framer::new(
+                    rest,
+                    e,
+                    head.to_vec(),
+                    PIPE_HEADER_SIZE,
+                    Some(self.data.len() as u64),
+                    log.clone(),
+                );
+                let r = PerfFileReader::parse_pipe(SliceSource(SliceInner::Pipe(framer)))
+                    .map_err(|err| pipe_open_error(err, &log))?;
+                Ok((r.perf_file, (r.record_iter, log)))
+            }
+        }
+    }
+
+    /// The metadata: header, attrs, features, header problems.
+    pub fn meta(&self) -> &Meta {
+        &self.meta
+    }
+
+    /// The file header.
+    pub fn header(&self) -> &Header {
+        &self.meta.header
+    }
+
+    /// The attrs (events), in the file's order.
+    pub fn attrs(&self) -> &[Attr] {
+        &self.meta.attrs
+    }
+
+    /// The decoded feature sections.
+    pub fn features(&self) -> &Features {
+        &self.meta.features
+    }
+
+    /// The bytes it reads.
+    pub fn data(&self) -> &'a [u8] {
+        self.data
+    }
+
+    /// A fresh walk over the events in time order.
+    pub fn events(&self) -> Result<Events<SliceSource<'a>>> {
+        let (file, (iter, log)) = self.open()?;
+        Ok(Events::new(
+            iter,
+            file,
+            self.meta.header.endian,
+            &self.meta.attrs,
+            log,
+        ))
+    }
+
+    /// linux-perf-data's view of the file (feature sections profkit does not decode).
+    pub fn perf_file(&self) -> Result<linux_perf_data::PerfFile> {
+        Ok(self.open()?.0)
+    }
+}
+
+/// A stream that ends inside its metadata records has nothing to read: say where.
+fn pipe_open_error(err: linux_perf_data::Error, log: &Arc<Mutex<FrameLog>>) -> Error {
+    match log.lock().map(|l| l.end.clone()) {
+        Ok(FrameEnd::Corrupt(e)) => e,
+        Ok(FrameEnd::Truncated(t)) => Error {
+            offset: Some(t.offset),
+            record: t.record,
+            message: format!(
+                "the stream ends inside its attr and feature records: {}",
+                t.reason
+            ),
+        },
+        _ => lpd_error(err),
+    }
+}
+
+/// A pipe-mode perf.data stream (`perf record -o - | …`), read as it arrives.
+pub struct PerfStream<R: Read> {
+    meta: Meta,
+    events: Events<StreamSource<R>>,
+}
+
+impl<R: Read> PerfStream<R> {
+    /// Reads the pipe header and the attr and feature records at the start of `reader`.
+    /// A file-mode perf.data needs seeking: read it into memory and use [`PerfData`].
+    pub fn open(mut reader: R) -> Result<PerfStream<R>> {
+        let mut head = [0u8; PIPE_HEADER_SIZE as usize];
+        let mut got = 0;
+        while got < head.len() {
+            match reader.read(head.get_mut(got..).unwrap_or_default()) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::header(got as u64, format!("reading: {e}"))),
+            }
+        }
+        let (endian, mode, _) = header::detect(head.get(..got).unwrap_or_default())?;
+        if mode != Mode::Pipe {
+            return Err(Error::header(
+                8,
+                "a file-mode perf.data cannot be read as a stream: read it into memory",
+            ));
+        }
+        let log = Arc::new(Mutex::new(FrameLog::default()));
+        let framer = Framer::new(
+            reader,
+            endian,
+            head.to_vec(),
+            PIPE_HEADER_SIZE,
+            None,
+            log.clone(),
+        );
+        let r = PerfFileReader::parse_pipe(StreamSource(framer))
+            .map_err(|err| pipe_open_error(err, &log))?;
+        let header = Header {
+            mode: Mode::Pipe,
+            endian,
+            header_size: PIPE_HEADER_SIZE,
+            attr_size: 0,
+            attrs: Section::default(),
+            data: Section {
+                offset: PIPE_HEADER_SIZE,
+                size: 0,
+            },
+            event_types: Section::default(),
+            feature_bits: [0; 4],
+            feature_sections: Vec::new(),
+        };
+        let meta = Meta::new(header, &r.perf_file, Vec::new());
+        let events = Events::new(r.record_iter, r.perf_file, endian, &meta.attrs, log);
+        Ok(PerfStream { meta, events })
+    }
+
+    /// The metadata from the stream's attr and feature records.
+    pub fn meta(&self) -> &Meta {
+        &self.meta
+    }
+
+    /// The events, in time order, as the stream delivers them.
+    pub fn events(&mut self) -> &mut Events<StreamSource<R>> {
+        &mut self.events
+    }
+
+    /// Metadata and events apart (to walk the events while looking at the attrs).
+    pub fn split(&mut self) -> (&Meta, &mut Events<StreamSource<R>>) {
+        (&self.meta, &mut self.events)
+    }
+}

@@ -1,0 +1,340 @@
+//! The real recordings of scripts/fixtures/perf.sh, against perf's own counts.
+
+use std::collections::BTreeMap;
+
+use profkit_perf::{dump, jit_processes, summary, validate, EventData, Mode, PerfData, PerfStream};
+
+use crate::{codes, fixture, fixture_named, perf_count};
+
+struct Walk {
+    kinds: BTreeMap<String, u64>,
+    samples_with_chain: u64,
+    samples_with_stack: u64,
+    user_frames: u64,
+    kernel_frames: u64,
+    times_backwards: u64,
+    malformed: u64,
+}
+
+fn walk(pd: &PerfData<'_>) -> Walk {
+    let mut w = Walk {
+        kinds: BTreeMap::new(),
+        samples_with_chain: 0,
+        samples_with_stack: 0,
+        user_frames: 0,
+        kernel_frames: 0,
+        times_backwards: 0,
+        malformed: 0,
+    };
+    let mut events = pd.events().unwrap();
+    let mut last = 0;
+    let mut expect_index = 0;
+    while let Some(ev) = events.next_event() {
+        let ev = ev.unwrap();
+        assert_eq!(ev.index, expect_index);
+        expect_index += 1;
+        *w.kinds.entry(ev.record_type.to_string()).or_insert(0) += 1;
+        if let Some(t) = ev.time.filter(|&t| t > 0) {
+            if t < last {
+                w.times_backwards += 1;
+            }
+            last = t;
+        }
+        match &ev.data {
+            EventData::Sample(s) => {
+                assert_eq!(s.time, ev.time);
+                if let Some(c) = &s.callchain {
+                    w.samples_with_chain += 1;
+                    let split = c.split();
+                    w.user_frames += split.user.len() as u64;
+                    w.kernel_frames += split.kernel.len() as u64;
+                    // The first frame is the sample's ip.
+                    if let Some(f) = c.frames().next() {
+                        assert_eq!(Some(f.addr), s.ip);
+                        assert!(f.first_in_context);
+                    }
+                }
+                if let Some(st) = &s.user_stack {
+                    w.samples_with_stack += 1;
+                    assert!(st.valid().len() <= st.bytes.len());
+                }
+            }
+            EventData::Malformed(_) => w.malformed += 1,
+            _ => {}
+        }
+    }
+    assert!(events.truncation().is_none());
+    assert!(events.error().is_none());
+    w
+}
+
+/// perf's counts and ours agree for every record kind we deliver.
+fn same_counts_as_perf(name: &str, w: &Walk) {
+    for kind in ["SAMPLE", "MMAP", "MMAP2", "COMM", "FORK", "EXIT", "LOST"] {
+        let ours = w.kinds.get(kind).copied().unwrap_or(0);
+        let perfs = perf_count(name, kind).unwrap_or(0);
+        assert_eq!(ours, perfs, "{name}: {kind} records");
+    }
+}
+
+#[test]
+fn frame_pointer_recording_with_jitdump() {
+    let bytes = fixture("node-fp.data");
+    let pd = PerfData::parse(&bytes).unwrap();
+    assert_eq!(pd.header().mode, Mode::File);
+    assert!(pd.meta().problems.is_empty(), "{:?}", pd.meta().problems);
+    let a = &pd.attrs()[0];
+    assert_eq!(pd.attrs().len(), 1);
+    assert_eq!(a.name.as_deref(), Some("cpu-clock:ppp"));
+    assert!(a.use_clockid && a.clockid == Some(1));
+    assert!(a.has_callchain() && !a.has_user_stack());
+    assert_eq!(pd.meta().clockid(), Some(1));
+    let f = pd.features();
+    assert_eq!(f.perf_version.as_deref(), Some("6.1.187"));
+    let cmdline = f.cmdline.as_ref().unwrap();
+    assert!(cmdline.iter().any(|a| a == "--perf-prof"), "{cmdline:?}");
+    let clock = f.clock_data.unwrap();
+    assert_eq!(clock.clockid, 1);
+    assert!(clock.wall_clock_ns > 1_600_000_000_000_000_000);
+    assert!(f
+        .build_ids
+        .iter()
+        .any(|b| b.path == "/usr/bin/node" && b.build_id.len() == 20));
+    assert!(f.build_ids.iter().any(|b| b.is_kernel()));
+    assert!(f.problems.is_empty(), "{:?}", f.problems);
+
+    let w = walk(&pd);
+    same_counts_as_perf("node-fp", &w);
+    assert_eq!(w.times_backwards, 0);
+    assert_eq!(w.malformed, 0);
+    assert_eq!(w.samples_with_chain, w.kinds["SAMPLE"]);
+    assert!(
+        w.user_frames > w.kinds["SAMPLE"],
+        "frame pointers give user stacks"
+    );
+
+    // The jitdump marker: the committed dump's pid is the marker's.
+    let dump_name = fixture_named("node-fp.jit-");
+    let pid: i32 = dump_name
+        .trim_start_matches("node-fp.jit-")
+        .trim_end_matches(".dump.gz")
+        .parse()
+        .unwrap();
+    let (procs, outcome) = jit_processes(&pd).unwrap();
+    assert!(outcome.truncation.is_none() && outcome.error.is_none());
+    let p = procs.iter().find(|p| p.pid == pid).unwrap();
+    assert_eq!(p.comm.as_deref(), Some("node"));
+    assert_eq!(p.jitdumps.len(), 1);
+    let m = &p.jitdumps[0];
+    assert!(m.path.ends_with(&format!("/jit-{pid}.dump")), "{}", m.path);
+    assert!(m.pid_matches && m.file_pid == Some(pid as u32));
+    assert!(m.time.is_some());
+    assert!(p.anon_exec_mappings > 0);
+    assert_eq!(p.perf_map_path(), format!("/tmp/perf-{pid}.map"));
+
+    let v = validate(&bytes);
+    assert!(!v.has_errors(), "{:#?}", v.findings);
+    assert!(codes(&v).is_empty(), "{:?}", codes(&v));
+    assert_eq!(v.records, w.kinds.values().sum::<u64>());
+
+    let s = summary(&pd);
+    assert_eq!(s.format, "perf.data");
+    assert_eq!(s.kind, "perf.data file mode, little-endian");
+    assert_eq!(
+        s.kinds.iter().find(|k| k.0 == "SAMPLE").unwrap().1,
+        w.kinds["SAMPLE"]
+    );
+    assert_eq!(
+        s.kinds
+            .iter()
+            .find(|k| k.0 == "FINISHED_ROUND")
+            .map(|k| k.1),
+        perf_count("node-fp", "FINISHED_ROUND")
+    );
+    assert!(s.threads.iter().any(|t| t.name.as_deref() == Some("node")));
+    let t = s.time.unwrap();
+    assert!(
+        t.duration_ns > 100_000_000 && t.duration_ns < 5_000_000_000,
+        "{t:?}"
+    );
+    assert_eq!(
+        s.detail("clock"),
+        Some(&profkit_common::Value::Str(
+            "CLOCK_MONOTONIC (use_clockid 1)".into()
+        ))
+    );
+    assert!(s.truncation.is_none());
+    assert_eq!(s.problems, 0);
+}
+
+#[test]
+fn dwarf_recording_carries_regs_and_stacks() {
+    let bytes = fixture("node-dwarf.data.gz");
+    let pd = PerfData::parse(&bytes).unwrap();
+    let a = &pd.attrs()[0];
+    assert!(a.has_user_stack());
+    assert_eq!(a.sample_stack_user, 4096);
+    assert_ne!(a.sample_regs_user, 0);
+    let w = walk(&pd);
+    same_counts_as_perf("node-dwarf", &w);
+    assert!(w.samples_with_stack > 0);
+    let mut events = pd.events().unwrap();
+    let mut user_samples = 0;
+    while let Some(ev) = events.next_event() {
+        if let EventData::Sample(s) = ev.unwrap().data {
+            let Some(regs) = s.user_regs.clone() else {
+                continue;
+            };
+            user_samples += 1;
+            assert_eq!(regs.abi, 2, "64-bit process");
+            assert_eq!(regs.mask, a.sample_regs_user);
+            assert_eq!(
+                regs.bytes.len(),
+                8 * a.sample_regs_user.count_ones() as usize
+            );
+            // x86-64: the stack pointer (PERF_REG_X86_SP = 7) and ip (8) are there and agree
+            // with linux-perf-event-reader's accessor.
+            let sp = regs.get(7).unwrap();
+            assert_eq!(Some(sp), s.regs().unwrap().get(7));
+            assert_eq!(regs.get(8), s.regs().unwrap().get(8));
+            assert!(sp > 0x7f00_0000_0000, "{sp:#x}");
+            let st = s.user_stack.unwrap();
+            assert_eq!(st.bytes.len(), 4096);
+        }
+    }
+    assert!(user_samples > 10, "{user_samples}");
+    let v = validate(&bytes);
+    assert!(!v.has_errors(), "{:#?}", v.findings);
+    // Node's stacks are deeper than 4 KiB.
+    assert!(codes(&v).contains(&"stack-copy-full"), "{:?}", codes(&v));
+}
+
+#[test]
+fn perf_basic_prof_recording_has_anonymous_code_and_no_jitdump() {
+    let bytes = fixture("node-basic-prof.data");
+    let pd = PerfData::parse(&bytes).unwrap();
+    let w = walk(&pd);
+    same_counts_as_perf("node-basic-prof", &w);
+    let (procs, _) = jit_processes(&pd).unwrap();
+    let map = fixture_named("node-basic-prof.perf-");
+    let pid: i32 = map
+        .trim_start_matches("node-basic-prof.perf-")
+        .trim_end_matches(".map")
+        .parse()
+        .unwrap();
+    let p = procs.iter().find(|p| p.pid == pid).unwrap();
+    assert!(p.jitdumps.is_empty());
+    assert!(p.anon_exec_mappings > 0);
+    let v = validate(&bytes);
+    assert_eq!(codes(&v), ["anon-exec-without-jitdump"]);
+    assert!(!v.has_errors());
+}
+
+#[test]
+fn pipe_mode_from_memory_and_from_a_stream() {
+    let bytes = fixture("node-pipe.data");
+    let pd = PerfData::parse(&bytes).unwrap();
+    assert_eq!(pd.header().mode, Mode::Pipe);
+    assert_eq!(pd.attrs().len(), 1);
+    assert_eq!(pd.attrs()[0].name.as_deref(), Some("cpu-clock:ppp"));
+    assert_eq!(pd.features().perf_version.as_deref(), Some("6.1.187"));
+    assert!(pd.features().clock_data.is_some());
+    let w = walk(&pd);
+    same_counts_as_perf("node-pipe", &w);
+
+    // The same events through a Read that hands out a few bytes at a time.
+    struct Trickle<'a>(&'a [u8]);
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.0.len()).min(13);
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+    let mut stream = PerfStream::open(Trickle(&bytes)).unwrap();
+    assert_eq!(stream.meta().attrs.len(), 1);
+    let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
+    let events = stream.events();
+    while let Some(ev) = events.next_event() {
+        *kinds
+            .entry(ev.unwrap().record_type.to_string())
+            .or_insert(0) += 1;
+    }
+    assert_eq!(kinds, w.kinds);
+    assert!(events.truncation().is_none());
+
+    let v = validate(&bytes);
+    assert_eq!(codes(&v), ["anon-exec-without-jitdump"]);
+    let s = summary(&pd);
+    assert_eq!(s.kind, "perf.data pipe mode, little-endian");
+    assert!(s.kinds.iter().any(|k| k.0 == "HEADER_ATTR" && k.1 == 1));
+
+    // A file-mode recording is not a stream.
+    let file = fixture("node-fp.data");
+    assert!(PerfStream::open(&file[..]).is_err());
+}
+
+#[test]
+fn killed_recording_is_read_to_its_end() {
+    let bytes = fixture("node-killed.data.gz");
+    let pd = PerfData::parse(&bytes).unwrap();
+    assert_eq!(pd.header().data.size, 0, "perf record was killed");
+    assert!(pd.features().present.is_empty());
+    let mut events = pd.events().unwrap();
+    let mut samples = 0;
+    while let Some(ev) = events.next_event() {
+        if let EventData::Sample(_) = ev.unwrap().data {
+            samples += 1;
+        }
+    }
+    assert!(samples > 100, "{samples}");
+    let v = validate(&bytes);
+    let c = codes(&v);
+    assert!(c.contains(&"data-size-zero"), "{c:?}");
+    assert!(v.has_errors());
+}
+
+#[test]
+fn dump_text_and_json() {
+    let bytes = fixture("node-fp.data");
+    let pd = PerfData::parse(&bytes).unwrap();
+    let mut text = Vec::new();
+    let o = dump::write(&pd, dump::DumpOptions::default(), &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(o.truncation.is_none() && o.error.is_none());
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("HEADER file-mode little-endian header_size 104"));
+    assert!(lines[1].starts_with(
+        "ATTR #0 cpu-clock:ppp type Software(CpuClock) sample_type IP|TID|TIME|CALLCHAIN|PERIOD"
+    ));
+    let events: Vec<&&str> = lines.iter().filter(|l| l.starts_with('#')).collect();
+    assert_eq!(events.len() as u64, o.events);
+    assert!(
+        text.contains(".dump\n") || text.contains(".dump"),
+        "the jitdump marker mmap is listed"
+    );
+
+    let mut json = Vec::new();
+    let o2 = dump::write(
+        &pd,
+        dump::DumpOptions {
+            json: true,
+            stacks: true,
+        },
+        &mut json,
+    )
+    .unwrap();
+    assert_eq!(o2.events, o.events);
+    let json = String::from_utf8(json).unwrap();
+    let mut samples = 0;
+    for line in json.lines() {
+        assert!(line.starts_with('{') && line.ends_with('}'), "{line}");
+        if line.contains("\"type\":\"SAMPLE\"") {
+            samples += 1;
+            assert!(line.contains("\"callchain\":["), "{line}");
+        }
+    }
+    assert_eq!(samples, perf_count("node-fp", "SAMPLE").unwrap());
+    assert!(json.lines().next().unwrap().contains("\"type\":\"HEADER\""));
+}

@@ -1,0 +1,66 @@
+//! Integration tests of profkit-perf: real recordings, truncation, hostile input.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod fixtures;
+mod hostile;
+mod truncation;
+
+use std::io::Read;
+
+/// `tests/fixtures/perf/<name>`, gunzipped when it ends in `.gz`.
+pub fn fixture(name: &str) -> Vec<u8> {
+    let bytes = profkit_testkit::read_fixture(format!("perf/{name}"));
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    } else {
+        bytes
+    }
+}
+
+/// The committed fixture whose name starts with `prefix` (jitdumps and maps carry the pid).
+pub fn fixture_named(prefix: &str) -> String {
+    let dir = profkit_testkit::fixture("perf");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no fixture {prefix}*"))
+}
+
+/// perf's own count of `kind` records (`perf report --stats`), from `<name>.stats.txt`.
+pub fn perf_count(name: &str, kind: &str) -> Option<u64> {
+    let text = String::from_utf8(profkit_testkit::read_fixture(format!(
+        "perf/{name}.stats.txt"
+    )))
+    .unwrap();
+    let agg = text.split("stats:\n").nth(1)?;
+    agg.lines()
+        .take_while(|l| !l.ends_with("stats:"))
+        .find_map(|l| {
+            let l = l.trim();
+            let rest = l.strip_prefix(kind)?.strip_prefix(" events:")?;
+            rest.split_whitespace().next()?.parse().ok()
+        })
+}
+
+/// The codes of a validation report, sorted and unique.
+pub fn codes(v: &profkit_perf::Validation) -> Vec<&'static str> {
+    let mut c: Vec<_> = v.findings.iter().map(|f| f.code).collect();
+    c.sort_unstable();
+    c.dedup();
+    c
+}
