@@ -157,8 +157,7 @@ fn die_name(
             }
         }
     }
-    if let Some(gimli::AttributeValue::FileIndex(i)) = entry.attr_value(gimli::DW_AT_decl_file)
-    {
+    if let Some(gimli::AttributeValue::FileIndex(i)) = entry.attr_value(gimli::DW_AT_decl_file) {
         file = usize::try_from(i).ok().and_then(|i| files.get(i)).cloned();
     }
     if let Some(v) = entry.attr_value(gimli::DW_AT_decl_line) {
