@@ -143,7 +143,7 @@ fn attr_str(
 fn die_name(
     dwarf: &gimli::Dwarf<Reader<'_>>,
     unit: &gimli::Unit<Reader<'_>>,
-    entry: &gimli::DebuggingInformationEntry<'_, '_, Reader<'_>>,
+    entry: &gimli::DebuggingInformationEntry<Reader<'_>>,
     files: &[String],
     depth: u32,
 ) -> (Option<String>, Option<String>, u32) {
@@ -152,21 +152,20 @@ fn die_name(
     let mut line = 0;
     for at in [gimli::DW_AT_linkage_name, gimli::DW_AT_name] {
         if name.is_none() {
-            if let Ok(Some(v)) = entry.attr_value(at) {
+            if let Some(v) = entry.attr_value(at) {
                 name = attr_str(dwarf, unit, v);
             }
         }
     }
-    if let Ok(Some(gimli::AttributeValue::FileIndex(i))) = entry.attr_value(gimli::DW_AT_decl_file)
-    {
+    if let Some(gimli::AttributeValue::FileIndex(i)) = entry.attr_value(gimli::DW_AT_decl_file) {
         file = usize::try_from(i).ok().and_then(|i| files.get(i)).cloned();
     }
-    if let Ok(Some(v)) = entry.attr_value(gimli::DW_AT_decl_line) {
+    if let Some(v) = entry.attr_value(gimli::DW_AT_decl_line) {
         line = v.udata_value().unwrap_or(0) as u32;
     }
     if (name.is_none() || file.is_none()) && depth < 8 {
         for at in [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification] {
-            if let Ok(Some(gimli::AttributeValue::UnitRef(off))) = entry.attr_value(at) {
+            if let Some(gimli::AttributeValue::UnitRef(off)) = entry.attr_value(at) {
                 if let Ok(origin) = unit.entry(off) {
                     let (n, f, l) = die_name(dwarf, unit, &origin, files, depth + 1);
                     name = name.or(n);
@@ -181,10 +180,10 @@ fn die_name(
     (name, file, line)
 }
 
-fn collect_inlines(
-    dwarf: &gimli::Dwarf<Reader<'_>>,
-    unit: &gimli::Unit<Reader<'_>>,
-    node: gimli::EntriesTreeNode<'_, '_, '_, Reader<'_>>,
+fn collect_inlines<'d>(
+    dwarf: &gimli::Dwarf<Reader<'d>>,
+    unit: &gimli::Unit<Reader<'d>>,
+    node: gimli::EntriesTreeNode<'_, '_, Reader<'d>>,
     files: &[String],
     out: &mut Vec<InlineNode>,
     depth: u32,
@@ -203,7 +202,7 @@ fn collect_inlines(
             }
             ranges.sort_unstable();
             let call_file = match entry.attr_value(gimli::DW_AT_call_file) {
-                Ok(Some(gimli::AttributeValue::FileIndex(i))) => {
+                Some(gimli::AttributeValue::FileIndex(i)) => {
                     usize::try_from(i).ok().and_then(|i| files.get(i)).cloned()
                 }
                 _ => None,
@@ -212,8 +211,6 @@ fn collect_inlines(
             let num = |at| {
                 entry
                     .attr_value(at)
-                    .ok()
-                    .flatten()
                     .and_then(|v| v.udata_value())
                     .unwrap_or(0) as u32
             };
@@ -337,7 +334,7 @@ pub fn parse_module(
             if entry.tag() != gimli::DW_TAG_subprogram {
                 continue;
             }
-            let Ok(Some(gimli::AttributeValue::Addr(low))) = entry.attr_value(gimli::DW_AT_low_pc)
+            let Some(gimli::AttributeValue::Addr(low)) = entry.attr_value(gimli::DW_AT_low_pc)
             else {
                 continue;
             };

@@ -536,7 +536,7 @@ impl Validator {
     }
 
     fn check_extension_padding(&mut self, raw: &RawRecord<'_>, padding: &[u8]) {
-        if raw.total_size() % 8 != 0 {
+        if !raw.total_size().is_multiple_of(8) {
             self.at(
                 raw,
                 "extension-padding",

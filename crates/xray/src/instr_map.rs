@@ -185,7 +185,7 @@ impl InstrMap {
         endian: Endian,
     ) -> Result<InstrMap> {
         let entry_size = word * 4;
-        if contents.len() % entry_size != 0 {
+        if !contents.len().is_multiple_of(entry_size) {
             return Err(err(format!(
                 "instrumentation map entries not evenly divisible by {entry_size}: section is {} bytes",
                 contents.len()

@@ -175,7 +175,7 @@ fn random_bytes_after_a_valid_header_never_panic() {
             state ^= state >> 7;
             state ^= state << 17;
             // Small sizes and ids make records that parse far enough to matter.
-            bytes.push(if state % 3 == 0 {
+            bytes.push(if state.is_multiple_of(3) {
                 (state >> 8) as u8 % 40
             } else {
                 (state >> 16) as u8

@@ -399,7 +399,7 @@ mod tests {
             body.extend_from_slice(&raw);
             body.extend_from_slice(path.as_bytes());
             body.push(0);
-            while (body.len() + 8) % 8 != 0 {
+            while !(body.len() + 8).is_multiple_of(8) {
                 body.push(0);
             }
             s.extend_from_slice(&67u32.to_le_bytes());

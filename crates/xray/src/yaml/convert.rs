@@ -254,7 +254,7 @@ fn scan_buffer(trace: &Trace<'_>, bi: usize) -> BufInfo {
                 bad = true;
                 return std::ops::ControlFlow::Break(());
             }
-            if info.events % CHECKPOINT_EVERY == 0 {
+            if info.events.is_multiple_of(CHECKPOINT_EVERY) {
                 due = true;
                 return std::ops::ControlFlow::Break(());
             }

@@ -248,7 +248,7 @@ fn kind_of(s: &str) -> Option<EventKind> {
 
 fn hex(s: &str) -> Option<Vec<u8>> {
     let b = s.as_bytes();
-    if b.len() % 2 != 0 {
+    if !b.len().is_multiple_of(2) {
         return None;
     }
     b.chunks(2)

@@ -1,0 +1,117 @@
+//! DWARF lines and inline frames through addr2line.
+//!
+//! The sections addr2line reads are copied (decompressed if need be) into reference-counted
+//! buffers once, when the first lookup of a binary needs them; the context is then kept
+//! for the life of the [`Binary`](super::Binary). Location lists, macros and name indexes
+//! are not loaded (addr2line does not use them).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use object::{Object, ObjectSection};
+
+use super::Frame;
+
+type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+
+/// At most this many frames per address (inline depth is small in practice; this bounds
+/// hostile DWARF).
+const MAX_FRAMES: usize = 256;
+
+/// A line-table position: file, line, column.
+pub(crate) type Location = (Option<Arc<str>>, Option<u32>, Option<u32>);
+
+pub(crate) struct Context(addr2line::Context<Reader>);
+
+impl Context {
+    /// The context of the ELF file in `data`, or `None` without usable DWARF.
+    pub fn load(data: &[u8]) -> Option<Context> {
+        let file = object::File::parse(data).ok()?;
+        let endian = if file.is_little_endian() {
+            gimli::RunTimeEndian::Little
+        } else {
+            gimli::RunTimeEndian::Big
+        };
+        let empty: Arc<[u8]> = Arc::from(&[][..]);
+        let load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
+            use gimli::SectionId as S;
+            let wanted = matches!(
+                id,
+                S::DebugAbbrev
+                    | S::DebugAddr
+                    | S::DebugAranges
+                    | S::DebugInfo
+                    | S::DebugLine
+                    | S::DebugLineStr
+                    | S::DebugStr
+                    | S::DebugStrOffsets
+                    | S::DebugTypes
+                    | S::DebugRanges
+                    | S::DebugRngLists
+            );
+            let bytes = if wanted {
+                file.section_by_name(id.name())
+                    .and_then(|s| s.uncompressed_data().ok())
+                    .map(|d: Cow<'_, [u8]>| Arc::<[u8]>::from(&*d))
+            } else {
+                None
+            };
+            Ok(gimli::EndianArcSlice::new(
+                bytes.unwrap_or_else(|| empty.clone()),
+                endian,
+            ))
+        };
+        let dwarf = gimli::Dwarf::load(load).ok()?;
+        addr2line::Context::from_dwarf(dwarf).ok().map(Context)
+    }
+
+    /// Appends the frames at `probe`, innermost first (nothing if DWARF does not cover it).
+    pub fn frames(
+        &self,
+        probe: u64,
+        out: &mut Vec<Frame>,
+        intern: &mut dyn FnMut(&str) -> Arc<str>,
+    ) {
+        // addr2line computes `probe + 1` (an overflow panic in debug builds at u64::MAX).
+        if probe == u64::MAX {
+            return;
+        }
+        let Ok(mut iter) = self.0.find_frames(probe).skip_all_loads() else {
+            return;
+        };
+        while let Ok(Some(frame)) = iter.next() {
+            let function = frame
+                .function
+                .as_ref()
+                .and_then(|f| f.raw_name().ok())
+                .map(|raw| intern(&crate::demangle(&raw)))
+                .unwrap_or_else(|| intern("??"));
+            let (file, line, column) = match frame.location {
+                Some(l) => (l.file.map(&mut *intern), l.line, l.column),
+                None => (None, None, None),
+            };
+            out.push(Frame {
+                function,
+                file,
+                line,
+                column,
+            });
+            if out.len() >= MAX_FRAMES {
+                break;
+            }
+        }
+    }
+
+    /// The line-table position of `probe` (for code DWARF has lines but no function for).
+    pub fn location(
+        &self,
+        probe: u64,
+        intern: &mut dyn FnMut(&str) -> Arc<str>,
+    ) -> Option<Location> {
+        if probe == u64::MAX {
+            return None;
+        }
+        let loc = self.0.find_location(probe).ok()??;
+        Some((loc.file.map(&mut *intern), loc.line, loc.column))
+    }
+}

@@ -1,0 +1,130 @@
+//! The symbol table of a binary: `.symtab` + `.dynsym` (+ a separate debug file's
+//! `.symtab`), code symbols only, sorted once by address.
+//!
+//! Names are not copied: each entry keeps the offset and length of its name in the file's
+//! bytes (`src` says which file: 0 the binary, 1 its debug file). A lookup is one binary
+//! search.
+
+use object::{Object, ObjectSection, ObjectSymbol, SectionIndex, SymbolKind};
+
+/// One code symbol.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sym {
+    /// First address (SVMA).
+    pub start: u64,
+    /// One past the last address: `start + size` for sized symbols; for unsized ones the
+    /// next symbol's start or the end of the symbol's section.
+    pub end: u64,
+    /// Size from the symbol table (0: unsized).
+    pub size: u64,
+    /// Where the name is: file `src`, bytes `name_off..name_off + name_len`.
+    pub name_off: usize,
+    pub name_len: u32,
+    pub src: u8,
+    /// Lower is preferred among symbols at the same address: global function, weak
+    /// function, local function, label.
+    rank: u8,
+}
+
+/// Sorted, deduplicated code symbols.
+#[derive(Debug, Default)]
+pub(crate) struct SymbolTable {
+    syms: Vec<Sym>,
+}
+
+impl SymbolTable {
+    /// Collects the code symbols of `file` (parsed from `data`), tagged `src`: functions
+    /// (`STT_FUNC`, `STT_GNU_IFUNC`) and untyped labels in executable sections, defined in a
+    /// section (not undefined, not absolute).
+    pub fn collect(file: &object::File<'_>, data: &[u8], src: u8, out: &mut Vec<Sym>) {
+        let base = data.as_ptr() as usize;
+        let section_end = |index: Option<SectionIndex>| -> Option<(u64, bool)> {
+            let s = file.section_by_index(index?).ok()?;
+            let exec = matches!(s.kind(), object::SectionKind::Text);
+            Some((s.address().checked_add(s.size())?, exec))
+        };
+        for sym in file.symbols().chain(file.dynamic_symbols()) {
+            let rank = match (sym.kind(), sym.is_weak(), sym.is_global()) {
+                (SymbolKind::Text, false, true) => 0,
+                (SymbolKind::Text, true, _) => 1,
+                (SymbolKind::Text, false, false) => 2,
+                (SymbolKind::Unknown, _, _) => 3,
+                _ => continue,
+            };
+            let Some((sec_end, exec)) = section_end(sym.section_index()) else {
+                continue;
+            };
+            if rank == 3 && !exec {
+                continue;
+            }
+            let Ok(name) = sym.name_bytes() else { continue };
+            if name.is_empty() || name.starts_with(b"$") || name.starts_with(b".L") {
+                continue;
+            }
+            let Some(name_off) = (name.as_ptr() as usize).checked_sub(base) else {
+                continue;
+            };
+            let Ok(name_len) = u32::try_from(name.len()) else {
+                continue;
+            };
+            if name_off
+                .checked_add(name.len())
+                .is_none_or(|end| end > data.len())
+            {
+                continue;
+            }
+            let start = sym.address();
+            let size = sym.size();
+            let end = if size > 0 {
+                start.saturating_add(size)
+            } else {
+                sec_end
+            };
+            if end <= start && size > 0 {
+                continue;
+            }
+            out.push(Sym {
+                start,
+                end,
+                size,
+                name_off,
+                name_len,
+                src,
+                rank,
+            });
+        }
+    }
+
+    /// Sorts and deduplicates (one symbol per address: the best ranked, sized before
+    /// unsized), and bounds unsized symbols by the next symbol.
+    pub fn build(mut syms: Vec<Sym>) -> SymbolTable {
+        syms.sort_unstable_by_key(|s| (s.start, s.rank, s.size == 0, s.src, s.name_len));
+        syms.dedup_by_key(|s| s.start);
+        let starts: Vec<u64> = syms.iter().map(|s| s.start).skip(1).collect();
+        for (s, next) in syms.iter_mut().zip(starts) {
+            if s.size == 0 {
+                s.end = s.end.min(next);
+            }
+        }
+        syms.shrink_to_fit();
+        SymbolTable { syms }
+    }
+
+    /// The symbol containing `svma`: the nearest one at or before it whose range covers it.
+    pub fn find(&self, svma: u64) -> Option<(usize, &Sym)> {
+        let i = self
+            .syms
+            .partition_point(|s| s.start <= svma)
+            .checked_sub(1)?;
+        let s = self.syms.get(i)?;
+        (svma < s.end || svma == s.start).then_some((i, s))
+    }
+
+    pub fn len(&self) -> usize {
+        self.syms.len()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Sym> {
+        self.syms.iter()
+    }
+}

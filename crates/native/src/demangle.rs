@@ -1,0 +1,48 @@
+//! Demangling of C++ (Itanium ABI) and Rust (legacy and v0) symbol names.
+
+use std::borrow::Cow;
+
+/// The readable form of a symbol name: Rust (`_ZN…17h<hash>E` legacy, `_R…` v0; printed
+/// without the hash) and C++ Itanium (`_Z…`, with parameter types and GCC's
+/// `[clone .part.0]` suffixes, as `c++filt` and `addr2line -C` print them). Any other name,
+/// or a name that does not demangle, comes back unchanged (borrowed).
+pub fn demangle(name: &str) -> Cow<'_, str> {
+    // Rust first: legacy Rust names are valid Itanium names too, but only rustc-demangle
+    // knows to drop the hash.
+    if name.starts_with("_R") || name.starts_with("_ZN") || name.starts_with("__R") {
+        if let Ok(d) = rustc_demangle::try_demangle(name) {
+            let s = format!("{d:#}");
+            if s != name {
+                return Cow::Owned(s);
+            }
+        }
+    }
+    if name.starts_with("_Z") || name.starts_with("__Z") {
+        if let Ok(sym) = cpp_demangle::Symbol::new(name) {
+            let opts = cpp_demangle::DemangleOptions::default();
+            if let Ok(s) = sym.demangle(&opts) {
+                return Cow::Owned(s);
+            }
+        }
+    }
+    Cow::Borrowed(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::demangle;
+
+    #[test]
+    fn cpp_rust_and_plain() {
+        assert_eq!(demangle("_ZN3foo3barEi"), "foo::bar(int)");
+        assert_eq!(demangle("_Z3fooi.part.0"), "foo(int) [clone .part.0]");
+        assert_eq!(
+            demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
+            "core::fmt::write"
+        );
+        assert_eq!(demangle("_RNvCs1234_7mycrate4main"), "mycrate::main");
+        assert_eq!(demangle("main"), "main");
+        assert_eq!(demangle("_Z"), "_Z");
+        assert_eq!(demangle(""), "");
+    }
+}
