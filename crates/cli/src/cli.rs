@@ -70,6 +70,8 @@ pub enum InputFormat {
     Mlpd,
     /// ELF binary (XRay instrumentation map).
     Elf,
+    /// perf.data (`perf record`, file or pipe mode).
+    Perf,
 }
 
 #[derive(Debug, Args)]

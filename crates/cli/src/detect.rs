@@ -11,6 +11,7 @@ pub enum Format {
     XrayYaml,
     Mlpd,
     Elf,
+    Perf,
 }
 
 impl Format {
@@ -23,6 +24,7 @@ impl Format {
             Format::XrayYaml => "xray-yaml",
             Format::Mlpd => "mlpd",
             Format::Elf => "elf",
+            Format::Perf => "perf",
         }
     }
 
@@ -35,6 +37,7 @@ impl Format {
             Format::XrayYaml => "an llvm-xray YAML trace",
             Format::Mlpd => "a Mono log profiler file",
             Format::Elf => "an ELF binary",
+            Format::Perf => "a perf.data recording",
         }
     }
 }
@@ -47,6 +50,7 @@ impl From<InputFormat> for Format {
             InputFormat::Xray => Format::Xray,
             InputFormat::Mlpd => Format::Mlpd,
             InputFormat::Elf => Format::Elf,
+            InputFormat::Perf => Format::Perf,
         }
     }
 }
@@ -59,6 +63,10 @@ pub fn detect(data: &[u8]) -> Option<Format> {
     }
     if head4 == [0x01, 0x5a, 0x50, 0x4d] {
         return Some(Format::Mlpd);
+    }
+    // perf.data, file or pipe mode, either byte order.
+    if matches!(data.get(..8), Some(b"PERFILE2" | b"2ELIFREP")) {
+        return Some(Format::Perf);
     }
     if head4 == b"\x7fELF" {
         return Some(Format::Elf);

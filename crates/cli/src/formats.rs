@@ -23,6 +23,7 @@ pub fn summary(o: &Opened) -> Result<Summary> {
             s
         }
         Format::Mlpd => profkit_mlpd::summary::summary(&o.mlpd()?),
+        Format::Perf => profkit_perf::summary(&o.perf()?),
         Format::Elf => return Err(o.unsupported("info")),
     })
 }
@@ -34,6 +35,7 @@ pub fn validate(o: &Opened) -> Result<Validation> {
         Format::PerfMap => profkit_jitdump::perfmap::validate(o.bytes()),
         Format::Xray | Format::XrayYaml => profkit_xray::verify(&o.trace()?),
         Format::Mlpd => profkit_mlpd::validate::validate_bytes(o.bytes()),
+        Format::Perf => profkit_perf::validate(o.bytes()),
         Format::Elf => return Err(o.unsupported("validate")),
     })
 }
@@ -102,6 +104,15 @@ pub fn dump(o: &Opened, args: &DumpArgs, out: &mut dyn Write) -> Result<Dumped> 
                 .map(|p| p.to_string())
                 .collect();
             d.truncation = file.truncation();
+        }
+        Format::Perf => {
+            let opts = profkit_perf::dump::DumpOptions {
+                json: args.json,
+                stacks: args.code,
+            };
+            let r = profkit_perf::dump::write(&o.perf()?, opts, out)?;
+            d.stopped = r.error.map(|e| e.to_string());
+            d.truncation = r.truncation;
         }
         Format::Elf => return Err(o.unsupported("dump")),
     }

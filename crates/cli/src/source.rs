@@ -2,9 +2,10 @@
 //! llvm-xray YAML trace re-encoded as binary, and the model's view of it ([`Opened::source`])
 //! with the function names of `-m BIN`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Result};
+use profkit_model::feed::perf::PerfOptions;
 use profkit_model::feed::xray::function_table;
 use profkit_model::{FunctionTable, Source};
 use profkit_xray::{yaml, InstrMap, Symbolizer, Trace};
@@ -21,6 +22,8 @@ pub struct Opened {
     pub format: Format,
     /// The binary re-encoding of an llvm-xray YAML trace.
     encoded: Option<Vec<u8>>,
+    /// The path opened (`None` for stdin).
+    path: Option<PathBuf>,
 }
 
 impl Opened {
@@ -31,7 +34,7 @@ impl Opened {
             Some(f) => Format::from(f),
             None => detect(&input.data).ok_or_else(|| {
                 anyhow!(
-                    "{}: unknown format: not a jitdump (magic \"DTiJ\"/\"JiTD\"), perf map, XRay trace, Mono log profiler file or ELF binary (use --input-format to force one)",
+                    "{}: unknown format: not a jitdump (magic \"DTiJ\"/\"JiTD\"), perf map, perf.data, XRay trace, Mono log profiler file or ELF binary (use --input-format to force one)",
                     input.name
                 )
             })?,
@@ -49,7 +52,13 @@ impl Opened {
             input,
             format,
             encoded,
+            path: (path != Path::new("-")).then(|| path.to_path_buf()),
         })
+    }
+
+    /// The input's path (`None` for stdin).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
     }
 
     /// The name for messages.
@@ -93,6 +102,11 @@ impl Opened {
             .map_err(|e| anyhow!("{}: {e}", self.input.name))
     }
 
+    /// A perf.data recording.
+    pub fn perf(&self) -> Result<profkit_perf::PerfData<'_>> {
+        profkit_perf::PerfData::parse(self.bytes()).map_err(|e| anyhow!("{}: {e}", self.input.name))
+    }
+
     /// A Mono log profiler file.
     pub fn mlpd(&self) -> Result<profkit_mlpd::File<'_>> {
         profkit_mlpd::File::parse(self.bytes()).map_err(|e| anyhow!("{}: {e}", self.input.name))
@@ -104,6 +118,7 @@ impl Opened {
             Format::Xray | Format::XrayYaml => Source::xray(self.trace()?, names(instr_map)?),
             Format::Mlpd => Source::mlpd(self.mlpd()?),
             Format::Jitdump => Source::jitdump(self.bytes()),
+            Format::Perf => Source::perf(self.bytes(), PerfOptions::new(self.path(), Vec::new())),
             Format::PerfMap | Format::Elf => return Err(self.unsupported(what)),
         })
     }

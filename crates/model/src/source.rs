@@ -38,6 +38,17 @@ pub enum Source<'a> {
         /// Method pointers → ids and names.
         methods: feed::mlpd::Methods,
     },
+    /// A perf.data recording (samples), with where to find its JIT metadata and binaries.
+    Perf {
+        /// The recording's bytes.
+        data: &'a [u8],
+        /// How to read it (`--jit-dir` …).
+        opts: feed::perf::PerfOptions,
+        /// What the last [`Source::feed`] found (JIT metadata, clocks, warnings).
+        report: std::sync::Mutex<Option<feed::perf::PerfReport>>,
+        /// No functions up front: the symbolizer declares them as it finds them.
+        functions: FunctionTable,
+    },
     /// A jitdump (code loads and moves; no calls).
     Jitdump {
         /// The dump's bytes.
@@ -67,19 +78,40 @@ impl<'a> Source<'a> {
         }
     }
 
-    /// The input format's name (`xray`, `mlpd`, `jitdump`).
+    /// A perf.data recording.
+    pub fn perf(data: &'a [u8], opts: feed::perf::PerfOptions) -> Self {
+        Source::Perf {
+            data,
+            opts,
+            report: std::sync::Mutex::new(None),
+            functions: FunctionTable::new(),
+        }
+    }
+
+    /// What the last [`Source::feed`] of a perf.data recording found.
+    pub fn perf_report(&self) -> Option<feed::perf::PerfReport> {
+        match self {
+            Source::Perf { report, .. } => report.lock().ok()?.take(),
+            _ => None,
+        }
+    }
+
+    /// The input format's name (`xray`, `mlpd`, `jitdump`, `perf`).
     pub fn format(&self) -> &'static str {
         match self {
             Source::Xray { .. } => "xray",
             Source::Mlpd { .. } => "mlpd",
             Source::Jitdump { .. } => "jitdump",
+            Source::Perf { .. } => "perf",
         }
     }
 
     /// Names of the function ids the calls use.
     pub fn functions(&self) -> &FunctionTable {
         match self {
-            Source::Xray { functions, .. } | Source::Jitdump { functions, .. } => functions,
+            Source::Xray { functions, .. }
+            | Source::Jitdump { functions, .. }
+            | Source::Perf { functions, .. } => functions,
             Source::Mlpd { methods, .. } => &methods.table,
         }
     }
@@ -88,7 +120,9 @@ impl<'a> Source<'a> {
     pub fn clock(&self) -> Clock {
         match self {
             Source::Xray { trace, .. } => feed::xray::clock(&trace.header),
-            Source::Mlpd { .. } | Source::Jitdump { .. } => Clock::NANOSECONDS,
+            Source::Mlpd { .. } | Source::Jitdump { .. } | Source::Perf { .. } => {
+                Clock::NANOSECONDS
+            }
         }
     }
 
@@ -133,7 +167,8 @@ impl<'a> Source<'a> {
                 let id = |tid: u64| ThreadId { pid, tid };
                 feed::mlpd::fold(file, methods, opts, |tid| make(id(tid))).map_keys(id)
             }
-            Source::Jitdump { .. } => Folded {
+            // Samples, not calls: nothing to fold (sampled stacks go through `feed`).
+            Source::Jitdump { .. } | Source::Perf { .. } => Folded {
                 threads: Vec::new(),
                 summary: FeedSummary::default(),
             },
@@ -155,6 +190,15 @@ impl<'a> Source<'a> {
             }
             Source::Mlpd { file, methods } => feed::mlpd::feed(file, methods, name, workers, sink),
             Source::Jitdump { data, .. } => feed::jitdump::feed(data, name, sink),
+            Source::Perf {
+                data, opts, report, ..
+            } => {
+                let (summary, r) = feed::perf::feed(data, name, opts, sink)?;
+                if let Ok(mut slot) = report.lock() {
+                    *slot = Some(r);
+                }
+                Ok(summary)
+            }
         }
     }
 }

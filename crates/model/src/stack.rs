@@ -268,8 +268,13 @@ impl StackTree {
                 if i > 0 {
                     line.push(';');
                 }
-                let name = cache.entry(*f).or_insert_with(|| names.name(*f));
-                push_frame_name(&mut line, name);
+                // Escaped once per function: deep stacks repeat the same names on every line.
+                let name = cache.entry(*f).or_insert_with(|| {
+                    let mut escaped = String::new();
+                    push_frame_name(&mut escaped, &names.name(*f));
+                    escaped
+                });
+                line.push_str(name);
             }
             line.push(' ');
             line.push_str(itoa::Buffer::new().format(v));
@@ -305,6 +310,10 @@ impl StackTree {
 fn push_frame_name(out: &mut String, name: &str) {
     if name.is_empty() {
         out.push('?');
+        return;
+    }
+    if !name.contains([';', '\n', '\r']) {
+        out.push_str(name);
         return;
     }
     out.extend(name.chars().map(|c| match c {

@@ -117,6 +117,13 @@ pub struct ConvertArgs {
     /// Keep only these threads (thread ids as the trace numbers them; repeat or comma-separate).
     #[arg(long, value_name = "TID", value_delimiter = ',')]
     pub thread: Vec<u64>,
+    /// Keep only these processes (repeat or comma-separate).
+    #[arg(long, value_name = "PID", value_delimiter = ',')]
+    pub pid: Vec<u32>,
+    /// perf.data: another directory to look for `jit-<pid>.dump` and `perf-<pid>.map` in
+    /// (after the path perf recorded and the perf.data's directory; repeatable).
+    #[arg(long = "jit-dir", value_name = "DIR")]
+    pub jit_dir: Vec<PathBuf>,
     /// Folded / SVG / pprof from traced calls: weigh stacks by call count instead of time.
     #[arg(long)]
     pub counts: bool,

@@ -162,7 +162,10 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
     if let Some(why) = unsupported_pair(o.format, target) {
         bail!("{}: cannot convert to {target}: {why}", o.name());
     }
-    let src = o.source(args.instr_map.as_deref(), "convert")?;
+    let mut src = o.source(args.instr_map.as_deref(), "convert")?;
+    if let Source::Perf { opts, .. } = &mut src {
+        opts.jit.dirs = args.jit_dir.clone();
+    }
     if target == Out::PerfMap && matches!(src, Source::Xray { .. }) && args.instr_map.is_none() {
         bail!(
             "{}: a perf map of an XRay trace lists the instrumented functions: pass the binary with -m BIN",
@@ -183,6 +186,7 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
     let selection = Selection {
         time: args.time,
         threads: args.thread.clone(),
+        pids: args.pid.clone(),
     };
     let show = !args.quiet && std::io::stderr().is_terminal() && o.bytes().len() > (64 << 20);
     let progress = Progress::new(writer, show);
@@ -209,6 +213,11 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
             }
         })?;
     output::print_feed_problems(&name, &summary);
+    if let Some(report) = src.perf_report() {
+        for w in report.warnings() {
+            output::print_warning(&format!("{name}: {w}"));
+        }
+    }
     if summary.calls.unmatched_exits > 0 || summary.calls.unfinished > 0 {
         output::print_note(&format!(
             "{name}: {} exit(s) without an enter were left out; {} call(s) still open at the end were closed at their thread's last event",

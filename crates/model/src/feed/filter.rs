@@ -17,12 +17,14 @@ pub struct Selection {
     pub time: Option<(u64, u64)>,
     /// Keep these thread ids (as the format numbers them; empty = all).
     pub threads: Vec<u64>,
+    /// Keep the threads of these processes (empty = all).
+    pub pids: Vec<u32>,
 }
 
 impl Selection {
     /// Whether the selection keeps everything.
     pub fn is_all(&self) -> bool {
-        self.time.is_none() && self.threads.is_empty()
+        self.time.is_none() && self.threads.is_empty() && self.pids.is_empty()
     }
 }
 
@@ -110,7 +112,8 @@ impl<S: EventSink> EventSink for Filter<S> {
         self.inner.function(id, info)
     }
     fn thread(&mut self, t: &ThreadInfo<'_>) -> io::Result<()> {
-        let keep = self.sel.threads.is_empty() || self.sel.threads.contains(&t.tid);
+        let keep = (self.sel.threads.is_empty() || self.sel.threads.contains(&t.tid))
+            && (self.sel.pids.is_empty() || self.sel.pids.contains(&t.pid));
         let i = t.index as usize;
         if self.threads.len() <= i {
             self.threads.resize_with(i + 1, FilterThread::default);
@@ -274,6 +277,7 @@ mod tests {
         let ev = run(Selection {
             time: Some((15, 60)),
             threads: vec![8],
+            ..Selection::default()
         });
         let exits: Vec<_> = ev
             .iter()

@@ -250,6 +250,7 @@ fn filter_keeps_a_window_balanced() {
         Selection {
             time: Some((end / 3, 2 * end / 3)),
             threads: vec![],
+            ..Selection::default()
         },
     );
     feed::xray::feed(

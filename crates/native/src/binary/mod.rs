@@ -444,13 +444,11 @@ impl Binary {
                 source,
             });
         }
-        let unknown = intern(strings, "??");
-        if let Some(last) = frames.last_mut() {
-            if last.function == unknown {
-                if let Some(s) = &symbol {
-                    last.function = s.name.clone();
-                }
-            }
+        // The outermost frame is the function the symbol table names, as perf shows it (of
+        // aliases like memcpy/memmove, DWARF may name the other one); DWARF names it only where
+        // no symbol covers the address.
+        if let (Some(last), Some(s)) = (frames.last_mut(), &symbol) {
+            last.function = s.name.clone();
         }
         Some(Symbolized {
             frames,

@@ -21,9 +21,11 @@ pub(crate) struct Sym {
     pub name_off: usize,
     pub name_len: u32,
     pub src: u8,
-    /// Lower is preferred among symbols at the same address: global function, weak
-    /// function, local function, label.
+    /// Lower is preferred among symbols at the same address: global function, local
+    /// function, weak function, label.
     rank: u8,
+    /// Leading underscores of the name (fewer is preferred).
+    underscores: u8,
 }
 
 /// Sorted, deduplicated code symbols.
@@ -46,8 +48,8 @@ impl SymbolTable {
         for sym in file.symbols().chain(file.dynamic_symbols()) {
             let rank = match (sym.kind(), sym.is_weak(), sym.is_global()) {
                 (SymbolKind::Text, false, true) => 0,
-                (SymbolKind::Text, true, _) => 1,
-                (SymbolKind::Text, false, false) => 2,
+                (SymbolKind::Text, false, false) => 1,
+                (SymbolKind::Text, true, _) => 2,
                 (SymbolKind::Unknown, _, _) => 3,
                 _ => continue,
             };
@@ -91,14 +93,26 @@ impl SymbolTable {
                 name_len,
                 src,
                 rank,
+                underscores: name.iter().take_while(|&&b| b == b'_').count().min(255) as u8,
             });
         }
     }
 
-    /// Sorts and deduplicates (one symbol per address: the best ranked, sized before
-    /// unsized), and bounds unsized symbols by the next symbol.
+    /// Sorts and deduplicates, and bounds unsized symbols by the next symbol. Of the symbols
+    /// at one address (aliases: `memcpy`/`memmove`, C++ constructors) the one perf shows is
+    /// kept, so that names agree with `perf report`: sized, then not weak, then global, then
+    /// fewer leading underscores, then the longer name.
     pub fn build(mut syms: Vec<Sym>) -> SymbolTable {
-        syms.sort_unstable_by_key(|s| (s.start, s.rank, s.size == 0, s.src, s.name_len));
+        syms.sort_unstable_by_key(|s| {
+            (
+                s.start,
+                s.size == 0,
+                s.rank,
+                s.underscores,
+                std::cmp::Reverse(s.name_len),
+                s.src,
+            )
+        });
         syms.dedup_by_key(|s| s.start);
         let starts: Vec<u64> = syms.iter().map(|s| s.start).skip(1).collect();
         for (s, next) in syms.iter_mut().zip(starts) {

@@ -1,3 +1,582 @@
-//! The perf.data driver: samples named through the recording's JIT metadata and binaries.
+//! perf.data → [`EventSink`]: every sample becomes a [`Sample`] whose stack is named through
+//! the recording's JIT metadata, binaries and kernel symbols.
+//!
+//! The walk is one pass over the events in time order (profkit-perf sorts them, as perf does
+//! with FINISHED_ROUND). MMAP, COMM and FORK update each [`Process`]; a SAMPLE is turned into
+//! addresses and the addresses into frames:
+//!
+//! * **addresses**: a frame-pointer callchain (`-g`) as perf recorded it (return addresses are
+//!   looked up at `addr - 1`); a `--call-graph dwarf` sample's kernel callchain, then its user
+//!   pc, then the return addresses [`Unwinder`] finds in its copy of the user stack, using the
+//!   binaries' CFI and the jitdump's JIT_CODE_UNWINDING_INFO for JIT code; a sample with neither
+//!   is just its pc;
+//! * **frames**: [`Symbols`] (kernel symbols, native binaries with inline frames and lines,
+//!   JIT code through the process's [`CodeMap`](crate::codemap::CodeMap) at the sample's time,
+//!   perf maps).
+//!
+//! A process's JIT metadata ([`jit`]) is looked up at its first sample, and again if a
+//! jitdump marker appears later. The jitdump's times match the samples only when the recording
+//! used CLOCK_MONOTONIC (`perf record -k 1`) and the dump says it does too; otherwise JIT code
+//! is named by what is live at the end of the dump and the [`PerfReport`] warns.
+//!
+//! Samples weigh their period (perf report's default: ns for cpu-clock, events for cycles).
+//! Only the first sampled event's samples are used (a recording of several events mixes
+//! units); the report counts the others. Times are ns since the first sample.
 
 pub mod jit;
+mod process;
+mod report;
+mod symbols;
+
+use std::collections::{BinaryHeap, HashMap};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use profkit_native::{Binaries, BuildId, Kallsyms, Unwinder};
+use profkit_perf::{EventData, Mmap, PerfData, Sample as PerfSample};
+
+use super::FeedSummary;
+use crate::events::{EventSink, ProcessInfo, Sample, ThreadInfo, TraceInfo};
+use crate::func::{FuncId, FunctionTable};
+pub use jit::JitSearch;
+use process::{Map, MapKind, Process};
+pub use report::{ClockCheck, PerfReport, ProcessReport};
+use symbols::{KernelNames, Origin, Symbols};
+
+/// How to read a recording.
+#[derive(Clone, Debug, Default)]
+pub struct PerfOptions {
+    /// Where JIT metadata is looked for.
+    pub jit: JitSearch,
+    /// Extra directories searched for binaries by file name (`--symfs`-like).
+    pub binary_dirs: Vec<PathBuf>,
+    /// Kernel symbols to use instead of the build-id cache's or `/proc/kallsyms`.
+    pub kallsyms: Option<PathBuf>,
+}
+
+impl PerfOptions {
+    /// Options for the recording at `path` (`None`: a pipe) with `--jit-dir` directories.
+    pub fn new(path: Option<&Path>, jit_dirs: Vec<PathBuf>) -> PerfOptions {
+        PerfOptions {
+            jit: JitSearch::new(path, jit_dirs),
+            ..PerfOptions::default()
+        }
+    }
+}
+
+/// A JIT region the unwinder holds, ordered by when it stops being live (min-heap).
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Expiry(std::cmp::Reverse<u64>, usize);
+
+/// The walk's state.
+struct Walk<'o> {
+    opts: &'o PerfOptions,
+    symbols: Symbols,
+    processes: HashMap<u32, Process>,
+    /// Threads by (pid, tid) → dense index.
+    threads: HashMap<(u32, u32), u32>,
+    thread_names: HashMap<u32, String>,
+    /// Build ids from the feature section, by path.
+    build_ids: HashMap<Vec<u8>, Vec<u8>>,
+    clock_ok: bool,
+    origin: Option<u64>,
+    attr: Option<usize>,
+    report: PerfReport,
+    summary: FeedSummary,
+    /// Per process: JIT regions in the unwinder, by expiry.
+    expiries: HashMap<u32, BinaryHeap<Expiry>>,
+    // Scratch buffers, reused by every sample.
+    addrs: Vec<(u64, bool)>,
+    stack: Vec<FuncId>,
+    lines: Vec<u32>,
+    unwound: Vec<u64>,
+}
+
+/// Feeds the recording in `data` to `sink`. `name` names the trace. Records that do not decode
+/// are reported and skipped; a cut-off file yields everything before the cut.
+pub fn feed(
+    data: &[u8],
+    name: &str,
+    opts: &PerfOptions,
+    sink: &mut dyn EventSink,
+) -> io::Result<(FeedSummary, PerfReport)> {
+    let perf = PerfData::parse(data).map_err(invalid)?;
+    let mut walk = Walk::new(&perf, opts);
+    let mut events = perf.events().map_err(invalid)?;
+    let functions = FunctionTable::new();
+    let mut begun = false;
+    while let Some(ev) = events.next_event() {
+        let ev = match ev {
+            Ok(ev) => ev,
+            Err(e) => {
+                walk.summary.problems.push(e.to_string());
+                break;
+            }
+        };
+        match &ev.data {
+            EventData::Sample(s) => {
+                if !begun {
+                    walk.origin = s.time;
+                    sink.begin(&trace_info(&functions, walk.origin, name))?;
+                    begun = true;
+                }
+                walk.sample(s, sink)?;
+            }
+            EventData::Mmap(m) => walk.mmap(m),
+            EventData::Comm(c) => {
+                let (Ok(pid), Ok(tid)) = (u32::try_from(c.pid), u32::try_from(c.tid)) else {
+                    continue;
+                };
+                let comm = String::from_utf8_lossy(c.name).into_owned();
+                let p = walk.processes.entry(pid).or_default();
+                if pid == tid || c.exec || p.comm.is_none() {
+                    p.comm = Some(comm.clone());
+                }
+                walk.thread_names.insert(tid, comm);
+            }
+            EventData::Fork(t) => {
+                if let (Ok(pid), Ok(ppid)) = (u32::try_from(t.pid), u32::try_from(t.ppid)) {
+                    if pid != ppid && !walk.processes.contains_key(&pid) {
+                        let child = walk.processes.get(&ppid).map(Process::fork);
+                        walk.processes.insert(pid, child.unwrap_or_default());
+                    }
+                }
+            }
+            EventData::Lost(l) => walk.report.lost += l.count,
+            EventData::BuildId(b) => {
+                walk.build_ids
+                    .insert(b.path.clone().into_bytes(), b.build_id.clone());
+            }
+            EventData::Malformed(why) => walk
+                .summary
+                .problems
+                .push(format!("record {}: {why}", ev.index)),
+            _ => {}
+        }
+    }
+    let outcome = events.outcome();
+    walk.summary.truncation = outcome.truncation.clone();
+    if !begun {
+        sink.begin(&trace_info(&functions, None, name))?;
+    }
+    let (summary, report) = walk.finish();
+    sink.finish()?;
+    Ok((summary, report))
+}
+
+fn trace_info<'a>(
+    functions: &'a FunctionTable,
+    origin: Option<u64>,
+    name: &'a str,
+) -> TraceInfo<'a> {
+    TraceInfo {
+        format: "perf",
+        functions,
+        clock: crate::Clock::NANOSECONDS,
+        origin_ns: origin.unwrap_or(0),
+        name,
+    }
+}
+
+fn invalid(e: profkit_perf::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+}
+
+/// The kernel's symbols for a recording: `--kallsyms`, the build-id cache's copy, or
+/// `/proc/kallsyms` of the same kernel.
+fn kernel_names(perf: &PerfData<'_>, opts: &PerfOptions, binaries: &Binaries) -> KernelNames {
+    let kernel_id = perf
+        .features()
+        .build_ids
+        .iter()
+        .find(|b| b.is_kernel())
+        .map(|b| BuildId::new(&b.build_id));
+    let path = opts
+        .kallsyms
+        .clone()
+        .or_else(|| binaries.kallsyms_path(kernel_id.as_ref()));
+    let Some(path) = path else {
+        return KernelNames::Unavailable(
+            "no kallsyms of the recorded kernel (not in ~/.debug, and not the running kernel)"
+                .into(),
+        );
+    };
+    match Kallsyms::from_file(&path) {
+        Ok(k) if k.is_restricted() => KernelNames::Unavailable(format!(
+            "{}: addresses hidden (kptr_restrict); kernel frames are [kernel]",
+            path.display()
+        )),
+        Ok(k) => KernelNames::Kallsyms(k, path.display().to_string()),
+        Err(e) => KernelNames::Unavailable(e.to_string()),
+    }
+}
+
+impl<'o> Walk<'o> {
+    fn new(perf: &PerfData<'_>, opts: &'o PerfOptions) -> Walk<'o> {
+        let mut binaries = Binaries::new();
+        for d in &opts.binary_dirs {
+            binaries.add_search_dir(d.clone());
+        }
+        let kernel = kernel_names(perf, opts, &binaries);
+        let attrs = perf.attrs();
+        // The first attr that samples (perf record's first -e).
+        let attr = attrs.iter().position(|a| a.sample_period_or_freq != 0);
+        let clock_ok = attrs
+            .get(attr.unwrap_or(0))
+            .is_some_and(|a| a.use_clockid && a.clockid == Some(1));
+        let build_ids = perf
+            .features()
+            .build_ids
+            .iter()
+            .map(|b| (b.path.clone().into_bytes(), b.build_id.clone()))
+            .collect();
+        let mut report = PerfReport {
+            clock: if clock_ok {
+                ClockCheck::Monotonic
+            } else {
+                ClockCheck::PerfClock
+            },
+            ..PerfReport::default()
+        };
+        report.kernel = match &kernel {
+            KernelNames::Kallsyms(k, from) => format!("{} symbols from {from}", k.len()),
+            KernelNames::Unavailable(why) => why.clone(),
+        };
+        Walk {
+            opts,
+            symbols: Symbols::new(binaries, kernel),
+            processes: HashMap::new(),
+            threads: HashMap::new(),
+            thread_names: HashMap::new(),
+            build_ids,
+            clock_ok,
+            origin: None,
+            attr,
+            report,
+            summary: FeedSummary::default(),
+            expiries: HashMap::new(),
+            addrs: Vec::new(),
+            stack: Vec::new(),
+            lines: Vec::new(),
+            unwound: Vec::new(),
+        }
+    }
+
+    fn mmap(&mut self, m: &Mmap<'_>) {
+        let Ok(pid) = u32::try_from(m.pid) else {
+            return; // the kernel's own mappings (pid -1): kallsyms names kernel code
+        };
+        if m.is_kernel() || m.len == 0 {
+            return;
+        }
+        let path = String::from_utf8_lossy(m.path);
+        let kind = if m.jitdump_pid().is_some() {
+            MapKind::JitMarker
+        } else if m.is_anonymous() {
+            MapKind::Anon
+        } else if profkit_native::paths::is_pseudo(&path) {
+            MapKind::Special
+        } else {
+            MapKind::File
+        };
+        let process = self.processes.entry(pid).or_default();
+        if kind == MapKind::JitMarker {
+            let marker = PathBuf::from(&*path);
+            if process.jit.marker.as_ref() != Some(&marker) {
+                process.jit.marker = Some(marker);
+                if process.jit.dump.is_none() {
+                    process.jit.searched = false;
+                }
+            }
+            return;
+        }
+        let build_id = m
+            .build_id
+            .as_ref()
+            .map(|b| b.as_bytes().to_vec())
+            .or_else(|| self.build_ids.get(m.path).cloned());
+        process.map(
+            m.start,
+            Map {
+                end: m.end(),
+                pgoff: m.pgoff,
+                path: Arc::from(&*path),
+                build_id,
+                kind,
+                executable: m.executable,
+                binary: None,
+            },
+        );
+    }
+
+    fn sample(&mut self, s: &PerfSample<'_>, sink: &mut dyn EventSink) -> io::Result<()> {
+        self.report.samples += 1;
+        if self.attr.is_some_and(|a| a != s.attr_index) {
+            self.report.other_event_samples += 1;
+            return Ok(());
+        }
+        let pid = s.pid.and_then(|p| u32::try_from(p).ok()).unwrap_or(0);
+        let tid = s.tid.and_then(|t| u32::try_from(t).ok()).unwrap_or(pid);
+        let time = s.time.unwrap_or(0);
+        let thread = self.declare(pid, tid, sink)?;
+        self.load_jit(pid);
+        let jit_time = self.jit_time(pid, time);
+        self.addresses(pid, s, jit_time);
+
+        // Names, innermost first, then reversed to the sink's outermost-first order.
+        self.stack.clear();
+        self.lines.clear();
+        let mut leaf = None;
+        let Some(process) = self.processes.get_mut(&pid) else {
+            return Ok(());
+        };
+        for &(addr, kernel) in &self.addrs {
+            let (frames, origin) = if kernel {
+                (self.symbols.kernel(addr, sink)?, Origin::Kernel)
+            } else {
+                self.symbols.user(pid, process, addr, jit_time, sink)?
+            };
+            leaf.get_or_insert(origin);
+            for &(id, line) in self.symbols.frames(frames) {
+                self.stack.push(id);
+                self.lines.push(line);
+            }
+        }
+        process.samples += 1;
+        match leaf {
+            Some(Origin::Jit) => process.jit_samples += 1,
+            Some(Origin::UnnamedJit) => {
+                process.jit_samples += 1;
+                process.unnamed_jit_samples += 1;
+            }
+            _ => {}
+        }
+        self.stack.reverse();
+        self.lines.reverse();
+        self.summary.other_events += 1;
+        sink.sample(&Sample {
+            thread,
+            time: time.saturating_sub(self.origin.unwrap_or(0)),
+            stack: &self.stack,
+            lines: &self.lines,
+            weight: s.period.unwrap_or(1).max(1),
+        })
+    }
+
+    /// The thread index of (pid, tid), declaring the process and thread on first sight.
+    fn declare(&mut self, pid: u32, tid: u32, sink: &mut dyn EventSink) -> io::Result<u32> {
+        if let Some(&i) = self.threads.get(&(pid, tid)) {
+            return Ok(i);
+        }
+        let process = self.processes.entry(pid).or_default();
+        let pname = process.comm.clone().unwrap_or_else(|| format!("pid {pid}"));
+        if !process.declared {
+            process.declared = true;
+            sink.process(&ProcessInfo { pid, name: &pname })?;
+        }
+        let index = self.threads.len() as u32;
+        self.threads.insert((pid, tid), index);
+        self.summary.threads += 1;
+        let tname = self
+            .thread_names
+            .get(&tid)
+            .cloned()
+            .unwrap_or_else(|| format!("thread {tid}"));
+        sink.thread(&ThreadInfo {
+            index,
+            pid,
+            tid: u64::from(tid),
+            name: &tname,
+        })?;
+        Ok(index)
+    }
+
+    /// Looks up the process's jitdump and perf map, once (again after a new marker).
+    fn load_jit(&mut self, pid: u32) {
+        let Some(process) = self.processes.get_mut(&pid) else {
+            return;
+        };
+        if process.jit.searched {
+            return;
+        }
+        process.jit.searched = true;
+        let search = &self.opts.jit;
+        if process.jit.dump.is_none() {
+            match search.jitdump(pid, process.jit.marker.as_deref()) {
+                Ok(path) => match jit::load_jitdump(&path) {
+                    Ok(dump) => {
+                        process.jit.dump = Some(dump);
+                        process.jit.dump_tried.clear();
+                        process.jit.dump_error = None;
+                        process.jit_cursor = 0;
+                    }
+                    Err(e) => process.jit.dump_error = Some(e),
+                },
+                Err(tried) => process.jit.dump_tried = tried,
+            }
+        }
+        if process.jit.map.is_none() {
+            if let Ok(path) = search.perf_map(pid) {
+                match jit::load_perf_map(&path) {
+                    Ok(map) => process.jit.map = Some(map),
+                    Err(e) => self.report.warnings.push(e),
+                }
+            }
+        }
+    }
+
+    /// The time to look JIT code up at: the sample's, when the clocks match.
+    fn jit_time(&self, pid: u32, time: u64) -> Option<u64> {
+        let dump = self.processes.get(&pid)?.jit.dump.as_ref()?;
+        (self.clock_ok && dump.monotonic).then_some(time)
+    }
+
+    /// Fills `self.addrs` with the sample's addresses, innermost first: (lookup address,
+    /// is kernel).
+    fn addresses(&mut self, pid: u32, s: &PerfSample<'_>, jit_time: Option<u64>) {
+        self.addrs.clear();
+        let dwarf = s.user_regs.as_ref().zip(s.user_stack.as_ref());
+        if let Some(chain) = &s.callchain {
+            for f in chain.frames() {
+                if f.context.is_kernel() {
+                    self.addrs.push((f.lookup_addr(), true));
+                } else if dwarf.is_none() {
+                    self.addrs.push((f.lookup_addr(), false));
+                }
+            }
+        }
+        if let Some((regs, stack)) = dwarf {
+            let values: Vec<u64> = regs.iter().map(|(_, v)| v).collect();
+            let Some(regs) = profkit_native::UserRegs::from_perf_x86_64(regs.mask, &values) else {
+                return;
+            };
+            self.addrs.push((regs.ip, false));
+            self.sync_unwinder(pid, jit_time);
+            let Some(unwinder) = self
+                .processes
+                .get_mut(&pid)
+                .and_then(|p| p.unwinder.as_mut())
+            else {
+                return;
+            };
+            self.unwound.clear();
+            unwinder.unwind(regs, stack.valid(), &mut self.unwound);
+            self.report.unwind.samples += 1;
+            self.report.unwind.frames += self.unwound.len() as u64;
+            self.addrs
+                .extend(self.unwound.iter().map(|&a| (a.saturating_sub(1), false)));
+            return;
+        }
+        if self.addrs.is_empty() {
+            if let Some(ip) = s.ip {
+                self.addrs.push((ip, s.in_kernel()));
+            }
+        }
+    }
+
+    /// Brings the process's unwinder up to date: the binaries mapped now, the JIT functions
+    /// live at the sample's time.
+    fn sync_unwinder(&mut self, pid: u32, jit_time: Option<u64>) {
+        let Some(process) = self.processes.get_mut(&pid) else {
+            return;
+        };
+        if process.unwinder.is_none() || process.unwinder_generation != process.generation {
+            // Mappings changed: start again from the binaries (rare: start-up and dlopen).
+            let mut unwinder = Unwinder::new();
+            let starts: Vec<u64> = process
+                .maps
+                .iter()
+                .filter(|(_, m)| m.kind == MapKind::File && m.executable)
+                .map(|(&s, _)| s)
+                .collect();
+            for start in starts {
+                if let Some((bin, mapping)) = self.symbols.binary_of(process, start) {
+                    unwinder.add_binary(&bin, &mapping);
+                }
+            }
+            process.unwinder = Some(unwinder);
+            process.unwinder_generation = process.generation;
+            process.jit_cursor = 0;
+            process.jit_modules.clear();
+            self.expiries.remove(&pid);
+        }
+        let Some(dump) = &process.jit.dump else {
+            return;
+        };
+        let Some(unwinder) = process.unwinder.as_mut() else {
+            return;
+        };
+        // Without matching clocks, every region with unwinding info that is live at the end.
+        let now = jit_time.unwrap_or(u64::MAX);
+        let heap = self.expiries.entry(pid).or_default();
+        while let Some(Expiry(std::cmp::Reverse(end), idx)) = heap.peek() {
+            if *end > now {
+                break;
+            }
+            if let Some(start) = process.jit_modules.remove(idx) {
+                unwinder.remove(start);
+            }
+            heap.pop();
+        }
+        let regions = dump.map.regions();
+        while let Some(r) = regions.get(process.jit_cursor) {
+            if jit_time.is_some() && r.load_time > now {
+                break;
+            }
+            let idx = process.jit_cursor;
+            process.jit_cursor += 1;
+            let end_time = r.end_time.unwrap_or(u64::MAX);
+            if end_time <= now {
+                continue;
+            }
+            let Some(u) = &r.unwind else {
+                continue;
+            };
+            unwinder.remove_overlapping(r.start, r.end());
+            process
+                .jit_modules
+                .retain(|_, s| *s < r.start || *s >= r.end());
+            let info = profkit_native::unwind::JitUnwindInfo {
+                code_addr: r.start,
+                code_size: r.size,
+                eh_frame: &u.eh_frame,
+                eh_frame_hdr: &u.eh_frame_hdr,
+            };
+            match unwinder.add_jit(&r.name, &info) {
+                Ok(_) => {
+                    process.jit_modules.insert(idx, r.start);
+                    if end_time != u64::MAX {
+                        heap.push(Expiry(std::cmp::Reverse(end_time), idx));
+                    }
+                    self.report.unwind.jit_modules += 1;
+                }
+                Err(_) => self.report.unwind.jit_unusable += 1,
+            }
+        }
+    }
+
+    fn finish(mut self) -> (FeedSummary, PerfReport) {
+        let mut pids: Vec<u32> = self.processes.keys().copied().collect();
+        pids.sort_unstable();
+        for pid in pids {
+            let Some(p) = self.processes.get(&pid) else {
+                continue;
+            };
+            if p.samples == 0 {
+                continue;
+            }
+            self.report.processes.push(ProcessReport::of(pid, p));
+        }
+        self.report.missing_binaries = self
+            .symbols
+            .binaries
+            .problems()
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        self.report.functions = self.symbols.functions();
+        self.report.problems = self.summary.problems.clone();
+        (self.summary, self.report)
+    }
+}

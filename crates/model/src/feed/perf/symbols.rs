@@ -1,0 +1,346 @@
+//! Addresses → the model's functions: every frame of every sample goes through
+//! [`Symbols::resolve`], which answers with frames (function id and line, innermost first; an
+//! address in inlined code gives several).
+//!
+//! Where a name comes from, by where the address is:
+//! * **kernel**: kallsyms (the recording's copy in perf's build-id cache, or `/proc/kallsyms` when
+//!   the recording is of the running kernel), else one `[kernel]` function;
+//! * **a file mapping**: the binary (checked against the recorded build id, found by
+//!   profkit-native's [`Binaries`]) — DWARF inline frames with file and line, else the symbol
+//!   table; a binary that cannot be found gives `module+0xoffset` (file offset);
+//! * **anonymous memory** (or no mapping): the process's jitdump [`crate::codemap::CodeMap`] at
+//!   the sample's time (inline frames, lines, tier), else its perf map, else the bare address.
+//!
+//! Answers are cached: per process and address for native code (dropped when the process's
+//! mappings change), per code-map region and offset for JIT code, per address for the kernel. A
+//! cached answer is a range of one shared frame arena, so a hot address costs one hash lookup.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::Path;
+
+use std::sync::Arc;
+
+use profkit_native::{Binaries, Binary, BuildId, Kallsyms, Mapping};
+
+use super::process::{Map, MapKind, Process};
+use crate::events::EventSink;
+use crate::func::{FuncId, FuncInfo, FuncInterner, FuncKind};
+
+/// A range of the frame arena: `(start, len)`.
+#[derive(Clone, Copy, Debug)]
+pub struct Frames {
+    start: u32,
+    len: u32,
+}
+
+/// Where an address was found (for the report's counters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Kernel code.
+    Kernel,
+    /// A binary on disk (named or not).
+    Native,
+    /// JIT code named by a jitdump or perf map.
+    Jit,
+    /// Anonymous memory nothing names.
+    UnnamedJit,
+}
+
+/// Kernel symbols, if the recording allows.
+pub enum KernelNames {
+    /// Parsed kallsyms and where they came from.
+    Kallsyms(Kallsyms, String),
+    /// Why not.
+    Unavailable(String),
+}
+
+/// The symbolizer of a recording. See the [module docs](self).
+pub struct Symbols {
+    /// Finds binaries.
+    pub binaries: Binaries,
+    /// Kernel names.
+    pub kernel: KernelNames,
+    interner: FuncInterner,
+    arena: Vec<(FuncId, u32)>,
+    kernel_cache: HashMap<u64, Frames>,
+    /// Per process: (mapping generation, address) → frames.
+    native_cache: HashMap<(u32, u64, u64), Frames>,
+    /// Per process: (code-map region, offset) → frames.
+    jit_cache: HashMap<(u32, usize, u64), Frames>,
+    /// Per process: perf map entry start and address → frames.
+    map_cache: HashMap<(u32, u64), Frames>,
+    scratch: Vec<(FuncInfo, u32)>,
+}
+
+impl Symbols {
+    /// A symbolizer over `binaries` and `kernel`.
+    pub fn new(binaries: Binaries, kernel: KernelNames) -> Symbols {
+        Symbols {
+            binaries,
+            kernel,
+            interner: FuncInterner::new(),
+            arena: Vec::new(),
+            kernel_cache: HashMap::new(),
+            native_cache: HashMap::new(),
+            jit_cache: HashMap::new(),
+            map_cache: HashMap::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The frames of a range from [`Symbols::resolve`], innermost first.
+    pub fn frames(&self, f: Frames) -> &[(FuncId, u32)] {
+        let start = f.start as usize;
+        self.arena
+            .get(start..start + f.len as usize)
+            .unwrap_or_default()
+    }
+
+    /// Number of distinct functions so far.
+    pub fn functions(&self) -> usize {
+        self.interner.len()
+    }
+
+    /// Interns the frames in `self.scratch` and stores them in the arena.
+    fn store(&mut self, sink: &mut dyn EventSink) -> io::Result<Frames> {
+        let start = self.arena.len() as u32;
+        for (info, line) in std::mem::take(&mut self.scratch) {
+            let id = self.interner.intern(info, sink)?;
+            self.arena.push((id, line));
+        }
+        Ok(Frames {
+            start,
+            len: self.arena.len() as u32 - start,
+        })
+    }
+
+    /// The frames of kernel address `addr`.
+    pub fn kernel(&mut self, addr: u64, sink: &mut dyn EventSink) -> io::Result<Frames> {
+        if let Some(&f) = self.kernel_cache.get(&addr) {
+            return Ok(f);
+        }
+        let info = match &self.kernel {
+            KernelNames::Kallsyms(k, _) => match k.lookup(addr) {
+                Some(s) => FuncInfo {
+                    name: Some(s.name.to_string()),
+                    module: Some(match s.module {
+                        Some(m) => format!("[{m}]"),
+                        None => "[kernel.kallsyms]".to_string(),
+                    }),
+                    kind: FuncKind::Kernel,
+                    ..FuncInfo::default()
+                },
+                None => kernel_placeholder(),
+            },
+            KernelNames::Unavailable(_) => kernel_placeholder(),
+        };
+        self.scratch.push((info, 0));
+        let f = self.store(sink)?;
+        self.kernel_cache.insert(addr, f);
+        Ok(f)
+    }
+
+    /// The frames of user address `addr` (already `- 1` for a return address) of process
+    /// `pid` at `time` (`None`: the clocks cannot be matched, use the JIT code live at the end).
+    pub fn user(
+        &mut self,
+        pid: u32,
+        process: &mut Process,
+        addr: u64,
+        time: Option<u64>,
+        sink: &mut dyn EventSink,
+    ) -> io::Result<(Frames, Origin)> {
+        let kind = process.find(addr).map(|(_, m)| m.kind.clone());
+        // Code a jitdump reports inside a file mapping (V8's embedded builtins in node's
+        // text) is named by the dump while it is live, as after `perf inject --jit`, whose
+        // injected mappings cover the file's.
+        let jit_in_file = matches!(kind, Some(MapKind::File))
+            && process
+                .jit
+                .dump
+                .as_ref()
+                .is_some_and(|d| d.map.region_at(addr, time).is_some());
+        match kind {
+            Some(MapKind::File) | Some(MapKind::Special) if !jit_in_file => {
+                let key = (pid, process.generation, addr);
+                if let Some(&f) = self.native_cache.get(&key) {
+                    return Ok((f, Origin::Native));
+                }
+                self.native(process, addr);
+                let f = self.store(sink)?;
+                self.native_cache.insert(key, f);
+                Ok((f, Origin::Native))
+            }
+            _ => self.jit(pid, process, addr, time, sink),
+        }
+    }
+
+    /// The binary of the file mapping starting at `start`, found on first use.
+    pub fn binary_of(
+        &mut self,
+        process: &mut Process,
+        start: u64,
+    ) -> Option<(Arc<Binary>, Mapping)> {
+        let map = process.maps.get_mut(&start)?;
+        self.find_binary(start, map)
+    }
+
+    fn find_binary(&mut self, start: u64, map: &mut Map) -> Option<(Arc<Binary>, Mapping)> {
+        if map.binary.is_none() {
+            let id = map.build_id.as_deref().map(BuildId::new);
+            let found = self
+                .binaries
+                .find(Path::new(&*map.path), id.as_ref())
+                .and_then(|b| {
+                    let m = b.mapping(start, map.end - start, map.pgoff)?;
+                    Some((b, m))
+                });
+            map.binary = Some(found);
+        }
+        map.binary.clone().flatten()
+    }
+
+    /// Fills `self.scratch` with the frames of native address `addr`.
+    fn native(&mut self, process: &mut Process, addr: u64) {
+        let Some((start, map)) = process.find_mut(addr) else {
+            return;
+        };
+        self.find_binary(start, map);
+        let module = module_name(&map.path);
+        match map.binary.as_ref().and_then(|b| b.as_ref()) {
+            Some((bin, mapping)) => {
+                let svma = mapping.to_svma(addr);
+                match bin.lookup(svma) {
+                    Some(sym) => {
+                        for f in &sym.frames {
+                            self.scratch.push((
+                                FuncInfo {
+                                    name: Some(f.function.to_string()),
+                                    file: f.file.as_deref().map(str::to_string),
+                                    module: Some(module.clone()),
+                                    kind: FuncKind::Native,
+                                    ..FuncInfo::default()
+                                },
+                                f.line.unwrap_or(0),
+                            ));
+                        }
+                    }
+                    None => self
+                        .scratch
+                        .push((unsymbolized(&module, addr - start + map.pgoff), 0)),
+                }
+            }
+            None => self
+                .scratch
+                .push((unsymbolized(&module, addr - start + map.pgoff), 0)),
+        }
+    }
+
+    /// The frames of an address in anonymous memory: jitdump, perf map, or the address.
+    fn jit(
+        &mut self,
+        pid: u32,
+        process: &mut Process,
+        addr: u64,
+        time: Option<u64>,
+        sink: &mut dyn EventSink,
+    ) -> io::Result<(Frames, Origin)> {
+        if let Some(dump) = &process.jit.dump {
+            let region = match time {
+                Some(t) => dump
+                    .map
+                    .region_at(addr, Some(t))
+                    .or_else(|| dump.map.region_at(addr, None)),
+                None => dump.map.region_at(addr, None),
+            };
+            if let Some(index) = region {
+                let r = dump.map.region(index);
+                let offset = r.map_or(0, |r| addr - r.start);
+                let key = (pid, index, offset);
+                if let Some(&f) = self.jit_cache.get(&key) {
+                    return Ok((f, Origin::Jit));
+                }
+                let module = module_name(&dump.path.to_string_lossy());
+                let tier = r.and_then(|r| r.tier.clone());
+                for f in dump.map.frames_at(index, offset) {
+                    self.scratch.push((
+                        FuncInfo {
+                            name: Some(f.function),
+                            file: f.file,
+                            module: Some(module.clone()),
+                            kind: FuncKind::Jit,
+                            // Inlined frames were compiled by the same tier.
+                            tier: tier.clone(),
+                            ..FuncInfo::default()
+                        },
+                        f.line,
+                    ));
+                }
+                let f = self.store(sink)?;
+                self.jit_cache.insert(key, f);
+                return Ok((f, Origin::Jit));
+            }
+        }
+        if let Some(map) = &process.jit.map {
+            if let Some((start, entry)) = map.map.covering(addr) {
+                let key = (pid, start);
+                if let Some(&f) = self.map_cache.get(&key) {
+                    return Ok((f, Origin::Jit));
+                }
+                self.scratch.push((
+                    FuncInfo {
+                        name: Some(String::from_utf8_lossy(&entry.name).into_owned()),
+                        module: Some(module_name(&map.path.to_string_lossy())),
+                        kind: FuncKind::Jit,
+                        ..FuncInfo::default()
+                    },
+                    0,
+                ));
+                let f = self.store(sink)?;
+                self.map_cache.insert(key, f);
+                return Ok((f, Origin::Jit));
+            }
+        }
+        // Nothing names it: the address itself, as perf shows it.
+        let key = (pid, u64::MAX, addr);
+        if let Some(&f) = self.native_cache.get(&key) {
+            return Ok((f, Origin::UnnamedJit));
+        }
+        self.scratch.push((
+            FuncInfo {
+                name: Some(format!("{addr:#018x}")),
+                module: Some("[unknown]".to_string()),
+                kind: FuncKind::Unsymbolized,
+                ..FuncInfo::default()
+            },
+            0,
+        ));
+        let f = self.store(sink)?;
+        self.native_cache.insert(key, f);
+        Ok((f, Origin::UnnamedJit))
+    }
+}
+
+fn kernel_placeholder() -> FuncInfo {
+    FuncInfo {
+        name: Some("[kernel]".to_string()),
+        module: Some("[kernel.kallsyms]".to_string()),
+        kind: FuncKind::Kernel,
+        ..FuncInfo::default()
+    }
+}
+
+fn unsymbolized(module: &str, offset: u64) -> FuncInfo {
+    FuncInfo {
+        name: Some(format!("{module}+{offset:#x}")),
+        module: Some(module.to_string()),
+        kind: FuncKind::Unsymbolized,
+        ..FuncInfo::default()
+    }
+}
+
+/// The file name of a recorded path (`/usr/lib/x86_64-linux-gnu/libc.so.6` → `libc.so.6`).
+pub fn module_name(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or(path).to_string()
+}
