@@ -10,5 +10,6 @@
 mod export;
 mod jitdump;
 mod mlpd;
+mod perf;
 mod support;
 mod xray;

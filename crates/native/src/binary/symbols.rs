@@ -26,6 +26,8 @@ pub(crate) struct Sym {
     rank: u8,
     /// Leading underscores of the name (fewer is preferred).
     underscores: u8,
+    /// Position in the symbol tables (earlier is preferred, as in perf).
+    order: u32,
 }
 
 /// Sorted, deduplicated code symbols.
@@ -94,6 +96,7 @@ impl SymbolTable {
                 src,
                 rank,
                 underscores: name.iter().take_while(|&&b| b == b'_').count().min(255) as u8,
+                order: u32::try_from(out.len()).unwrap_or(u32::MAX),
             });
         }
     }
@@ -101,7 +104,9 @@ impl SymbolTable {
     /// Sorts and deduplicates, and bounds unsized symbols by the next symbol. Of the symbols
     /// at one address (aliases: `memcpy`/`memmove`, C++ constructors) the one perf shows is
     /// kept, so that names agree with `perf report`: sized, then not weak, then global, then
-    /// fewer leading underscores, then the longer name.
+    /// fewer leading underscores, then a separate debug file's `.symtab` (which perf reads
+    /// instead of the binary's `.dynsym`), then the first in table order (of glibc's
+    /// `pthread_rwlock_rdlock@GLIBC_2.2.5` and `…@@GLIBC_2.34`, the one listed first).
     pub fn build(mut syms: Vec<Sym>) -> SymbolTable {
         syms.sort_unstable_by_key(|s| {
             (
@@ -109,8 +114,8 @@ impl SymbolTable {
                 s.size == 0,
                 s.rank,
                 s.underscores,
-                std::cmp::Reverse(s.name_len),
-                s.src,
+                std::cmp::Reverse(s.src),
+                s.order,
             )
         });
         syms.dedup_by_key(|s| s.start);

@@ -11,6 +11,8 @@
 //! * **anonymous memory** (or no mapping): the process's jitdump [`crate::codemap::CodeMap`] at
 //!   the sample's time (inline frames, lines, tier), else its perf map, else the bare address.
 //!
+//! Inlined frames are named `function (inlined)` (see [`frame_name`]).
+//!
 //! Answers are cached: per process and address for native code (dropped when the process's
 //! mappings change), per code-map region and offset for JIT code, per address for the kernel. A
 //! cached answer is a range of one shared frame arena, so a hot address costs one hash lookup.
@@ -213,10 +215,11 @@ impl Symbols {
                 let svma = mapping.to_svma(addr);
                 match bin.lookup(svma) {
                     Some(sym) => {
-                        for f in &sym.frames {
+                        let outermost = sym.frames.len().saturating_sub(1);
+                        for (i, f) in sym.frames.iter().enumerate() {
                             self.scratch.push((
                                 FuncInfo {
-                                    name: Some(f.function.to_string()),
+                                    name: Some(frame_name(&f.function, i < outermost)),
                                     file: f.file.as_deref().map(str::to_string),
                                     module: Some(module.clone()),
                                     kind: FuncKind::Native,
@@ -266,7 +269,7 @@ impl Symbols {
                 for f in dump.map.frames_at(index, offset) {
                     self.scratch.push((
                         FuncInfo {
-                            name: Some(f.function),
+                            name: Some(frame_name(&f.function, f.inlined)),
                             file: f.file,
                             module: Some(module.clone()),
                             kind: FuncKind::Jit,
@@ -319,6 +322,17 @@ impl Symbols {
         let f = self.store(sink)?;
         self.native_cache.insert(key, f);
         Ok((f, Origin::UnnamedJit))
+    }
+}
+
+/// A frame's function name; an inlined frame is marked ` (inlined)`, as `perf script` does,
+/// so that flame graphs tell inlined code from calls and a symbol's self time (its
+/// non-inlined frames) stays what `perf report` shows.
+fn frame_name(function: &str, inlined: bool) -> String {
+    if inlined {
+        format!("{function} (inlined)")
+    } else {
+        function.to_string()
     }
 }
 

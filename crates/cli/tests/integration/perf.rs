@@ -1,0 +1,330 @@
+//! perf.data end to end, against perf itself: `profkit convert` of the committed recordings
+//! (tests/fixtures/perf) must give each symbol the self share `perf inject --jit` + `perf
+//! report` gives it, and `--call-graph dwarf` samples in JIT code must reach `node::Start` as
+//! often as perf's own unwinding makes them. perf needs the jitdump at the path it recorded
+//! (`/tmp/profkit-fixtures-perf/node/`) and the perf map in /tmp: the tests put them there.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::{fixture_dir, profkit};
+
+/// Where the fixtures' recordings ran: their jitdump markers point here.
+const RECORDED_DIR: &str = "/tmp/profkit-fixtures-perf/node";
+
+fn gunzip_to(src: &Path, dst: &Path) {
+    let mut bytes = Vec::new();
+    let f = std::fs::File::open(src).unwrap();
+    flate2::read::GzDecoder::new(f)
+        .read_to_end(&mut bytes)
+        .unwrap();
+    std::fs::write(dst, bytes).unwrap();
+}
+
+/// A scratch directory holding `data` as `<stem>.data` with its jitdump beside it as
+/// `jit-<pid>.dump` (where `profkit convert` looks without arguments).
+fn recording(stem: &str, dump: Option<(&str, u32)>) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = fixture_dir("perf");
+    let data = dir.path().join(format!("{stem}.data"));
+    let plain = fixtures.join(format!("{stem}.data"));
+    if plain.exists() {
+        std::fs::copy(&plain, &data).unwrap();
+    } else {
+        gunzip_to(&fixtures.join(format!("{stem}.data.gz")), &data);
+    }
+    if let Some((name, pid)) = dump {
+        gunzip_to(
+            &fixtures.join(name),
+            &dir.path().join(format!("jit-{pid}.dump")),
+        );
+    }
+    (dir, data)
+}
+
+/// Self weight per leaf frame of a folded file, as shares in percent.
+fn folded_self_shares(folded: &str) -> HashMap<String, f64> {
+    let mut weights: HashMap<String, u64> = HashMap::new();
+    let mut total = 0u64;
+    for line in folded.lines() {
+        let (stack, w) = line.rsplit_once(' ').unwrap();
+        let w: u64 = w.parse().unwrap();
+        // perf report's symbol is the function the address is in: the innermost frame
+        // that was not inlined.
+        let leaf = stack
+            .rsplit(';')
+            .find(|f| !f.ends_with(" (inlined)"))
+            .unwrap();
+        *weights.entry(normalize(leaf)).or_default() += w;
+        total += w;
+    }
+    assert!(total > 0, "empty folded output");
+    weights
+        .into_iter()
+        .map(|(k, v)| (k, 100.0 * v as f64 / total as f64))
+        .collect()
+}
+
+/// A C++ name as `perf report` prints it: no parameters, no return type, no `[clone …]`.
+/// JIT names (`JS:*f file.js:1:2`) stay whole.
+fn normalize(name: &str) -> String {
+    if name.starts_with("JS:") || name.starts_with("Builtin:") || !name.contains('(') {
+        return name.to_string();
+    }
+    let name = name.replace("(anonymous namespace)", "\u{1}");
+    let name = match name.find(" [clone") {
+        Some(i) => &name[..i],
+        None => &name[..],
+    };
+    let mut depth = 0i32;
+    let mut cut = name.len();
+    let mut last_space = None;
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' | '{' => depth += 1,
+            '>' | '}' => depth -= 1,
+            '(' if depth == 0 => {
+                cut = i;
+                break;
+            }
+            ' ' if depth == 0 => last_space = Some(i),
+            _ => {}
+        }
+    }
+    let head = &name[..cut];
+    let head = match last_space {
+        Some(i) if i < cut => &head[i + 1..],
+        _ => head,
+    };
+    head.replace('\u{1}', "(anonymous namespace)")
+}
+
+/// `perf report --stdio --no-children --sort sym -g none` of `data`: (share, is kernel, name),
+/// summed per name.
+fn perf_report_shares(perf: &Path, data: &Path) -> Vec<(f64, bool, String)> {
+    let out = Command::new(perf)
+        .args([
+            "report",
+            "--stdio",
+            "--no-children",
+            "--sort",
+            "sym",
+            "-g",
+            "none",
+            "-i",
+        ])
+        .arg(data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "perf report: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut by_name: HashMap<(bool, String), f64> = HashMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let line = line.trim();
+        if line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        let Some((share, rest)) = line.split_once('%') else {
+            continue;
+        };
+        let Ok(share) = share.trim().parse::<f64>() else {
+            continue;
+        };
+        let rest = rest.trim();
+        let kernel = rest.starts_with("[k]");
+        let name = rest.get(4..).unwrap_or("").trim().to_string();
+        *by_name.entry((kernel, name)).or_default() += share;
+    }
+    let mut v: Vec<_> = by_name.into_iter().map(|((k, n), s)| (s, k, n)).collect();
+    v.sort_by(|a, b| b.0.total_cmp(&a.0));
+    v
+}
+
+/// perf inject --jit of `data`, with the dump where the recording says it was.
+fn perf_inject(perf: &Path, data: &Path, dump: &Path, pid: u32) -> PathBuf {
+    std::fs::create_dir_all(RECORDED_DIR).unwrap();
+    std::fs::copy(
+        dump,
+        Path::new(RECORDED_DIR).join(format!("jit-{pid}.dump")),
+    )
+    .unwrap();
+    let out = data.with_extension("jit.data");
+    let o = Command::new(perf)
+        .args(["inject", "--jit", "-i"])
+        .arg(data)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "perf inject: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+fn convert_folded(data: &Path) -> String {
+    let out = data.with_extension("folded");
+    let o = profkit()
+        .arg("convert")
+        .arg(data)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(out).unwrap()
+}
+
+/// perf's top `n` user-space symbols with a name (not `[unknown]` or a bare address) have our
+/// self share to within `tolerance` points.
+fn assert_same_shares(perf_shares: &[(f64, bool, String)], ours: &HashMap<String, f64>, n: usize) {
+    let named = perf_shares
+        .iter()
+        .filter(|(_, k, name)| {
+            !k && !name.is_empty() && name != "[unknown]" && !name.starts_with("0x")
+        })
+        .take(n);
+    let mut report = Vec::new();
+    let mut worst = 0f64;
+    for (share, _, name) in named {
+        let mine = ours.get(&normalize(name)).copied().unwrap_or(0.0);
+        worst = worst.max((mine - share).abs());
+        report.push(format!("{share:6.2} {mine:6.2} {name}"));
+    }
+    assert!(
+        report.len() == n,
+        "perf named only {} symbols",
+        report.len()
+    );
+    assert!(
+        worst <= 0.5,
+        "self shares differ by {worst:.2} points:\nperf   ours\n{}",
+        report.join("\n")
+    );
+}
+
+#[test]
+fn fp_self_shares_match_perf_inject_and_report() {
+    let test = "perf::fp_self_shares_match_perf_inject_and_report";
+    let (dir, data) = recording("node-fp", Some(("node-fp.jit-30519.dump.gz", 30519)));
+    let folded = convert_folded(&data);
+    let ours = folded_self_shares(&folded);
+    // JIT frames sit under their JS callers: the JS entry and node's own frames above them.
+    assert!(folded
+        .lines()
+        .any(|l| l.contains("JS:") && l.contains("node::Start(")));
+    let Some(perf) = profkit_testkit::perf(test) else {
+        return;
+    };
+    let injected = perf_inject(&perf, &data, &dir.path().join("jit-30519.dump"), 30519);
+    assert_same_shares(&perf_report_shares(&perf, &injected), &ours, 12);
+}
+
+#[test]
+fn perf_map_self_shares_match_perf_report() {
+    let test = "perf::perf_map_self_shares_match_perf_report";
+    let (dir, data) = recording("node-basic-prof", None);
+    let map = fixture_dir("perf").join("node-basic-prof.perf-30665.map");
+    std::fs::copy(&map, dir.path().join("perf-30665.map")).unwrap();
+    let ours = folded_self_shares(&convert_folded(&data));
+    assert!(
+        ours.keys().any(|k| k.starts_with("JS:")),
+        "no JIT names from the perf map"
+    );
+    let Some(perf) = profkit_testkit::perf(test) else {
+        return;
+    };
+    // perf reads perf maps from /tmp only.
+    std::fs::copy(&map, "/tmp/perf-30665.map").unwrap();
+    assert_same_shares(&perf_report_shares(&perf, &data), &ours, 12);
+}
+
+/// Of the samples whose leaf is JIT code, the share whose stack reaches `node::Start`.
+fn jit_reaching_start(stacks: impl Iterator<Item = (Vec<String>, u64)>) -> (f64, u64) {
+    let (mut jit, mut reach) = (0u64, 0u64);
+    for (frames, n) in stacks {
+        let Some(leaf) = frames.last() else { continue };
+        if !(leaf.starts_with("JS:")
+            || leaf.starts_with("Builtin:")
+            || leaf.starts_with("Builtins_"))
+        {
+            continue;
+        }
+        jit += n;
+        if frames.iter().any(|f| f.starts_with("node::Start")) {
+            reach += n;
+        }
+    }
+    (
+        if jit == 0 {
+            0.0
+        } else {
+            100.0 * reach as f64 / jit as f64
+        },
+        jit,
+    )
+}
+
+#[test]
+fn dwarf_unwinding_reaches_node_start_like_perf() {
+    let test = "perf::dwarf_unwinding_reaches_node_start_like_perf";
+    let (dir, data) = recording("node-dwarf", Some(("node-dwarf.jit-30565.dump.gz", 30565)));
+    let folded = profkit()
+        .arg("convert")
+        .arg(&data)
+        .args(["-o", "-", "-f", "folded", "--counts"])
+        .output()
+        .unwrap();
+    assert!(
+        folded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&folded.stderr)
+    );
+    let ours = jit_reaching_start(String::from_utf8_lossy(&folded.stdout).lines().map(|l| {
+        let (stack, n) = l.rsplit_once(' ').unwrap();
+        (
+            stack.split(';').map(str::to_string).collect(),
+            n.parse().unwrap(),
+        )
+    }));
+    assert!(ours.1 > 0, "no samples in JIT code");
+    let Some(perf) = profkit_testkit::perf(test) else {
+        return;
+    };
+    let injected = perf_inject(&perf, &data, &dir.path().join("jit-30565.dump"), 30565);
+    let script = Command::new(&perf)
+        .args(["script", "-F", "ip,sym", "-i"])
+        .arg(&injected)
+        .output()
+        .unwrap();
+    assert!(script.status.success());
+    // perf script: one block per sample, innermost first, blank line between samples.
+    let text = String::from_utf8_lossy(&script.stdout);
+    let theirs = jit_reaching_start(text.split("\n\n").map(|block| {
+        let mut frames: Vec<String> = block
+            .lines()
+            .filter_map(|l| l.trim().split_once(' ').map(|(_, s)| s.to_string()))
+            .collect();
+        frames.reverse();
+        (frames, 1)
+    }));
+    eprintln!(
+        "JIT samples reaching node::Start: ours {:.1}% of {}, perf {:.1}% of {}",
+        ours.0, ours.1, theirs.0, theirs.1
+    );
+    assert!(
+        ours.0 + 5.0 >= theirs.0,
+        "JIT samples reaching node::Start: ours {:.1}% of {}, perf {:.1}% of {}",
+        ours.0,
+        ours.1,
+        theirs.0,
+        theirs.1
+    );
+}
