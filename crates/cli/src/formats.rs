@@ -23,9 +23,41 @@ pub fn summary(o: &Opened) -> Result<Summary> {
             s
         }
         Format::Mlpd => profkit_mlpd::summary::summary(&o.mlpd()?),
-        Format::Perf => profkit_perf::summary(&o.perf()?),
+        Format::Perf => perf_summary(o)?,
         Format::Elf => return Err(o.unsupported("info")),
     })
+}
+
+/// perf.data: the reader's summary, and where each JIT process's jitdump and perf map are.
+fn perf_summary(o: &Opened) -> Result<Summary> {
+    use profkit_common::summary::Value;
+    let data = o.perf()?;
+    let mut s = profkit_perf::summary(&data);
+    let search = profkit_model::feed::perf::JitSearch::new(o.path(), Vec::new());
+    let mut found = Vec::new();
+    for j in profkit_model::feed::perf::jit_sources(&data, &search) {
+        let mut line = format!("pid {}", j.pid);
+        if let Some(c) = &j.comm {
+            line.push_str(&format!(" ({c})"));
+        }
+        match &j.jitdump {
+            Ok(p) => line.push_str(&format!(": jitdump {}", p.display())),
+            Err(tried) if tried.is_empty() => line.push_str(": no jitdump"),
+            Err(tried) => {
+                let tried: Vec<String> = tried.iter().map(|t| t.display().to_string()).collect();
+                line.push_str(&format!(": jitdump not found (tried {})", tried.join(", ")));
+            }
+        }
+        match &j.perf_map {
+            Some(p) => line.push_str(&format!(", perf map {}", p.display())),
+            None => line.push_str(", no perf map"),
+        }
+        found.push(Value::Str(line));
+    }
+    if !found.is_empty() {
+        s.details.push(("jit metadata", Value::List(found)));
+    }
+    Ok(s)
 }
 
 /// What `profkit validate` reports of the input.

@@ -9,7 +9,7 @@
 //! mapping is its function's module (`[unknown]` when none); its `kind` says native, kernel or
 //! JIT code.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use profkit_model::events::Sample;
 use profkit_model::func::{FuncId, FuncInfo, FuncKind, FunctionTable};
@@ -62,7 +62,7 @@ struct Iids<K> {
 impl<K: std::hash::Hash + Eq> Iids<K> {
     fn new() -> Self {
         Iids {
-            map: HashMap::new(),
+            map: HashMap::default(),
         }
     }
 

@@ -28,7 +28,9 @@ mod process;
 mod report;
 mod symbols;
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -165,6 +167,47 @@ pub fn feed(
     Ok((summary, report))
 }
 
+/// Finds and loads the jitdump of `pid` (`marker`: the path perf recorded; empty: none).
+fn search_jitdump(search: &JitSearch, pid: u32, marker: &Path) -> process::DumpSearch {
+    let marker = (!marker.as_os_str().is_empty()).then_some(marker);
+    let path = search.jitdump(pid, marker).map_err(Err)?;
+    jit::load_jitdump(&path).map_err(Ok)
+}
+
+/// Where one recorded process's JIT metadata is (what `profkit info` lists).
+#[derive(Clone, Debug)]
+pub struct JitSource {
+    /// Process id.
+    pub pid: u32,
+    /// Its name, if recorded.
+    pub comm: Option<String>,
+    /// The jitdump found, or the paths tried.
+    pub jitdump: Result<PathBuf, Vec<PathBuf>>,
+    /// The perf map found.
+    pub perf_map: Option<PathBuf>,
+}
+
+/// The JIT metadata of every process of `perf` with a jitdump marker or anonymous executable
+/// memory, searched as [`feed`] searches it (without loading it).
+pub fn jit_sources(perf: &PerfData<'_>, search: &JitSearch) -> Vec<JitSource> {
+    let Ok((processes, _)) = profkit_perf::jit_processes(perf) else {
+        return Vec::new();
+    };
+    processes
+        .into_iter()
+        .filter_map(|p| {
+            let pid = u32::try_from(p.pid).ok()?;
+            let marker = p.jitdumps.first().map(|m| PathBuf::from(&m.path));
+            Some(JitSource {
+                pid,
+                comm: p.comm.clone(),
+                jitdump: search.jitdump(pid, marker.as_deref()),
+                perf_map: search.perf_map(pid).ok(),
+            })
+        })
+        .collect()
+}
+
 fn trace_info<'a>(
     functions: &'a FunctionTable,
     origin: Option<u64>,
@@ -202,14 +245,14 @@ fn kernel_names(perf: &PerfData<'_>, opts: &PerfOptions, binaries: &Binaries) ->
                 .into(),
         );
     };
-    match Kallsyms::from_file(&path) {
+    KernelNames::load_in_background(move || match Kallsyms::from_file(&path) {
         Ok(k) if k.is_restricted() => KernelNames::Unavailable(format!(
             "{}: addresses hidden (kptr_restrict); kernel frames are [kernel]",
             path.display()
         )),
         Ok(k) => KernelNames::Kallsyms(k, path.display().to_string()),
         Err(e) => KernelNames::Unavailable(e.to_string()),
-    }
+    })
 }
 
 impl<'o> Walk<'o> {
@@ -231,7 +274,7 @@ impl<'o> Walk<'o> {
             .iter()
             .map(|b| (b.path.clone().into_bytes(), b.build_id.clone()))
             .collect();
-        let mut report = PerfReport {
+        let report = PerfReport {
             clock: if clock_ok {
                 ClockCheck::Monotonic
             } else {
@@ -239,23 +282,19 @@ impl<'o> Walk<'o> {
             },
             ..PerfReport::default()
         };
-        report.kernel = match &kernel {
-            KernelNames::Kallsyms(k, from) => format!("{} symbols from {from}", k.len()),
-            KernelNames::Unavailable(why) => why.clone(),
-        };
         Walk {
             opts,
             symbols: Symbols::new(binaries, kernel),
-            processes: HashMap::new(),
-            threads: HashMap::new(),
-            thread_names: HashMap::new(),
+            processes: HashMap::default(),
+            threads: HashMap::default(),
+            thread_names: HashMap::default(),
             build_ids,
             clock_ok,
             origin: None,
             attr,
             report,
             summary: FeedSummary::default(),
-            expiries: HashMap::new(),
+            expiries: HashMap::default(),
             addrs: Vec::new(),
             stack: Vec::new(),
             lines: Vec::new(),
@@ -283,11 +322,17 @@ impl<'o> Walk<'o> {
         let process = self.processes.entry(pid).or_default();
         if kind == MapKind::JitMarker {
             let marker = PathBuf::from(&*path);
-            if process.jit.marker.as_ref() != Some(&marker) {
+            if process.jit.marker.as_ref() != Some(&marker) && process.jit.dump.is_none() {
+                // Load it on the other core while the events before its first sample are
+                // read.
+                let search = self.opts.jit.clone();
+                let m = marker.clone();
+                process.jit.loading = std::thread::Builder::new()
+                    .name("jitdump".into())
+                    .spawn(move || search_jitdump(&search, pid, &m))
+                    .ok();
                 process.jit.marker = Some(marker);
-                if process.jit.dump.is_none() {
-                    process.jit.searched = false;
-                }
+                process.jit.searched = false;
             }
             return;
         }
@@ -403,17 +448,26 @@ impl<'o> Walk<'o> {
         process.jit.searched = true;
         let search = &self.opts.jit;
         if process.jit.dump.is_none() {
-            match search.jitdump(pid, process.jit.marker.as_deref()) {
-                Ok(path) => match jit::load_jitdump(&path) {
-                    Ok(dump) => {
-                        process.jit.dump = Some(dump);
-                        process.jit.dump_tried.clear();
-                        process.jit.dump_error = None;
-                        process.jit_cursor = 0;
-                    }
-                    Err(e) => process.jit.dump_error = Some(e),
-                },
-                Err(tried) => process.jit.dump_tried = tried,
+            let found = match process.jit.loading.take().map(|h| h.join()) {
+                Some(Ok(found)) => found,
+                // A load that panicked (it cannot: the reader does not) is searched again.
+                _ => search_jitdump(
+                    search,
+                    pid,
+                    process.jit.marker.as_deref().unwrap_or(Path::new("")),
+                ),
+            };
+            match found {
+                Ok(dump) => {
+                    process.jit.dump = Some(dump);
+                    // Native answers cached without the dump may be JIT code now.
+                    process.generation += 1;
+                    process.jit.dump_tried.clear();
+                    process.jit.dump_error = None;
+                    process.jit_cursor = 0;
+                }
+                Err(Ok(e)) => process.jit.dump_error = Some(e),
+                Err(Err(tried)) => process.jit.dump_tried = tried,
             }
         }
         if process.jit.map.is_none() {
@@ -576,6 +630,7 @@ impl<'o> Walk<'o> {
             .map(|p| p.to_string())
             .collect();
         self.report.functions = self.symbols.functions();
+        self.report.kernel = self.symbols.kernel.describe();
         self.report.problems = self.summary.problems.clone();
         (self.summary, self.report)
     }

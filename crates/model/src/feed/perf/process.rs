@@ -7,7 +7,9 @@
 //! does), COMM renames a thread (with `exec`, the process), FORK copies the parent's mappings
 //! to a new process, EXIT is ignored (samples after it cannot come).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -62,7 +64,12 @@ pub struct Jit {
     pub dump_error: Option<String>,
     /// The loaded perf map.
     pub map: Option<LoadedMap>,
+    /// A jitdump being loaded in the background since its marker was recorded.
+    pub loading: Option<std::thread::JoinHandle<DumpSearch>>,
 }
+
+/// What a jitdump search found: the dump, the paths tried, or why the dump did not load.
+pub type DumpSearch = Result<LoadedDump, Result<String, Vec<PathBuf>>>;
 
 /// A recorded process.
 #[derive(Default)]

@@ -17,7 +17,7 @@
 //! mappings change), per code-map region and offset for JIT code, per address for the kernel. A
 //! cached answer is a range of one shared frame arena, so a hot address costs one hash lookup.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::io;
 use std::path::Path;
 
@@ -55,6 +55,45 @@ pub enum KernelNames {
     Kallsyms(Kallsyms, String),
     /// Why not.
     Unavailable(String),
+    /// Being parsed in the background (joined at the first kernel frame).
+    Loading(std::thread::JoinHandle<KernelNames>),
+}
+
+impl KernelNames {
+    /// Parses kallsyms in the background.
+    pub fn load_in_background(load: impl FnOnce() -> KernelNames + Send + 'static) -> KernelNames {
+        match std::thread::Builder::new()
+            .name("kallsyms".into())
+            .spawn(load)
+        {
+            Ok(h) => KernelNames::Loading(h),
+            Err(e) => KernelNames::Unavailable(format!("cannot start a thread: {e}")),
+        }
+    }
+
+    /// Waits for a background parse.
+    fn ready(&mut self) -> &KernelNames {
+        if let KernelNames::Loading(_) = self {
+            let KernelNames::Loading(h) =
+                std::mem::replace(self, KernelNames::Unavailable(String::new()))
+            else {
+                return self;
+            };
+            *self = h
+                .join()
+                .unwrap_or_else(|_| KernelNames::Unavailable("kallsyms parse failed".into()));
+        }
+        self
+    }
+
+    /// Where the names came from, or why there are none.
+    pub fn describe(&mut self) -> String {
+        match self.ready() {
+            KernelNames::Kallsyms(k, from) => format!("{} symbols from {from}", k.len()),
+            KernelNames::Unavailable(why) => why.clone(),
+            KernelNames::Loading(_) => String::new(),
+        }
+    }
 }
 
 /// The symbolizer of a recording. See the [module docs](self).
@@ -66,8 +105,9 @@ pub struct Symbols {
     interner: FuncInterner,
     arena: Vec<(FuncId, u32)>,
     kernel_cache: HashMap<u64, Frames>,
-    /// Per process: (mapping generation, address) → frames.
-    native_cache: HashMap<(u32, u64, u64), Frames>,
+    /// Per process: (mapping generation, address) → frames, and whether no jitdump region
+    /// ever covers the address (then the dump need not be asked again).
+    native_cache: HashMap<(u32, u64, u64), (Frames, bool)>,
     /// Per process: (code-map region, offset) → frames.
     jit_cache: HashMap<(u32, usize, u64), Frames>,
     /// Per process: perf map entry start and address → frames.
@@ -83,10 +123,10 @@ impl Symbols {
             kernel,
             interner: FuncInterner::new(),
             arena: Vec::new(),
-            kernel_cache: HashMap::new(),
-            native_cache: HashMap::new(),
-            jit_cache: HashMap::new(),
-            map_cache: HashMap::new(),
+            kernel_cache: HashMap::default(),
+            native_cache: HashMap::default(),
+            jit_cache: HashMap::default(),
+            map_cache: HashMap::default(),
             scratch: Vec::new(),
         }
     }
@@ -122,7 +162,7 @@ impl Symbols {
         if let Some(&f) = self.kernel_cache.get(&addr) {
             return Ok(f);
         }
-        let info = match &self.kernel {
+        let info = match self.kernel.ready() {
             KernelNames::Kallsyms(k, _) => match k.lookup(addr) {
                 Some(s) => FuncInfo {
                     name: Some(s.name.to_string()),
@@ -135,7 +175,7 @@ impl Symbols {
                 },
                 None => kernel_placeholder(),
             },
-            KernelNames::Unavailable(_) => kernel_placeholder(),
+            KernelNames::Unavailable(_) | KernelNames::Loading(_) => kernel_placeholder(),
         };
         self.scratch.push((info, 0));
         let f = self.store(sink)?;
@@ -153,25 +193,29 @@ impl Symbols {
         time: Option<u64>,
         sink: &mut dyn EventSink,
     ) -> io::Result<(Frames, Origin)> {
+        // Fast path: a native address already named, where no JIT code ever was.
+        let key = (pid, process.generation, addr);
+        if let Some(&(f, jit_free)) = self.native_cache.get(&key) {
+            if jit_free {
+                return Ok((f, Origin::Native));
+            }
+        }
         let kind = process.find(addr).map(|(_, m)| m.kind.clone());
         // Code a jitdump reports inside a file mapping (V8's embedded builtins in node's
         // text) is named by the dump while it is live, as after `perf inject --jit`, whose
         // injected mappings cover the file's.
-        let jit_in_file = matches!(kind, Some(MapKind::File))
-            && process
-                .jit
-                .dump
-                .as_ref()
-                .is_some_and(|d| d.map.region_at(addr, time).is_some());
+        let dump = process.jit.dump.as_ref();
+        let jit_ever = matches!(kind, Some(MapKind::File))
+            && dump.is_some_and(|d| d.map.region_at(addr, None).is_some());
+        let jit_now = jit_ever && dump.is_some_and(|d| d.map.region_at(addr, time).is_some());
         match kind {
-            Some(MapKind::File) | Some(MapKind::Special) if !jit_in_file => {
-                let key = (pid, process.generation, addr);
-                if let Some(&f) = self.native_cache.get(&key) {
+            Some(MapKind::File) | Some(MapKind::Special) if !jit_now => {
+                if let Some(&(f, _)) = self.native_cache.get(&key) {
                     return Ok((f, Origin::Native));
                 }
                 self.native(process, addr);
                 let f = self.store(sink)?;
-                self.native_cache.insert(key, f);
+                self.native_cache.insert(key, (f, !jit_ever));
                 Ok((f, Origin::Native))
             }
             _ => self.jit(pid, process, addr, time, sink),
@@ -307,7 +351,7 @@ impl Symbols {
         }
         // Nothing names it: the address itself, as perf shows it.
         let key = (pid, u64::MAX, addr);
-        if let Some(&f) = self.native_cache.get(&key) {
+        if let Some(&(f, _)) = self.native_cache.get(&key) {
             return Ok((f, Origin::UnnamedJit));
         }
         self.scratch.push((
@@ -320,7 +364,7 @@ impl Symbols {
             0,
         ));
         let f = self.store(sink)?;
-        self.native_cache.insert(key, f);
+        self.native_cache.insert(key, (f, false));
         Ok((f, Origin::UnnamedJit))
     }
 }
