@@ -153,6 +153,9 @@ fn unsupported_pair(format: Format, target: Out) -> Option<&'static str> {
         (Format::Jitdump, Out::Speedscope | Out::Folded | Out::Svg | Out::Pprof) => Some(
             "a jitdump records code loads, not calls or samples; convert it to perfetto, chrome, firefox, parquet or a perf map, or symbolize addresses with `profkit symbolize`",
         ),
+        (Format::Perf, Out::PerfMap) => Some(
+            "a perf map lists JIT code, which a perf.data recording does not hold; convert the runtime's jitdump (jit-<pid>.dump) to a perf map instead",
+        ),
         _ => None,
     }
 }

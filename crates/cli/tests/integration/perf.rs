@@ -328,3 +328,55 @@ fn dwarf_unwinding_reaches_node_start_like_perf() {
         theirs.1
     );
 }
+
+/// A recording made now, of node on this machine (the committed ones were made elsewhere):
+/// `perf record -k 1 -g node --perf-prof`, then the same comparison with perf.
+#[test]
+fn live_node_recording_matches_perf() {
+    let test = "perf::live_node_recording_matches_perf";
+    let Some(perf) = profkit_testkit::perf(test) else {
+        return;
+    };
+    let Some(node) = profkit_testkit::tool(test, "node", "Node.js") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = fixture_dir("../../scripts/fixtures/node").join("busy.js");
+    std::fs::copy(&script, dir.path().join("busy.js")).unwrap();
+    let data = dir.path().join("live.data");
+    let o = Command::new(&perf)
+        .args(["record", "-q", "-k", "1", "-g", "-F", "999", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&node)
+        .args([
+            "--perf-prof",
+            "--interpreted-frames-native-stack",
+            "busy.js",
+            "300",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "perf record: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The dump stays where node wrote it: profkit finds it through perf's marker mmap.
+    let ours = folded_self_shares(&convert_folded(&data));
+    let injected = data.with_extension("jit.data");
+    let o = Command::new(&perf)
+        .args(["inject", "--jit", "-i"])
+        .arg(&data)
+        .arg("-o")
+        .arg(&injected)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "perf inject: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_same_shares(&perf_report_shares(&perf, &injected), &ours, 12);
+}

@@ -44,7 +44,10 @@ impl SymbolTable {
         let base = data.as_ptr() as usize;
         let section_end = |index: Option<SectionIndex>| -> Option<(u64, bool)> {
             let s = file.section_by_index(index?).ok()?;
-            let exec = matches!(s.kind(), object::SectionKind::Text);
+            // A debug file's `.text` is SHT_NOBITS (object calls it uninitialized data), so
+            // executable means the section's flag, not its kind.
+            let exec = matches!(s.kind(), object::SectionKind::Text)
+                || matches!(s.flags(), object::SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0);
             Some((s.address().checked_add(s.size())?, exec))
         };
         for sym in file.symbols().chain(file.dynamic_symbols()) {
