@@ -22,6 +22,9 @@
 
 use std::io;
 
+pub mod threaded;
+pub use threaded::Threaded;
+
 use crate::clock::Clock;
 use crate::func::{FuncId, FuncInfo, FunctionTable};
 use crate::span::Span;

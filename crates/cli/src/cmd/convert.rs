@@ -14,7 +14,7 @@ use profkit_jitdump::convert::{
     pid_from_file_name, reencode, ConvertStats,
 };
 use profkit_jitdump::{Endian, HeaderOptions, JitDumpWriter};
-use profkit_model::events::EventSink;
+use profkit_model::events::{EventSink, Threaded};
 use profkit_model::feed::{Filter, Selection};
 use profkit_model::{FuncId, Source};
 use profkit_xray::yaml::{write_yaml, YamlOptions};
@@ -194,10 +194,18 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
     let show = !args.quiet && std::io::stderr().is_terminal() && o.bytes().len() > (64 << 20);
     let progress = Progress::new(writer, show);
     // The filter costs a little per event: leave it out when it would keep everything.
-    let mut sink: Box<dyn EventSink> = if selection.is_all() {
+    let sink: Box<dyn EventSink + Send> = if selection.is_all() {
         Box::new(progress)
     } else {
         Box::new(Filter::new(progress, selection))
+    };
+    // perf.data is named on one thread: the writer gets the other core.
+    let mut sink: Box<dyn EventSink> = if o.format == Format::Perf {
+        Box::new(
+            Threaded::new(sink).with_context(|| format!("{out_name}: cannot start the writer"))?,
+        )
+    } else {
+        sink
     };
     let name = display_name(o.name());
     // An XRay trace's process is the instrumented program.

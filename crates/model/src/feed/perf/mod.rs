@@ -44,7 +44,7 @@ use crate::func::{FuncId, FunctionTable};
 pub use jit::JitSearch;
 use process::{Map, MapKind, Process};
 pub use report::{ClockCheck, PerfReport, ProcessReport};
-use symbols::{KernelNames, Origin, Symbols};
+use symbols::{KernelNames, Origin, Resolved, Symbols};
 
 /// How to read a recording.
 #[derive(Clone, Debug, Default)]
@@ -71,6 +71,14 @@ impl PerfOptions {
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct Expiry(std::cmp::Reverse<u64>, usize);
 
+/// A thread's last stack: addresses and answers, outermost first.
+#[derive(Default)]
+struct PreviousStack {
+    generation: u64,
+    addrs: Vec<(u64, bool)>,
+    resolved: Vec<Resolved>,
+}
+
 /// The walk's state.
 struct Walk<'o> {
     opts: &'o PerfOptions,
@@ -86,6 +94,8 @@ struct Walk<'o> {
     attr: Option<usize>,
     report: PerfReport,
     summary: FeedSummary,
+    /// Per thread index: its last stack.
+    previous: HashMap<u32, PreviousStack>,
     /// Per process: JIT regions in the unwinder, by expiry.
     expiries: HashMap<u32, BinaryHeap<Expiry>>,
     // Scratch buffers, reused by every sample.
@@ -295,6 +305,7 @@ impl<'o> Walk<'o> {
             report,
             summary: FeedSummary::default(),
             expiries: HashMap::default(),
+            previous: HashMap::default(),
             addrs: Vec::new(),
             stack: Vec::new(),
             lines: Vec::new(),
@@ -369,25 +380,52 @@ impl<'o> Walk<'o> {
         let jit_time = self.jit_time(pid, time);
         self.addresses(pid, s, jit_time);
 
-        // Names, innermost first, then reversed to the sink's outermost-first order.
-        self.stack.clear();
-        self.lines.clear();
-        let mut leaf = None;
         let Some(process) = self.processes.get_mut(&pid) else {
             return Ok(());
         };
-        for &(addr, kernel) in &self.addrs {
-            let (frames, origin) = if kernel {
-                (self.symbols.kernel(addr, sink)?, Origin::Kernel)
+        // The thread's previous stack: its outer frames are usually this one's too, and
+        // their answers still hold if the mappings did not change and the JIT code named is
+        // still live. Only the frames below the common part are looked up.
+        let prev = self.previous.entry(thread).or_default();
+        if prev.generation != process.generation {
+            prev.addrs.clear();
+            prev.resolved.clear();
+            prev.generation = process.generation;
+        }
+        let now = jit_time.unwrap_or(0);
+        let n = self.addrs.len();
+        let common = prev
+            .addrs
+            .iter()
+            .zip(self.addrs.iter().rev())
+            .zip(&prev.resolved)
+            .take_while(|((p, a), r)| p == a && now < r.until)
+            .count();
+        prev.addrs.truncate(common);
+        prev.resolved.truncate(common);
+        for &(addr, kernel) in self.addrs.iter().rev().skip(common).take(n - common) {
+            let r = if kernel {
+                Resolved {
+                    frames: self.symbols.kernel(addr, sink)?,
+                    origin: Origin::Kernel,
+                    until: u64::MAX,
+                }
             } else {
                 self.symbols.user(pid, process, addr, jit_time, sink)?
             };
-            leaf.get_or_insert(origin);
-            for &(id, line) in self.symbols.frames(frames) {
+            prev.addrs.push((addr, kernel));
+            prev.resolved.push(r);
+        }
+        // Outermost first; an address's inline frames come innermost first.
+        self.stack.clear();
+        self.lines.clear();
+        for r in &prev.resolved {
+            for &(id, line) in self.symbols.frames(r.frames).iter().rev() {
                 self.stack.push(id);
                 self.lines.push(line);
             }
         }
+        let leaf = prev.resolved.last().map(|r| r.origin);
         process.samples += 1;
         match leaf {
             Some(Origin::Jit) => process.jit_samples += 1,
@@ -397,8 +435,6 @@ impl<'o> Walk<'o> {
             }
             _ => {}
         }
-        self.stack.reverse();
-        self.lines.reverse();
         self.summary.other_events += 1;
         sink.sample(&Sample {
             thread,

@@ -49,6 +49,29 @@ pub enum Origin {
     UnnamedJit,
 }
 
+/// An address's answer: its frames, where they came from, and until when (sample time,
+/// exclusive) the same address would get the same answer — JIT code is reloaded, moved and
+/// freed; `u64::MAX` for answers that do not depend on time, 0 for answers to look up again.
+#[derive(Clone, Copy, Debug)]
+pub struct Resolved {
+    /// The frames.
+    pub frames: Frames,
+    /// Where the address was found.
+    pub origin: Origin,
+    /// The answer holds for samples before this time.
+    pub until: u64,
+}
+
+impl Resolved {
+    fn new(frames: Frames, origin: Origin, until: u64) -> Resolved {
+        Resolved {
+            frames,
+            origin,
+            until,
+        }
+    }
+}
+
 /// Kernel symbols, if the recording allows.
 pub enum KernelNames {
     /// Parsed kallsyms and where they came from.
@@ -192,12 +215,12 @@ impl Symbols {
         addr: u64,
         time: Option<u64>,
         sink: &mut dyn EventSink,
-    ) -> io::Result<(Frames, Origin)> {
+    ) -> io::Result<Resolved> {
         // Fast path: a native address already named, where no JIT code ever was.
         let key = (pid, process.generation, addr);
         if let Some(&(f, jit_free)) = self.native_cache.get(&key) {
             if jit_free {
-                return Ok((f, Origin::Native));
+                return Ok(Resolved::new(f, Origin::Native, u64::MAX));
             }
         }
         let kind = process.find(addr).map(|(_, m)| m.kind.clone());
@@ -210,13 +233,15 @@ impl Symbols {
         let jit_now = jit_ever && dump.is_some_and(|d| d.map.region_at(addr, time).is_some());
         match kind {
             Some(MapKind::File) | Some(MapKind::Special) if !jit_now => {
+                // Where JIT code was or will be, ask again next time.
+                let until = if jit_ever { 0 } else { u64::MAX };
                 if let Some(&(f, _)) = self.native_cache.get(&key) {
-                    return Ok((f, Origin::Native));
+                    return Ok(Resolved::new(f, Origin::Native, until));
                 }
                 self.native(process, addr);
                 let f = self.store(sink)?;
                 self.native_cache.insert(key, (f, !jit_ever));
-                Ok((f, Origin::Native))
+                Ok(Resolved::new(f, Origin::Native, until))
             }
             _ => self.jit(pid, process, addr, time, sink),
         }
@@ -292,21 +317,29 @@ impl Symbols {
         addr: u64,
         time: Option<u64>,
         sink: &mut dyn EventSink,
-    ) -> io::Result<(Frames, Origin)> {
+    ) -> io::Result<Resolved> {
         if let Some(dump) = &process.jit.dump {
+            // (region, until): live at the sample's time, until its end; else (no code
+            // there then) the last code there, asked again next time.
             let region = match time {
-                Some(t) => dump
-                    .map
-                    .region_at(addr, Some(t))
-                    .or_else(|| dump.map.region_at(addr, None)),
-                None => dump.map.region_at(addr, None),
+                Some(t) => match dump.map.region_at(addr, Some(t)) {
+                    Some(i) => Some((
+                        i,
+                        dump.map
+                            .region(i)
+                            .and_then(|r| r.end_time)
+                            .unwrap_or(u64::MAX),
+                    )),
+                    None => dump.map.region_at(addr, None).map(|i| (i, 0)),
+                },
+                None => dump.map.region_at(addr, None).map(|i| (i, u64::MAX)),
             };
-            if let Some(index) = region {
+            if let Some((index, until)) = region {
                 let r = dump.map.region(index);
                 let offset = r.map_or(0, |r| addr - r.start);
                 let key = (pid, index, offset);
                 if let Some(&f) = self.jit_cache.get(&key) {
-                    return Ok((f, Origin::Jit));
+                    return Ok(Resolved::new(f, Origin::Jit, until));
                 }
                 let module = module_name(&dump.path.to_string_lossy());
                 let tier = r.and_then(|r| r.tier.clone());
@@ -326,14 +359,14 @@ impl Symbols {
                 }
                 let f = self.store(sink)?;
                 self.jit_cache.insert(key, f);
-                return Ok((f, Origin::Jit));
+                return Ok(Resolved::new(f, Origin::Jit, until));
             }
         }
         if let Some(map) = &process.jit.map {
             if let Some((start, entry)) = map.map.covering(addr) {
                 let key = (pid, start);
                 if let Some(&f) = self.map_cache.get(&key) {
-                    return Ok((f, Origin::Jit));
+                    return Ok(Resolved::new(f, Origin::Jit, u64::MAX));
                 }
                 self.scratch.push((
                     FuncInfo {
@@ -346,13 +379,13 @@ impl Symbols {
                 ));
                 let f = self.store(sink)?;
                 self.map_cache.insert(key, f);
-                return Ok((f, Origin::Jit));
+                return Ok(Resolved::new(f, Origin::Jit, u64::MAX));
             }
         }
         // Nothing names it: the address itself, as perf shows it.
         let key = (pid, u64::MAX, addr);
         if let Some(&(f, _)) = self.native_cache.get(&key) {
-            return Ok((f, Origin::UnnamedJit));
+            return Ok(Resolved::new(f, Origin::UnnamedJit, 0));
         }
         self.scratch.push((
             FuncInfo {
@@ -365,7 +398,7 @@ impl Symbols {
         ));
         let f = self.store(sink)?;
         self.native_cache.insert(key, (f, false));
-        Ok((f, Origin::UnnamedJit))
+        Ok(Resolved::new(f, Origin::UnnamedJit, 0))
     }
 }
 

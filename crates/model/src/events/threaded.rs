@@ -1,0 +1,409 @@
+//! [`Threaded`]: runs an [`EventSink`] on its own thread, so that a driver that reads and names
+//! events on one core feeds a writer encoding them on the other (perf.data: symbolization
+//! here, Perfetto / Firefox / folded writing there).
+//!
+//! Events are copied into owned messages and sent in batches of [`BATCH`] over a channel
+//! bounded to [`IN_FLIGHT`] batches, so memory stays bounded whatever the input. An error of the
+//! inner sink ends its thread; the driver sees it at its next batch or at [`EventSink::finish`].
+
+use std::io;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
+
+use super::{
+    ArgValue, CodeEvent, CodeRegion, CodeTier, Counter, EventSink, Instant, ProcessInfo, Sample,
+    ThreadInfo, TraceInfo,
+};
+use crate::clock::Clock;
+use crate::func::{FuncId, FuncInfo, FuncTier, FunctionTable};
+use crate::span::Span;
+
+/// Events per message.
+pub const BATCH: usize = 512;
+/// Batches queued at most.
+pub const IN_FLIGHT: usize = 8;
+
+enum Arg {
+    Str(String),
+    U64(u64),
+    I64(i64),
+    F64(f64),
+    Bytes(Vec<u8>),
+}
+
+enum Event {
+    Begin {
+        format: &'static str,
+        functions: FunctionTable,
+        clock: Clock,
+        origin_ns: u64,
+        name: String,
+    },
+    Process(u32, String),
+    Thread(u32, u32, u64, String),
+    Function(FuncId, FuncInfo),
+    Enter(u32, FuncId, u64, u32),
+    Exit(Span),
+    Instant {
+        thread: u32,
+        time: u64,
+        name: String,
+        category: String,
+        args: Vec<(String, Arg)>,
+    },
+    Counter(u32, String, u64, f64),
+    Sample {
+        thread: u32,
+        time: u64,
+        stack: Vec<FuncId>,
+        lines: Vec<u32>,
+        weight: u64,
+    },
+    Code {
+        thread: Option<u32>,
+        pid: u32,
+        time: u64,
+        address: u64,
+        size: u64,
+        name: String,
+        event: CodeEvent,
+        code_index: Option<u64>,
+        tier: Option<FuncTier>,
+    },
+}
+
+/// An [`EventSink`] that forwards every event to `S` running on another thread.
+pub struct Threaded<S> {
+    batch: Vec<Event>,
+    tx: Option<SyncSender<Vec<Event>>>,
+    worker: Option<JoinHandle<io::Result<S>>>,
+}
+
+impl<S: EventSink + Send + 'static> Threaded<S> {
+    /// Starts `inner` on its own thread.
+    pub fn new(inner: S) -> io::Result<Threaded<S>> {
+        let (tx, rx) = sync_channel::<Vec<Event>>(IN_FLIGHT);
+        let worker = std::thread::Builder::new()
+            .name("writer".into())
+            .spawn(move || run(inner, rx))?;
+        Ok(Threaded {
+            batch: Vec::with_capacity(BATCH),
+            tx: Some(tx),
+            worker: Some(worker),
+        })
+    }
+
+    /// Ends the thread and returns the inner sink (after [`EventSink::finish`]).
+    pub fn into_inner(mut self) -> io::Result<S> {
+        self.flush()?;
+        self.tx = None;
+        self.join()
+    }
+
+    fn push(&mut self, e: Event) -> io::Result<()> {
+        self.batch.push(e);
+        if self.batch.len() >= BATCH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(batch).is_ok());
+        if sent {
+            Ok(())
+        } else {
+            // The writer stopped: its error is the one to report.
+            self.tx = None;
+            self.join().map(|_| ())
+        }
+    }
+
+    fn join(&mut self) -> io::Result<S> {
+        match self.worker.take() {
+            Some(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the writer thread panicked"))),
+            None => Err(io::Error::other("the writer thread already ended")),
+        }
+    }
+}
+
+fn run<S: EventSink>(mut inner: S, rx: Receiver<Vec<Event>>) -> io::Result<S> {
+    for batch in rx {
+        for e in batch {
+            deliver(&mut inner, e)?;
+        }
+    }
+    Ok(inner)
+}
+
+fn deliver<S: EventSink>(inner: &mut S, e: Event) -> io::Result<()> {
+    match e {
+        Event::Begin {
+            format,
+            functions,
+            clock,
+            origin_ns,
+            name,
+        } => inner.begin(&TraceInfo {
+            format,
+            functions: &functions,
+            clock,
+            origin_ns,
+            name: &name,
+        }),
+        Event::Process(pid, name) => inner.process(&ProcessInfo { pid, name: &name }),
+        Event::Thread(index, pid, tid, name) => inner.thread(&ThreadInfo {
+            index,
+            pid,
+            tid,
+            name: &name,
+        }),
+        Event::Function(id, info) => inner.function(id, &info),
+        Event::Enter(thread, func, time, depth) => inner.enter(thread, func, time, depth),
+        Event::Exit(span) => inner.exit(&span),
+        Event::Instant {
+            thread,
+            time,
+            name,
+            category,
+            args,
+        } => {
+            let args: Vec<(&str, ArgValue<'_>)> = args
+                .iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        Arg::Str(s) => ArgValue::Str(s),
+                        Arg::U64(v) => ArgValue::U64(*v),
+                        Arg::I64(v) => ArgValue::I64(*v),
+                        Arg::F64(v) => ArgValue::F64(*v),
+                        Arg::Bytes(b) => ArgValue::Bytes(b),
+                    };
+                    (k.as_str(), v)
+                })
+                .collect();
+            inner.instant(&Instant {
+                thread,
+                time,
+                name: &name,
+                category: &category,
+                args: &args,
+            })
+        }
+        Event::Counter(pid, name, time, value) => inner.counter(&Counter {
+            pid,
+            name: &name,
+            time,
+            value,
+        }),
+        Event::Sample {
+            thread,
+            time,
+            stack,
+            lines,
+            weight,
+        } => inner.sample(&Sample {
+            thread,
+            time,
+            stack: &stack,
+            lines: &lines,
+            weight,
+        }),
+        Event::Code {
+            thread,
+            pid,
+            time,
+            address,
+            size,
+            name,
+            event,
+            code_index,
+            tier,
+        } => inner.code(&CodeRegion {
+            thread,
+            pid,
+            time,
+            address,
+            size,
+            name: &name,
+            event,
+            code_index,
+            tier: tier.as_ref().map(|t| CodeTier {
+                name: &t.name,
+                color: t.color,
+                js: t.js,
+            }),
+        }),
+    }
+}
+
+impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
+    fn begin(&mut self, t: &TraceInfo<'_>) -> io::Result<()> {
+        self.push(Event::Begin {
+            format: t.format,
+            functions: t.functions.clone(),
+            clock: t.clock,
+            origin_ns: t.origin_ns,
+            name: t.name.to_string(),
+        })
+    }
+    fn process(&mut self, p: &ProcessInfo<'_>) -> io::Result<()> {
+        self.push(Event::Process(p.pid, p.name.to_string()))
+    }
+    fn thread(&mut self, t: &ThreadInfo<'_>) -> io::Result<()> {
+        self.push(Event::Thread(t.index, t.pid, t.tid, t.name.to_string()))
+    }
+    fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+        self.push(Event::Function(id, info.clone()))
+    }
+    fn enter(&mut self, thread: u32, func: FuncId, time: u64, depth: u32) -> io::Result<()> {
+        self.push(Event::Enter(thread, func, time, depth))
+    }
+    fn exit(&mut self, span: &Span) -> io::Result<()> {
+        self.push(Event::Exit(*span))
+    }
+    fn instant(&mut self, i: &Instant<'_>) -> io::Result<()> {
+        let args = i
+            .args
+            .iter()
+            .map(|(k, v)| {
+                let v = match *v {
+                    ArgValue::Str(s) => Arg::Str(s.to_string()),
+                    ArgValue::U64(v) => Arg::U64(v),
+                    ArgValue::I64(v) => Arg::I64(v),
+                    ArgValue::F64(v) => Arg::F64(v),
+                    ArgValue::Bytes(b) => Arg::Bytes(b.to_vec()),
+                };
+                (k.to_string(), v)
+            })
+            .collect();
+        self.push(Event::Instant {
+            thread: i.thread,
+            time: i.time,
+            name: i.name.to_string(),
+            category: i.category.to_string(),
+            args,
+        })
+    }
+    fn counter(&mut self, c: &Counter<'_>) -> io::Result<()> {
+        self.push(Event::Counter(c.pid, c.name.to_string(), c.time, c.value))
+    }
+    fn sample(&mut self, s: &Sample<'_>) -> io::Result<()> {
+        self.push(Event::Sample {
+            thread: s.thread,
+            time: s.time,
+            stack: s.stack.to_vec(),
+            lines: s.lines.to_vec(),
+            weight: s.weight,
+        })
+    }
+    fn code(&mut self, c: &CodeRegion<'_>) -> io::Result<()> {
+        self.push(Event::Code {
+            thread: c.thread,
+            pid: c.pid,
+            time: c.time,
+            address: c.address,
+            size: c.size,
+            name: c.name.to_string(),
+            event: c.event,
+            code_index: c.code_index,
+            tier: c.tier.map(|t| FuncTier {
+                name: t.name.to_string(),
+                color: t.color,
+                js: t.js,
+            }),
+        })
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        self.flush()?;
+        self.tx = None;
+        let mut inner = self.join()?;
+        inner.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{Recorded, RecordedEvent};
+
+    #[test]
+    fn forwards_everything_in_order() {
+        let functions = FunctionTable::new();
+        let mut t = Threaded::new(Recorded::default()).unwrap();
+        t.begin(&TraceInfo {
+            format: "test",
+            functions: &functions,
+            clock: Clock::NANOSECONDS,
+            origin_ns: 5,
+            name: "t",
+        })
+        .unwrap();
+        t.thread(&ThreadInfo {
+            index: 0,
+            pid: 1,
+            tid: 2,
+            name: "main",
+        })
+        .unwrap();
+        for i in 0..2000u64 {
+            t.sample(&Sample {
+                thread: 0,
+                time: i,
+                stack: &[FuncId(1), FuncId(2)],
+                lines: &[],
+                weight: 1,
+            })
+            .unwrap();
+        }
+        let r = t.into_inner().unwrap();
+        assert_eq!(r.origin_ns, 5);
+        let times: Vec<u64> = r
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                RecordedEvent::Sample { time, .. } => Some(*time),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(times, (0..2000).collect::<Vec<_>>());
+    }
+
+    struct Failing;
+    impl EventSink for Failing {
+        fn begin(&mut self, _: &TraceInfo<'_>) -> io::Result<()> {
+            Ok(())
+        }
+        fn sample(&mut self, _: &Sample<'_>) -> io::Result<()> {
+            Err(io::Error::other("disk full"))
+        }
+        fn finish(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_writers_error_reaches_the_driver() {
+        let mut t = Threaded::new(Failing).unwrap();
+        let mut result = Ok(());
+        for i in 0..(BATCH * (IN_FLIGHT + 4)) as u64 {
+            result = t.sample(&Sample {
+                thread: 0,
+                time: i,
+                stack: &[],
+                lines: &[],
+                weight: 1,
+            });
+            if result.is_err() {
+                break;
+            }
+        }
+        let end = result.and_then(|_| t.finish());
+        assert_eq!(end.unwrap_err().to_string(), "disk full");
+    }
+}
