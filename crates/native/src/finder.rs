@@ -97,7 +97,12 @@ pub struct Binaries {
     search_dirs: Vec<PathBuf>,
     found: FxHashMap<(PathBuf, Option<BuildId>), Option<Arc<Binary>>>,
     problems: Vec<Problem>,
+    /// Searches started by [`Binaries::prefetch`], running on their own threads.
+    pending: FxHashMap<(PathBuf, Option<BuildId>), std::thread::JoinHandle<Searched>>,
 }
+
+/// What a background search found, and its problems.
+type Searched = (Option<Binary>, Vec<Problem>);
 
 impl Default for Binaries {
     fn default() -> Self {
@@ -127,6 +132,41 @@ impl Binaries {
             search_dirs: Vec::new(),
             found: FxHashMap::default(),
             problems: Vec::new(),
+            pending: FxHashMap::default(),
+        }
+    }
+
+    /// The same places, nothing found yet (for a search on another thread).
+    fn places(&self) -> Binaries {
+        Binaries {
+            buildid_dir: self.buildid_dir.clone(),
+            debug_dirs: self.debug_dirs.clone(),
+            search_dirs: self.search_dirs.clone(),
+            ..Binaries::empty()
+        }
+    }
+
+    /// Starts finding and opening a binary on another thread, with its DWARF loaded, so that
+    /// [`Binaries::find`] later has it at hand (a recording's mappings come long before the
+    /// samples that need them).
+    pub fn prefetch(&mut self, path: &Path, build_id: Option<&BuildId>) {
+        let key = (path.to_path_buf(), build_id.cloned());
+        if self.found.contains_key(&key) || self.pending.contains_key(&key) {
+            return;
+        }
+        let mut places = self.places();
+        let (p, id) = key.clone();
+        let spawned = std::thread::Builder::new()
+            .name("binary".into())
+            .spawn(move || {
+                let b = places.search(&p, id.as_ref());
+                if let Some(b) = &b {
+                    b.warm();
+                }
+                (b, places.problems)
+            });
+        if let Ok(h) = spawned {
+            self.pending.insert(key, h);
         }
     }
 
@@ -157,7 +197,15 @@ impl Binaries {
         if let Some(hit) = self.found.get(&key) {
             return hit.clone();
         }
-        let answer = self.search(path, build_id).map(Arc::new);
+        let answer = match self.pending.remove(&key).map(|h| h.join()) {
+            Some(Ok((b, problems))) => {
+                self.problems.extend(problems);
+                b
+            }
+            // Not prefetched (or the thread failed): search here.
+            _ => self.search(path, build_id),
+        }
+        .map(Arc::new);
         self.found.insert(key, answer.clone());
         answer
     }

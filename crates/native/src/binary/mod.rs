@@ -411,6 +411,14 @@ impl Binary {
         answer
     }
 
+    /// Loads what [`Binary::lookup`] would load on first use (the DWARF context), now.
+    pub fn warm(&self) {
+        let mut st = self.lock();
+        if st.dwarf.is_none() {
+            st.dwarf = Some(self.load_dwarf());
+        }
+    }
+
     fn symbolize(&self, st: &mut State, svma: u64) -> Option<Symbolized> {
         let symbol = self.symbol_locked(st, svma);
         if st.dwarf.is_none() {

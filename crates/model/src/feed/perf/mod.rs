@@ -352,6 +352,13 @@ impl<'o> Walk<'o> {
             .as_ref()
             .map(|b| b.as_bytes().to_vec())
             .or_else(|| self.build_ids.get(m.path).cloned());
+        if kind == MapKind::File && m.executable {
+            // Opened (symbols, DWARF) on another thread before the first sample needs it.
+            let id = build_id.as_deref().map(BuildId::new);
+            self.symbols
+                .binaries
+                .prefetch(Path::new(&*path), id.as_ref());
+        }
         process.map(
             m.start,
             Map {
