@@ -526,3 +526,5 @@ mod codemap;
 mod feed;
 #[path = "integration/mono_report/mod.rs"]
 mod mono_report;
+#[path = "integration/perf.rs"]
+mod perf;

@@ -251,7 +251,19 @@ pub(crate) fn plan(data: &[u8]) -> Result<Plan, Error> {
     } else {
         len
     };
-    let frames = scan_slice(data, d.offset, scan_end, e);
+    let mut frames = scan_slice(data, d.offset, scan_end, e);
+    if d.size != 0 && !complete && matches!(frames.end, super::frame::FrameEnd::Clean) {
+        // Cut between two records: the header still says how much data there was.
+        frames.end = super::frame::FrameEnd::Truncated(crate::error::Truncation::new(
+            frames.clean_end,
+            Some(frames.records),
+            format!(
+                "the data section ends after {} of its {} bytes",
+                frames.clean_end.saturating_sub(d.offset),
+                d.size
+            ),
+        ));
+    }
     if d.size == 0 {
         problems.push(Error::header(
             48,
