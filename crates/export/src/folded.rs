@@ -115,16 +115,19 @@ impl<W: Write> FoldedWriter<W> {
         self.out
     }
 
-    /// The folded lines, sorted.
-    pub fn lines(&self) -> Vec<String> {
-        let value = match self.weight {
+    fn value(&self) -> Value {
+        match self.weight {
             Weight::Exclusive => Value::Exclusive,
             Weight::Inclusive => Value::Inclusive,
             Weight::Counts => Value::Count,
-        };
+        }
+    }
+
+    /// The folded lines, sorted.
+    pub fn lines(&self) -> Vec<String> {
         self.stacks
             .tree()
-            .folded_lines(&self.stacks.functions, value, None, &|v| v)
+            .folded_lines(&self.stacks.functions, self.value(), None, &|v| v)
     }
 
     #[cfg(feature = "svg")]
@@ -189,20 +192,18 @@ impl<W: Write + Send> EventSink for FoldedWriter<W> {
             return Ok(());
         }
         self.finished = true;
-        let lines = self.lines();
         if self.svg {
+            let lines = self.lines();
             self.write_svg(&lines)?;
         } else {
-            let mut buf = Vec::with_capacity(1 << 16);
-            for l in &lines {
-                buf.extend_from_slice(l.as_bytes());
-                buf.push(b'\n');
-                if buf.len() >= 1 << 16 {
-                    self.out.write_all(&buf)?;
-                    buf.clear();
-                }
-            }
-            self.out.write_all(&buf)?;
+            let value = self.value();
+            self.stacks.tree().write_folded(
+                &mut self.out,
+                &self.stacks.functions,
+                value,
+                None,
+                &|v| v,
+            )?;
         }
         self.out.flush()
     }

@@ -248,8 +248,48 @@ impl StackTree {
         prefix: Option<&str>,
         to_output_units: &dyn Fn(u64) -> u64,
     ) -> Vec<String> {
-        let mut cache: HashMap<FuncId, String> = HashMap::new();
-        let mut lines = Vec::new();
+        let folded = self.sorted_folded(names, value, to_output_units);
+        let mut lines = Vec::with_capacity(folded.paths.len());
+        for (path, v) in &folded.paths {
+            let mut line = Vec::new();
+            folded.write_line(&mut line, prefix, path, *v);
+            lines.push(String::from_utf8_lossy(&line).into_owned());
+        }
+        lines
+    }
+
+    /// Writes [`StackTree::folded_lines`], one per line, without holding them all: the paths
+    /// are sorted as their lines would sort, then written one by one.
+    pub fn write_folded(
+        &self,
+        out: &mut dyn Write,
+        names: &FunctionTable,
+        value: Value,
+        prefix: Option<&str>,
+        to_output_units: &dyn Fn(u64) -> u64,
+    ) -> io::Result<()> {
+        let folded = self.sorted_folded(names, value, to_output_units);
+        let mut buf = Vec::with_capacity(1 << 16);
+        for (path, v) in &folded.paths {
+            folded.write_line(&mut buf, prefix, path, *v);
+            buf.push(b'\n');
+            if buf.len() >= 1 << 16 {
+                out.write_all(&buf)?;
+                buf.clear();
+            }
+        }
+        out.write_all(&buf)
+    }
+
+    /// The non-zero paths with their values, in the order of their folded lines.
+    fn sorted_folded(
+        &self,
+        names: &FunctionTable,
+        value: Value,
+        to_output_units: &dyn Fn(u64) -> u64,
+    ) -> Folded {
+        let mut escaped: HashMap<FuncId, String> = HashMap::new();
+        let mut paths = Vec::new();
         for p in self.paths() {
             let v = match value {
                 Value::Exclusive => to_output_units(p.exclusive),
@@ -259,50 +299,78 @@ impl StackTree {
             if v == 0 {
                 continue;
             }
-            let mut line = String::new();
-            if let Some(pre) = prefix {
-                push_frame_name(&mut line, pre);
-                line.push(';');
-            }
-            for (i, f) in p.path.iter().enumerate() {
-                if i > 0 {
-                    line.push(';');
-                }
-                // Escaped once per function: deep stacks repeat the same names on every line.
-                let name = cache.entry(*f).or_insert_with(|| {
-                    let mut escaped = String::new();
-                    push_frame_name(&mut escaped, &names.name(*f));
-                    escaped
+            for f in &p.path {
+                escaped.entry(*f).or_insert_with(|| {
+                    let mut e = String::new();
+                    push_frame_name(&mut e, &names.name(*f));
+                    e
                 });
-                line.push_str(name);
             }
-            line.push(' ');
-            line.push_str(itoa::Buffer::new().format(v));
-            lines.push(line);
+            paths.push((p.path, v));
         }
-        lines.sort_unstable();
-        lines
+        let folded = Folded {
+            escaped,
+            paths: Vec::new(),
+        };
+        // Lines compare as byte strings; paths share their first frames, whose bytes are equal,
+        // so only the bytes from the first differing frame on are compared (lazily).
+        paths.sort_unstable_by(|a, b| folded.compare(a, b));
+        Folded { paths, ..folded }
+    }
+}
+
+/// Sorted folded paths and their frames' escaped names.
+struct Folded {
+    escaped: HashMap<FuncId, String>,
+    paths: Vec<(Vec<FuncId>, u64)>,
+}
+
+impl Folded {
+    fn name(&self, f: FuncId) -> &[u8] {
+        self.escaped.get(&f).map_or(&b"?"[..], |s| s.as_bytes())
     }
 
-    /// Writes [`StackTree::folded_lines`], one per line.
-    pub fn write_folded(
-        &self,
-        out: &mut dyn Write,
-        names: &FunctionTable,
-        value: Value,
-        prefix: Option<&str>,
-        to_output_units: &dyn Fn(u64) -> u64,
-    ) -> io::Result<()> {
-        let mut buf = Vec::with_capacity(1 << 16);
-        for l in self.folded_lines(names, value, prefix, to_output_units) {
-            buf.extend_from_slice(l.as_bytes());
-            buf.push(b'\n');
-            if buf.len() >= 1 << 16 {
-                out.write_all(&buf)?;
-                buf.clear();
-            }
+    /// The bytes of a path's line from frame `from` on (with the `;` before it, if any).
+    fn tail<'a>(
+        &'a self,
+        path: &'a [FuncId],
+        from: usize,
+        value: &'a str,
+    ) -> impl Iterator<Item = u8> + 'a {
+        path.iter()
+            .enumerate()
+            .skip(from)
+            .flat_map(move |(k, f)| {
+                let sep: &[u8] = if k == 0 { b"" } else { b";" };
+                sep.iter().chain(self.name(*f).iter())
+            })
+            .copied()
+            .chain(std::iter::once(b' '))
+            .chain(value.bytes())
+    }
+
+    fn compare(&self, a: &(Vec<FuncId>, u64), b: &(Vec<FuncId>, u64)) -> std::cmp::Ordering {
+        let common = a.0.iter().zip(&b.0).take_while(|(x, y)| x == y).count();
+        let (mut va, mut vb) = (itoa::Buffer::new(), itoa::Buffer::new());
+        let (va, vb) = (va.format(a.1), vb.format(b.1));
+        self.tail(&a.0, common, va).cmp(self.tail(&b.0, common, vb))
+    }
+
+    fn write_line(&self, out: &mut Vec<u8>, prefix: Option<&str>, path: &[FuncId], v: u64) {
+        if let Some(pre) = prefix {
+            let mut p = String::new();
+            push_frame_name(&mut p, pre);
+            out.extend_from_slice(p.as_bytes());
+            out.push(b';');
         }
-        out.write_all(&buf)
+        for (i, f) in path.iter().enumerate() {
+            if i > 0 {
+                out.push(b';');
+            }
+            out.extend_from_slice(self.name(*f));
+        }
+        out.push(b' ');
+        out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
     }
 }
 
