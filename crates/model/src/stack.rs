@@ -111,15 +111,16 @@ impl StackTree {
         }
     }
 
-    /// Adds a sampled stack (outermost frame first): its weight counts as calls, inclusive and
-    /// exclusive value of its leaf.
+    /// Adds a sampled stack (outermost frame first): one to its leaf's count (`--counts`: the
+    /// number of samples), its weight (a perf sample's period; 1 for a Mono hit) to the leaf's
+    /// inclusive and exclusive value.
     pub fn add_sample(&mut self, stack: &[FuncId], weight: u64) {
         let mut node = 0;
         for &f in stack {
             node = self.child(node, f);
         }
         if node != 0 {
-            self.add(node, weight, weight, weight);
+            self.add(node, 1, weight, weight);
         }
     }
 

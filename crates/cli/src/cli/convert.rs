@@ -124,7 +124,7 @@ pub struct ConvertArgs {
     /// (after the path perf recorded and the perf.data's directory; repeatable).
     #[arg(long = "jit-dir", value_name = "DIR")]
     pub jit_dir: Vec<PathBuf>,
-    /// Folded / SVG / pprof from traced calls: weigh stacks by call count instead of time.
+    /// Folded / SVG / pprof: weigh stacks by call or sample count instead of time (or period).
     #[arg(long)]
     pub counts: bool,
     /// Folded / SVG: inclusive time (llvm-xray's flame graph behaviour) instead of exclusive.

@@ -319,6 +319,12 @@ fn dwarf_unwinding_reaches_node_start_like_perf() {
         "JIT samples reaching node::Start: ours {:.1}% of {}, perf {:.1}% of {}",
         ours.0, ours.1, theirs.0, theirs.1
     );
+    // --counts counts samples: as many JIT samples as perf script shows.
+    assert_eq!(
+        ours.1, theirs.1,
+        "JIT samples: ours {}, perf {}",
+        ours.1, theirs.1
+    );
     assert!(
         ours.0 + 5.0 >= theirs.0,
         "JIT samples reaching node::Start: ours {:.1}% of {}, perf {:.1}% of {}",
