@@ -1,5 +1,6 @@
 //! Integration tests of profkit-inject (one binary):
 //!
+//! * `cases`: refusals, missing dumps, perf maps, pipe mode, cut and corrupt input;
 //! * `elf`: the ELF builder on the committed node jitdump, read back with `object`;
 //! * `oracle`: `perf report` on our output against `perf inject --jit`'s (needs perf: skipped
 //!   without it unless `PROFKIT_REQUIRE_EXTERNAL=1`).
@@ -10,6 +11,8 @@
     clippy::indexing_slicing
 )]
 
+#[path = "inject/cases.rs"]
+mod cases;
 #[path = "inject/elf.rs"]
 mod elf;
 #[path = "inject/oracle.rs"]
