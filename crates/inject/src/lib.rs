@@ -430,16 +430,32 @@ pub fn inject(options: &Options) -> Result<Report, Error> {
     }
 
     inserts.sort_by_key(|i| i.time);
-    let out = File::create(&options.output)
-        .map_err(|e| err(format!("{}: {e}", options.output.display())))?;
-    let stats = profkit_perf::write(
+    // Written beside the output and renamed when complete.
+    let out_name = options.output.display().to_string();
+    let mut tmp = options.output.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let out = File::create(&tmp).map_err(|e| err(format!("{}: {e}", tmp.display())))?;
+    let written = profkit_perf::write(
         &data,
         &inserts,
         &build_ids,
         WriteOptions::default(),
         BufWriter::with_capacity(1 << 20, out),
     )
-    .map_err(|e| err(format!("{}: {e}", options.output.display())))?;
+    .map_err(|e| err(format!("{out_name}: {e}")))
+    .and_then(|s| {
+        std::fs::rename(&tmp, &options.output)
+            .map(|()| s)
+            .map_err(|e| err(format!("{out_name}: {e}")))
+    });
+    let stats = match written {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
     report.elf_dir = elf_dir_abs.display().to_string();
     report.elfs_written = report.processes.iter().map(|p| p.elfs.len()).sum();
     report.functions = report.processes.iter().map(|p| p.functions).sum();

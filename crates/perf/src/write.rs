@@ -265,8 +265,8 @@ fn is_pipe_header_record(t: RecordType) -> bool {
 /// `build_ids` added, as a file-mode perf.data, to `out`.
 ///
 /// Records are copied in the order [`crate::Events`] delivers them (time order). A corrupt
-/// record in the input ends the copy with an error; a cut input is copied up to the cut
-/// ([`WriteStats::truncation`]).
+/// record in the input ends the copy with an error, and so does an AUXTRACE record (its
+/// payload is not written); a cut input is copied up to the cut ([`WriteStats::truncation`]).
 pub fn write<W: Write + Seek>(
     data: &PerfData<'_>,
     inserts: &[Insert],
@@ -318,6 +318,13 @@ pub fn write<W: Write + Seek>(
                 break;
             }
         };
+        if ev.record_type == RecordType::AUXTRACE {
+            return Err(Error::record(
+                ev.index,
+                None,
+                "AUXTRACE records (Intel PT, CoreSight …) are not written: their payloads follow the record",
+            ));
+        }
         if is_pipe_header_record(ev.record_type) {
             if let EventData::BuildId(_) = ev.data {
                 extra_build_ids.extend_from_slice(&record_bytes(
