@@ -35,6 +35,11 @@ pub struct JitImage {
 }
 
 impl JitImage {
+    /// The dump's size in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// The code bytes of region `index` (an index into [`CodeMap::regions`]).
     pub fn code(&self, index: usize) -> Option<&[u8]> {
         let (off, len) = (*self.code.get(index)?)?;

@@ -12,7 +12,9 @@
 //!   [`GAP_MAX`] bytes apart that lie in one recorded mapping. A run is one contiguous file
 //!   range (the gaps zero-filled), one `PT_LOAD` and, usually, one MMAP2.
 //!
-//! ELF = (process, layer, cluster).
+//! ELF = (process, layer, cluster). A pathological dump that reuses one address more than
+//! [`LAYER_MAX`] times gets no more layers: the last one then takes overlapping functions too
+//! ([`ElfLayout::overlapping`]), which [`crate::inject`] writes without unwind tables.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -23,6 +25,49 @@ use profkit_model::codemap::Region;
 pub const GAP_MAX: u64 = 4096;
 /// The most address space one ELF's functions may span.
 pub const CLUSTER_SPAN: u64 = 1 << 30;
+/// The most layers (ELFs per address range) a process gets.
+pub const LAYER_MAX: usize = 64;
+
+/// What the layout and the MMAP2 plan need of a code-map region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// Start address.
+    pub start: u64,
+    /// Size in bytes (0: not placed).
+    pub size: u64,
+    /// Load time.
+    pub load_time: u64,
+    /// When it stopped being live (`None`: never).
+    pub end_time: Option<u64>,
+    /// Order among loads at the same time (the record index).
+    pub order: usize,
+    /// The loading thread.
+    pub tid: u32,
+}
+
+impl Span {
+    /// The span of `r` with size `size`.
+    pub fn of(r: &Region, size: u64) -> Span {
+        Span {
+            start: r.start,
+            size,
+            load_time: r.load_time,
+            end_time: r.end_time,
+            order: r.record,
+            tid: r.tid,
+        }
+    }
+
+    /// One past the last address.
+    pub fn end(&self) -> u64 {
+        self.start.saturating_add(self.size)
+    }
+
+    /// Whether it is live at `t`.
+    pub fn live_at(&self, t: u64) -> bool {
+        self.load_time <= t && self.end_time.is_none_or(|e| t < e)
+    }
+}
 
 /// A run: functions close together, one file range, one `PT_LOAD`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +97,9 @@ impl Run {
 pub struct ElfLayout {
     /// Its layer (0: code at addresses not used before).
     pub layer: usize,
+    /// Whether its functions may overlap (the last layer of a dump with more than
+    /// [`LAYER_MAX`] of them).
+    pub overlapping: bool,
     /// Region indices (into the code map), by address.
     pub funcs: Vec<usize>,
     /// Its runs, by address.
@@ -69,10 +117,10 @@ pub struct Layout {
 
 /// Lays out `regions` (a code map's, in load order). `boundaries` are the start and end
 /// addresses of the process's recorded mappings, sorted: a run never spans one.
-pub fn layout(regions: &[Region], boundaries: &[u64]) -> Layout {
+pub fn layout(regions: &[Span], boundaries: &[u64]) -> Layout {
     // Layers, in load order.
     let mut order: Vec<usize> = (0..regions.len()).collect();
-    order.sort_by_key(|&i| regions.get(i).map(|r| (r.load_time, r.record)));
+    order.sort_by_key(|&i| regions.get(i).map(|r| (r.load_time, r.order)));
     let mut layers: Vec<BTreeMap<u64, u64>> = Vec::new();
     let mut members: Vec<Vec<usize>> = Vec::new();
     for &i in &order {
@@ -88,10 +136,17 @@ pub fn layout(regions: &[Region], boundaries: &[u64]) -> Layout {
         };
         let k = match layers.iter().position(free) {
             Some(k) => k,
-            None => {
+            None if layers.len() < LAYER_MAX => {
                 layers.push(BTreeMap::new());
                 members.push(Vec::new());
                 layers.len() - 1
+            }
+            None => {
+                // Past the cap: the last layer takes it, overlapping or not.
+                if let Some(m) = members.last_mut() {
+                    m.push(i);
+                }
+                continue;
             }
         };
         if let (Some(l), Some(m)) = (layers.get_mut(k), members.get_mut(k)) {
@@ -104,7 +159,10 @@ pub fn layout(regions: &[Region], boundaries: &[u64]) -> Layout {
         elfs: Vec::new(),
         placement: vec![None; regions.len()],
     };
+    let full = members.len() == LAYER_MAX;
+    let last = members.len().saturating_sub(1);
     for (layer, mut funcs) in members.into_iter().enumerate() {
+        let overlapping = full && layer == last;
         funcs.sort_by_key(|&i| regions.get(i).map_or(0, |r| r.start));
         // Clusters of at most CLUSTER_SPAN.
         let mut cluster: Vec<usize> = Vec::new();
@@ -114,7 +172,7 @@ pub fn layout(regions: &[Region], boundaries: &[u64]) -> Layout {
             if !cluster.is_empty() && start.saturating_sub(first) > CLUSTER_SPAN {
                 push_elf(
                     &mut out,
-                    layer,
+                    (layer, overlapping),
                     std::mem::take(&mut cluster),
                     regions,
                     boundaries,
@@ -126,7 +184,7 @@ pub fn layout(regions: &[Region], boundaries: &[u64]) -> Layout {
             cluster.push(i);
         }
         if !cluster.is_empty() {
-            push_elf(&mut out, layer, cluster, regions, boundaries);
+            push_elf(&mut out, (layer, overlapping), cluster, regions, boundaries);
         }
     }
     out
@@ -135,9 +193,9 @@ pub fn layout(regions: &[Region], boundaries: &[u64]) -> Layout {
 /// Cuts the functions of one ELF (by address) into runs and records their placement.
 fn push_elf(
     out: &mut Layout,
-    layer: usize,
+    (layer, overlapping): (usize, bool),
     funcs: Vec<usize>,
-    regions: &[Region],
+    regions: &[Span],
     boundaries: &[u64],
 ) {
     let elf = out.elfs.len();
@@ -163,7 +221,12 @@ fn push_elf(
             *p = Some((elf, runs.len() - 1));
         }
     }
-    out.elfs.push(ElfLayout { layer, funcs, runs });
+    out.elfs.push(ElfLayout {
+        layer,
+        overlapping,
+        funcs,
+        runs,
+    });
 }
 
 /// Whether a recorded mapping starts or ends strictly inside `(a, b)`.
@@ -176,20 +239,14 @@ fn crosses(boundaries: &[u64], a: u64, b: u64) -> bool {
 mod tests {
     use super::*;
 
-    fn region(start: u64, size: u64, t: u64) -> Region {
-        Region {
+    fn region(start: u64, size: u64, t: u64) -> Span {
+        Span {
             start,
             size,
-            name: format!("f{start:x}"),
             load_time: t,
             end_time: None,
-            code_index: t,
+            order: t as usize,
             tid: 1,
-            record: t as usize,
-            debug: None,
-            end_reason: None,
-            tier: None,
-            unwind: None,
         }
     }
 
@@ -239,5 +296,19 @@ mod tests {
         // A recorded mapping boundary inside the gap splits the run.
         let l = layout(&regions[..2], &[0x1150]);
         assert_eq!(l.elfs[0].runs.len(), 2);
+    }
+
+    #[test]
+    fn layers_are_capped() {
+        let regions: Vec<Span> = (0..LAYER_MAX as u64 + 10)
+            .map(|t| region(0x1000, 0x10, t))
+            .collect();
+        let l = layout(&regions, &[]);
+        assert_eq!(l.elfs.len(), LAYER_MAX);
+        let last = l.elfs.last().unwrap();
+        assert!(last.overlapping && !l.elfs[0].overlapping);
+        assert_eq!(last.funcs.len(), 11);
+        assert_eq!(last.runs.len(), 11);
+        assert!(l.placement.iter().all(Option::is_some));
     }
 }

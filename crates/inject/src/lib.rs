@@ -51,6 +51,7 @@ use serde::Serialize;
 
 use crate::dump::JitImage;
 use crate::elf::{ElfFunc, ElfSpec, PAGE};
+use crate::layout::Span;
 
 /// The JSON schema name of [`Report`].
 pub const SCHEMA: &str = "profkit.inject/1";
@@ -67,6 +68,8 @@ const PROT_R: u32 = 1;
 const MAP_PRIVATE: u32 = 2;
 /// How far below an ELF's runs its unwind map may go.
 const UNWIND_SEARCH: u64 = 512 << 20;
+/// The most bytes a function without code bytes gets (zero-filled).
+const CODELESS_MAX: u64 = 64 << 10;
 
 /// What to inject.
 #[derive(Clone, Debug, Default)]
@@ -495,10 +498,56 @@ fn inject_process(
     warnings: &mut Vec<String>,
 ) -> Result<(), Error> {
     let regions = image.map.regions();
+    // What is placed: a function with code gets its size; one without (a producer that does
+    // not write code) is zero-filled, up to CODELESS_MAX each and a budget in all, so the
+    // ELFs stay proportional to the dump.
+    let mut budget = (image.byte_len() as u64).saturating_mul(4).max(64 << 20);
+    let (mut codeless, mut dropped) = (0u64, 0u64);
+    let spans: Vec<Span> = regions
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let size = match image.code(i) {
+                Some(_) => r.size,
+                None if r.size == 0 => 0,
+                None => {
+                    let s = r.size.min(CODELESS_MAX);
+                    if s <= budget {
+                        budget -= s;
+                        codeless += 1;
+                        s
+                    } else {
+                        dropped += 1;
+                        0
+                    }
+                }
+            };
+            Span::of(r, size)
+        })
+        .collect();
+    if codeless > 0 {
+        warnings.push(format!(
+            "{}: {codeless} functions without code bytes: their .text is zeros",
+            image.path.display()
+        ));
+    }
+    if dropped > 0 {
+        warnings.push(format!(
+            "{}: {dropped} functions without code bytes left out (over the zero-fill budget)",
+            image.path.display()
+        ));
+    }
     let mut boundaries: Vec<u64> = facts.maps.iter().flat_map(|&(a, b)| [a, b]).collect();
     boundaries.sort_unstable();
     boundaries.dedup();
-    let lay = layout::layout(regions, &boundaries);
+    let lay = layout::layout(&spans, &boundaries);
+    if lay.elfs.iter().any(|e| e.overlapping) {
+        warnings.push(format!(
+            "{}: addresses reused more than {} times: the last ELF holds overlapping functions and no unwind tables",
+            image.path.display(),
+            layout::LAYER_MAX
+        ));
+    }
 
     // Address ranges the unwind maps must avoid: every recorded mapping and every run.
     let mut occupied: Vec<(u64, u64)> = facts.maps.clone();
@@ -531,10 +580,14 @@ fn inject_process(
                 Some(ElfFunc {
                     name: &r.name,
                     start: r.start,
-                    size: r.size,
+                    size: spans.get(i)?.size,
                     code: image.code(i),
                     lines: r.debug.as_ref(),
-                    eh_frame: r.unwind.as_ref().map(|u| u.eh_frame.as_slice()),
+                    eh_frame: r
+                        .unwind
+                        .as_ref()
+                        .filter(|_| !e.overlapping)
+                        .map(|u| u.eh_frame.as_slice()),
                 })
             })
             .collect();
@@ -601,7 +654,7 @@ fn inject_process(
         run_offsets.push(built.offsets.runs.clone());
     }
 
-    let maps = plan::plan(regions, &lay, &run_offsets);
+    let maps = plan::plan(&spans, &lay, &run_offsets);
     let id = attr.ids.first().copied().unwrap_or(0);
     let upid = pid as u32;
     let mut first_time: BTreeMap<usize, (u64, u32)> = BTreeMap::new();
@@ -666,6 +719,16 @@ fn inject_process(
 /// none of `occupied`, at most [`UNWIND_SEARCH`] below `below`.
 fn free_below(occupied: &[(u64, u64)], below: u64, len: u64) -> Option<u64> {
     let floor = below.saturating_sub(UNWIND_SEARCH).max(PAGE);
+    // Disjoint, sorted intervals.
+    let mut v: Vec<(u64, u64)> = occupied.iter().copied().filter(|&(s, e)| s < e).collect();
+    v.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (s, e) in v {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
     let mut top = below;
     loop {
         let a = top.checked_sub(len)? / PAGE * PAGE;
@@ -673,15 +736,11 @@ fn free_below(occupied: &[(u64, u64)], below: u64, len: u64) -> Option<u64> {
             return None;
         }
         let end = a + len;
-        // The lowest start among the ranges that meet [a, end).
-        match occupied
-            .iter()
-            .filter(|&&(s, e)| s < end && a < e)
-            .map(|&(s, _)| s)
-            .min()
-        {
-            None => return Some(a),
-            Some(s) => top = s,
+        // The last interval starting before `end`: it meets [a, end) when it ends after `a`.
+        let k = merged.partition_point(|&(s, _)| s < end);
+        match k.checked_sub(1).and_then(|k| merged.get(k)) {
+            Some(&(s, e)) if e > a => top = s,
+            _ => return Some(a),
         }
     }
 }

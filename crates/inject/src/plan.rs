@@ -12,9 +12,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
-use profkit_model::codemap::Region;
-
-use crate::layout::Layout;
+use crate::layout::{Layout, Span};
 
 /// An MMAP2 to inject: `[start, start + len)` of ELF `elf` at file offset `pgoff`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,10 +33,10 @@ pub struct Mapping {
 
 /// The mappings that make every function of `regions` resolve through its ELF while it is
 /// live. `run_offsets[elf][run]` is the file offset of each run.
-pub fn plan(regions: &[Region], layout: &Layout, run_offsets: &[Vec<u64>]) -> Vec<Mapping> {
+pub fn plan(regions: &[Span], layout: &Layout, run_offsets: &[Vec<u64>]) -> Vec<Mapping> {
     let key = |i: usize| layout.placement.get(i).copied().flatten();
     let mut order: Vec<usize> = (0..regions.len()).filter(|&i| key(i).is_some()).collect();
-    order.sort_by_key(|&i| regions.get(i).map(|r| (r.load_time, r.record)));
+    order.sort_by_key(|&i| regions.get(i).map(|r| (r.load_time, r.order)));
 
     // Live regions by start (live regions never overlap), and when they end.
     let mut live: BTreeMap<u64, usize> = BTreeMap::new();
@@ -115,7 +113,7 @@ pub fn plan(regions: &[Region], layout: &Layout, run_offsets: &[Vec<u64>]) -> Ve
 /// Live regions intersecting `[a, b)`: `(start, region)`.
 fn intersecting(
     live: &BTreeMap<u64, usize>,
-    regions: &[Region],
+    regions: &[Span],
     a: u64,
     b: u64,
 ) -> Vec<(u64, usize)> {
@@ -188,20 +186,14 @@ mod tests {
     use super::*;
     use crate::layout::layout;
 
-    fn region(start: u64, size: u64, t: u64, end: Option<u64>) -> Region {
-        Region {
+    fn region(start: u64, size: u64, t: u64, end: Option<u64>) -> Span {
+        Span {
             start,
             size,
-            name: format!("f{start:x}@{t}"),
             load_time: t,
             end_time: end,
-            code_index: t,
+            order: t as usize,
             tid: 7,
-            record: t as usize,
-            debug: None,
-            end_reason: None,
-            tier: None,
-            unwind: None,
         }
     }
 
@@ -211,7 +203,7 @@ mod tests {
         maps: &[Mapping],
         l: &Layout,
         offs: &[Vec<u64>],
-        regions: &[Region],
+        regions: &[Span],
         addr: u64,
         t: u64,
     ) -> Option<usize> {

@@ -156,3 +156,82 @@ fn cut_and_corrupt_inputs_do_not_panic() {
     std::fs::write(&dump, &bad).unwrap();
     let _ = run(&input, &out, &[]).unwrap();
 }
+
+#[test]
+fn hostile_dumps_stay_bounded() {
+    use profkit_jitdump::write::{CodeLoadData, HeaderOptions, JitDumpWriter};
+    let (dir, input) = stage("node-fp.data", "node-fp.jit-");
+    let name = fixture_named("node-fp.jit-");
+    let pid: u32 = name
+        .trim_start_matches("node-fp.jit-")
+        .trim_end_matches(".dump.gz")
+        .parse()
+        .unwrap();
+    let dump = dir.path().join(format!("jit-{pid}.dump"));
+    let (t0, _) = profkit_inject::dump::load(&dump)
+        .unwrap()
+        .time_range
+        .unwrap();
+    let mut w = JitDumpWriter::new(
+        Vec::new(),
+        &HeaderOptions {
+            pid,
+            elf_mach: 62,
+            ..HeaderOptions::default()
+        },
+    )
+    .unwrap();
+    let code = [0xc3u8; 16];
+    let mut load = |t: u64, index: u64, addr: u64, code: Option<&[u8]>, size: u64| {
+        let mut l = CodeLoadData::new(index, addr, &[], "f");
+        l.timestamp = t0 + t;
+        l.pid = pid;
+        l.code = code;
+        l.code_size = size;
+        w.write_code_load(&l).unwrap();
+    };
+    // One address reused 100 times; a code-less load claiming 1 TiB; 5,000 claiming 1 MiB.
+    for k in 0..100 {
+        load(k, k, 0x7f00_0000_0000, Some(&code), 16);
+    }
+    load(200, 200, 0x7f10_0000_0000, None, 1 << 40);
+    for k in 0..5000u64 {
+        load(
+            300 + k,
+            300 + k,
+            0x7f20_0000_0000 + k * (2 << 20),
+            None,
+            1 << 20,
+        );
+    }
+    std::fs::write(&dump, w.into_inner()).unwrap();
+    let out = dir.path().join("out.data");
+    let r = run(&input, &out, &[]).unwrap();
+    assert_eq!(r.processes[0].status, "injected");
+    assert!(
+        r.warnings.iter().any(|w| w.contains("reused more than")),
+        "{:?}",
+        r.warnings
+    );
+    assert!(r.warnings.iter().any(|w| w.contains("without code bytes")));
+    let elf_dir = profkit_inject::default_elf_dir(&out);
+    let total: u64 = std::fs::read_dir(&elf_dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(total < 200 << 20, "{total} bytes of ELFs");
+    // Code-less functions are zero-filled up to 64 KiB each and 64 MiB in all (here: 1,024
+    // of them), the rest left out.
+    assert!(
+        r.warnings.iter().any(|w| w.contains("left out")),
+        "{:?}",
+        r.warnings
+    );
+    // 64 layers at the reused address; layer 0 also has the 1 TiB load and 2 GiB of 64 KiB
+    // loads (1-GiB spans).
+    assert!(
+        r.elfs_written < profkit_inject::layout::LAYER_MAX + 6,
+        "{}",
+        r.elfs_written
+    );
+}

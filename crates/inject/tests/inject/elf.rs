@@ -6,7 +6,7 @@ use object::elf::{PT_GNU_EH_FRAME, PT_LOAD, PT_NOTE};
 use object::read::elf::{ElfFile64, ProgramHeader as _};
 use object::{Object, ObjectSection, ObjectSymbol};
 use profkit_inject::elf::{build, ElfFunc, ElfSpec, PAGE};
-use profkit_inject::layout::layout;
+use profkit_inject::layout::{layout, Span};
 
 use gimli::UnwindSection;
 
@@ -19,7 +19,8 @@ fn node_jitdump_image_reads_back() {
     std::fs::write(&path, fixture(&fixture_named("node-dwarf.jit-"))).unwrap();
     let image = profkit_inject::dump::load(&path).unwrap();
     let regions = image.map.regions();
-    let lay = layout(regions, &[]);
+    let spans: Vec<Span> = regions.iter().map(|r| Span::of(r, r.size)).collect();
+    let lay = layout(&spans, &[]);
     // V8: builtins in the node binary, JIT code gigabytes higher: two ELFs, one layer.
     assert_eq!(lay.elfs.len(), 2);
     for e in &lay.elfs {
