@@ -10,13 +10,18 @@
 # nothing is written next to the original. Page cache warm (one untimed run each first); the
 # jitted-*.so files of the previous perf inject run are removed outside the timing. Prints wall /
 # user / sys / max RSS medians, the files each wrote, perf report's time on each output and
-# whether the two `perf report --sort sym` outputs are identical.
-# Environment: PROFKIT (default $CARGO_TARGET_DIR/release/profkit, built here), WORK.
+# whether the two `perf report --sort sym` outputs are identical. perf runs with its build-id
+# cache in $WORK/buildid (emptied before each perf inject run, outside the timing): perf inject
+# copies each of its ELFs there (~/.debug by default).
+# Environment: PROFKIT (default $CARGO_TARGET_DIR/release/profkit, built here), WORK, SETTLE
+# (seconds to wait after deleting the previous run's 11K files, default 10: on a filesystem
+# mounted with `discard` the deletions otherwise slow the next run down 2x).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 REC=$(realpath "${1:-$ROOT/bench-data/perf/tsc-fp.data}")
 ROUNDS=${2:-5}
 WORK=${WORK:-/tmp/profkit-bench-inject}
+SETTLE=${SETTLE:-10}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 PROFKIT=${PROFKIT:-$TARGET/release/profkit}
 if [ -z "${PROFKIT_PREBUILT:-}" ]; then
@@ -24,6 +29,7 @@ if [ -z "${PROFKIT_PREBUILT:-}" ]; then
 fi
 mkdir -p "$WORK"
 cd "$WORK"
+PERF="perf --buildid-dir $WORK/buildid"
 MARKER=$(perf script -i "$REC" --show-mmap-events 2>/dev/null | grep -m1 -o '/[^ ]*/jit-[0-9]*\.dump' || true)
 [ -n "$MARKER" ] || { echo "no jitdump marker in $REC"; exit 1; }
 DUMP=$WORK/$(basename "$MARKER")
@@ -46,11 +52,12 @@ timed() { # file, command...
   tail -n 1 "$out.t" >> "$out"
 }
 rm -f perf.times pk.times
-perf inject --jit -i rec.data -o perf.jit.data 2>/dev/null   # warm-up
+$PERF inject --jit -i rec.data -o perf.jit.data 2>/dev/null   # warm-up
 "$PROFKIT" inject -i rec.data -o pk.data > /dev/null
 for _ in $(seq "$ROUNDS"); do
-  rm -f jitted-*.so
-  timed perf.times perf inject --jit -i rec.data -o perf.jit.data
+  rm -rf jitted-*.so "$WORK/buildid"
+  sync; sleep "$SETTLE"   # let the deletions (and their discards) finish before timing
+  timed perf.times $PERF inject --jit -i rec.data -o perf.jit.data
   timed pk.times "$PROFKIT" inject -i rec.data -o pk.data
 done
 median() { # column of a times file
@@ -61,7 +68,7 @@ for t in perf pk; do
 done
 echo "files: perf inject $(ls | grep -c '^jitted-.*\.so$'), profkit $(ls pk.data-jit | grep -c '\.so$') ($(du -sh pk.data-jit | cut -f1))"
 for d in perf.jit.data pk.data; do
-  /usr/bin/time -f "%e" -o rep.t perf report -i $d --stdio --no-children --sort sym -g none > $d.report 2>/dev/null
+  /usr/bin/time -f "%e" -o rep.t $PERF report -i $d --stdio --no-children --sort sym -g none > $d.report 2>/dev/null
   echo "perf report on $d: $(cat rep.t) s"
 done
 if diff <(grep '%' perf.jit.data.report) <(grep '%' pk.data.report) > /dev/null; then

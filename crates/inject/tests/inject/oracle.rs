@@ -19,6 +19,15 @@ fn perf(test: &str) -> Option<PathBuf> {
     )
 }
 
+/// `perf` with its build-id cache beside `data` (perf inject copies every ELF it writes into
+/// the cache, `~/.debug` by default: 2,505 files per run here).
+fn perf_cmd(perf: &Path, data: &Path) -> Command {
+    let mut c = Command::new(perf);
+    c.arg("--buildid-dir")
+        .arg(data.parent().unwrap_or(Path::new(".")).join("buildid"));
+    c
+}
+
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap();
     assert!(
@@ -31,7 +40,7 @@ fn run(cmd: &mut Command) -> String {
 
 /// `perf inject --jit -i data -o out`.
 fn perf_inject(perf: &Path, data: &Path, out: &Path) {
-    run(Command::new(perf)
+    run(perf_cmd(perf, data)
         .arg("inject")
         .arg("--jit")
         .arg("-i")
@@ -52,7 +61,7 @@ fn ours(data: &Path, out: &Path) -> Report {
 
 /// `(symbol, self %)` of `perf report --sort sym`, in perf's order.
 fn shares(perf: &Path, data: &Path) -> Vec<(String, f64)> {
-    let text = run(Command::new(perf)
+    let text = run(perf_cmd(perf, data)
         .args([
             "report",
             "--stdio",
@@ -76,7 +85,7 @@ fn shares(perf: &Path, data: &Path) -> Vec<(String, f64)> {
 /// How perf unwinds samples whose leaf is JIT code: (samples, JIT-leaf samples, of those
 /// reaching `node::Start`, mean JIT frames per JIT-leaf sample).
 fn unwinding(perf: &Path, data: &Path) -> (usize, usize, usize, f64) {
-    let text = run(Command::new(perf)
+    let text = run(perf_cmd(perf, data)
         .args(["script", "-F", "comm,tid,time,ip,sym,dso", "-i"])
         .arg(data));
     let (mut all, mut jit, mut reach, mut frames) = (0, 0, 0, 0usize);
@@ -200,7 +209,7 @@ fn annotate_and_srcline_work_on_jit_code() {
         .unwrap()
         .0;
     let name = top.trim_start_matches("[.] ");
-    let text = run(Command::new(&perf)
+    let text = run(perf_cmd(&perf, &mine)
         .args(["annotate", "--stdio", "-i"])
         .arg(&mine)
         .arg("-s")
@@ -213,7 +222,7 @@ fn annotate_and_srcline_work_on_jit_code() {
         .count();
     assert!(instructions > 10, "perf annotate of {name}:\n{text}");
     // Lines from DEBUG_INFO: most samples land on busy.js lines.
-    let lines = run(Command::new(&perf)
+    let lines = run(perf_cmd(&perf, &mine)
         .args([
             "report",
             "--stdio",
