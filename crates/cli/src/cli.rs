@@ -150,7 +150,7 @@ pub struct SymbolizeArgs {
 
 #[derive(Debug, Args)]
 pub struct InjectArgs {
-    /// The recording (`perf record -k 1`, file or pipe mode).
+    /// The recording (`perf record -k 1`, file or pipe mode, gzip allowed; `-`: stdin).
     #[arg(short, long)]
     pub input: PathBuf,
     /// The perf.data to write; the ELFs go to OUT-jit/.

@@ -39,7 +39,7 @@ pub mod unwind;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -74,7 +74,7 @@ const CODELESS_MAX: u64 = 64 << 10;
 /// What to inject.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
-    /// The recording (file or pipe mode).
+    /// The recording (file or pipe mode, gzip allowed; `-`: stdin).
     pub input: PathBuf,
     /// The perf.data to write (file mode).
     pub output: PathBuf,
@@ -207,7 +207,31 @@ pub fn inject(options: &Options) -> Result<Report, Error> {
             return Err(err(format!("{shown}: the output must not be the input")));
         }
     }
-    let bytes = std::fs::read(input).map_err(|e| err(format!("{shown}: {e}")))?;
+    if options.output == Path::new("-") {
+        return Err(err(
+            "the output must be a file: a file-mode perf.data is written with seeks",
+        ));
+    }
+    let stdin = input == Path::new("-");
+    let raw = if stdin {
+        let mut b = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut b)
+            .map(|_| b)
+            .map_err(|e| err(format!("stdin: {e}")))?
+    } else {
+        std::fs::read(input).map_err(|e| err(format!("{shown}: {e}")))?
+    };
+    // gzip is unwrapped (perf itself does not read it, but profkit's other commands do).
+    let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .map_err(|e| err(format!("{shown}: gzip: {e}")))?;
+        out
+    } else {
+        raw
+    };
     let data = PerfData::parse(&bytes).map_err(|e| err(format!("{shown}: {e}")))?;
 
     let mut report = Report {
@@ -274,7 +298,10 @@ pub fn inject(options: &Options) -> Result<Report, Error> {
         .elf_dir
         .clone()
         .unwrap_or_else(|| default_elf_dir(&options.output));
-    let search = JitSearch::new(Some(input), options.jit_dirs.clone());
+    let search = JitSearch::new(
+        (!stdin).then_some(input.as_path()),
+        options.jit_dirs.clone(),
+    );
 
     let mut inserts: Vec<Insert> = Vec::new();
     let mut build_ids: Vec<BuildIdEntry> = Vec::new();

@@ -235,3 +235,17 @@ fn hostile_dumps_stay_bounded() {
         r.elfs_written
     );
 }
+
+#[test]
+fn gzip_input_is_unwrapped() {
+    let (dir, input) = stage("node-dwarf.data.gz", "node-dwarf.jit-");
+    let raw = std::fs::read(&input).unwrap();
+    let gz = dir.path().join("perf.data.gz");
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut e, &raw).unwrap();
+    std::fs::write(&gz, e.finish().unwrap()).unwrap();
+    let out = dir.path().join("out.data");
+    let r = run(&gz, &out, &[]).unwrap();
+    assert_eq!(r.processes[0].status, "injected");
+    assert!(run(&input, Path::new("-"), &[]).is_err());
+}
