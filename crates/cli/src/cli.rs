@@ -53,6 +53,9 @@ pub enum Command {
     Report(ReportArgs),
     /// The function, inline frames and file:line of JIT code addresses in a jitdump, at a time.
     Symbolize(SymbolizeArgs),
+    /// A perf.data whose JIT frames perf report resolves (as after `perf inject --jit`), with one
+    /// ELF per jitdump instead of one per function (written to OUT-jit/).
+    Inject(InjectArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
 }
@@ -145,6 +148,22 @@ pub struct SymbolizeArgs {
     pub json: bool,
     #[command(flatten)]
     pub input: InputOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct InjectArgs {
+    /// The recording (`perf record -k 1`, file or pipe mode, gzip allowed; `-`: stdin).
+    #[arg(short, long)]
+    pub input: PathBuf,
+    /// The perf.data to write; the ELFs go to OUT-jit/.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Also look for jitdumps here (after the marker's path and the input's directory).
+    #[arg(long, value_name = "DIR")]
+    pub jit_dir: Vec<PathBuf>,
+    /// JSON report (schema profkit.inject/1).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -27,6 +27,7 @@ fn main() -> ExitCode {
         cli::Command::Extract(a) => cmd::extract::run(&a),
         cli::Command::Report(a) => cmd::report::run(&a),
         cli::Command::Symbolize(a) => cmd::symbolize::run(&a),
+        cli::Command::Inject(a) => cmd::inject::run(&a),
         cli::Command::Completions(a) => cmd::completions::run(&a),
     };
     match result {

@@ -15,6 +15,9 @@
 //! * [`jit`]: per process, the jitdump marker mmaps and anonymous executable mappings.
 //! * [`mod@validate`], [`summary()`] and [`mod@dump`]: what `profkit validate`, `info` and
 //!   `dump` show.
+//! * [`mod@write`]: a file-mode perf.data from a recording with records merged in time order
+//!   ([`Insert`], [`Mmap2`]) and build ids added ([`BuildIdEntry`]): what `profkit inject`
+//!   writes.
 //!
 //! ```no_run
 //! use profkit_perf::{EventData, PerfData};
@@ -42,6 +45,7 @@ pub mod read;
 pub mod scan;
 pub mod summary;
 pub mod validate;
+pub mod write;
 
 pub use error::{Error, Result, Truncation};
 pub use jit::{JitMarker, JitScan, ProcessJit};
@@ -54,6 +58,7 @@ pub use read::{
 pub use scan::Scan;
 pub use summary::summary;
 pub use validate::{validate, Finding, Severity, Validation};
+pub use write::{write, BuildIdEntry, Insert, Mmap2, SampleId, WriteOptions, WriteStats};
 
 /// The JIT facts of a recording in memory: every process with a jitdump marker or anonymous
 /// executable mappings (one pass over the events; the model can instead feed a [`JitScan`]

@@ -9,6 +9,7 @@ pub mod convert;
 pub mod dump;
 pub mod extract;
 pub mod info;
+pub mod inject;
 pub mod report;
 pub mod stack;
 pub mod symbolize;

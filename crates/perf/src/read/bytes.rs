@@ -39,6 +39,20 @@ impl Endian {
         }
     }
 
+    pub(crate) fn u16_bytes(self, v: u16) -> [u8; 2] {
+        match self {
+            Endian::Little => v.to_le_bytes(),
+            Endian::Big => v.to_be_bytes(),
+        }
+    }
+
+    pub(crate) fn u32_bytes(self, v: u32) -> [u8; 4] {
+        match self {
+            Endian::Little => v.to_le_bytes(),
+            Endian::Big => v.to_be_bytes(),
+        }
+    }
+
     pub(crate) fn u64_bytes(self, v: u64) -> [u8; 8] {
         match self {
             Endian::Little => v.to_le_bytes(),

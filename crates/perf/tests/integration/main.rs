@@ -9,6 +9,7 @@
 mod fixtures;
 mod hostile;
 mod truncation;
+mod write;
 
 use std::io::Read;
 
