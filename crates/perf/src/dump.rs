@@ -41,7 +41,7 @@ pub fn write(
     write_events(data.meta(), events, options, out)
 }
 
-/// [`write`] for any event source (a stream's events too).
+/// [`write()`] for any event source (a stream's events too).
 pub fn write_events<S: io::Read>(
     meta: &Meta,
     mut events: Events<S>,

@@ -1,7 +1,7 @@
 //! The write layer: a file-mode perf.data made from a recording in memory ([`PerfData`]) with
 //! new records merged in time order — what `profkit inject` needs.
 //!
-//! [`write`] copies the input's attrs (with their ids), its records in time order (as
+//! [`write()`] copies the input's attrs (with their ids), its records in time order (as
 //! [`crate::Events`] delivers them: FINISHED_ROUND markers are written anew every
 //! [`WriteOptions::round_every`] records, COMPRESSED blocks are written out inflated) and its
 //! feature sections, and merges in [`Insert`]s: each goes before the first input record whose
@@ -205,7 +205,7 @@ impl Mmap2 {
     }
 }
 
-/// How [`write`] lays out the records.
+/// How [`write()`] lays out the records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteOptions {
     /// A FINISHED_ROUND after this many records (perf report flushes its sorting queue at each;
@@ -219,7 +219,7 @@ impl Default for WriteOptions {
     }
 }
 
-/// What [`write`] wrote.
+/// What [`write()`] wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WriteStats {
     /// Input records written (FINISHED_ROUND markers not counted).
