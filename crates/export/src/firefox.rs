@@ -356,6 +356,9 @@ struct ThreadState {
     sampled_frames: HashMap<FuncId, FrameHandle>,
     /// Sample inputs kept until the end, when the sampling period is estimated.
     samples: Vec<(u64, Option<StackHandle>, u64)>,
+    /// The last sample's stack and its interned prefixes (outermost first): the next sample
+    /// usually shares most of it.
+    last_stack: Vec<(FuncId, StackHandle)>,
 }
 
 /// Builds a Firefox Profiler profile in memory and writes it at [`EventSink::finish`].
@@ -468,6 +471,7 @@ impl<W: Write + Send> FirefoxSink<W> {
             frames: HashMap::new(),
             sampled_frames: HashMap::new(),
             samples: Vec::new(),
+            last_stack: Vec::new(),
         })
     }
 
@@ -909,12 +913,22 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
 
     fn sample(&mut self, sample: &Sample<'_>) -> io::Result<()> {
         let th = self.sampled_thread(sample.thread)?;
-        let mut stack = None;
-        for f in sample.stack {
+        let mut last = std::mem::take(&mut self.state(sample.thread).last_stack);
+        let common = last
+            .iter()
+            .zip(sample.stack)
+            .take_while(|((a, _), b)| a == *b)
+            .count();
+        last.truncate(common);
+        let mut stack = last.last().map(|&(_, h)| h);
+        for f in sample.stack.iter().skip(common) {
             let frame = self.frame(sample.thread, th, *f, true)?;
             let p = self.profile.as_mut().ok_or_else(not_begun)?;
-            stack = Some(p.intern_stack(th, stack, frame));
+            let h = p.intern_stack(th, stack, frame);
+            last.push((*f, h));
+            stack = Some(h);
         }
+        self.state(sample.thread).last_stack = last;
         self.state(sample.thread)
             .samples
             .push((sample.time, stack, sample.weight));
