@@ -15,13 +15,16 @@
 # copies each of its ELFs there (~/.debug by default).
 # Environment: PROFKIT (default $CARGO_TARGET_DIR/release/profkit, built here), WORK, SETTLE
 # (seconds to wait after deleting the previous run's 11K files, default 10: on a filesystem
-# mounted with `discard` the deletions otherwise slow the next run down 2x).
+# mounted with `discard` the deletions otherwise slow the next run down 2x), KEEP_CACHE=1 (keep
+# perf's build-id cache between rounds: a re-run of perf inject on the same file, whose cache
+# directories then exist; by default every round starts with an empty cache, a first run).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 REC=$(realpath "${1:-$ROOT/bench-data/perf/tsc-fp.data}")
 ROUNDS=${2:-5}
 WORK=${WORK:-/tmp/profkit-bench-inject}
 SETTLE=${SETTLE:-10}
+KEEP_CACHE=${KEEP_CACHE:-0}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 PROFKIT=${PROFKIT:-$TARGET/release/profkit}
 if [ -z "${PROFKIT_PREBUILT:-}" ]; then
@@ -45,7 +48,7 @@ assert i >= 0
 b[i:i + len(o)] = n + b'\0' * (len(o) - len(n))
 open(dst, 'wb').write(b)
 PY
-echo "# $(date -u +%FT%TZ) $(git -C "$ROOT" rev-parse --short HEAD) $(perf version) $REC ($(stat -c %s "$REC") bytes) rounds=$ROUNDS load=$(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u +%FT%TZ) $(git -C "$ROOT" rev-parse --short HEAD) $(perf version) $REC ($(stat -c %s "$REC") bytes) rounds=$ROUNDS keep_cache=$KEEP_CACHE load=$(cut -d' ' -f1-3 /proc/loadavg)"
 timed() { # file, command...
   local out=$1; shift
   /usr/bin/time -f "%e %U %S %M" -o "$out.t" "$@" > /dev/null 2> "$out.err" || { cat "$out.err"; exit 1; }
@@ -55,7 +58,8 @@ rm -f perf.times pk.times
 $PERF inject --jit -i rec.data -o perf.jit.data 2>/dev/null   # warm-up
 "$PROFKIT" inject -i rec.data -o pk.data > /dev/null
 for _ in $(seq "$ROUNDS"); do
-  rm -rf jitted-*.so "$WORK/buildid"
+  rm -rf jitted-*.so
+  [ "$KEEP_CACHE" = 1 ] || rm -rf "$WORK/buildid"
   sync; sleep "$SETTLE"   # let the deletions (and their discards) finish before timing
   timed perf.times $PERF inject --jit -i rec.data -o perf.jit.data
   timed pk.times "$PROFKIT" inject -i rec.data -o pk.data
