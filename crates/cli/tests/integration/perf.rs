@@ -153,6 +153,11 @@ fn perf_inject(perf: &Path, data: &Path, dump: &Path, pid: u32) -> PathBuf {
         Path::new(RECORDED_DIR).join(format!("jit-{pid}.dump")),
     )
     .unwrap();
+    run_perf_inject(perf, data)
+}
+
+/// `perf inject --jit -i data -o data.jit.data` (the dump where the recording says it is).
+fn run_perf_inject(perf: &Path, data: &Path) -> PathBuf {
     let out = data.with_extension("jit.data");
     let o = Command::new(perf)
         .args(["inject", "--jit", "-i"])
@@ -371,18 +376,6 @@ fn live_node_recording_matches_perf() {
     );
     // The dump stays where node wrote it: profkit finds it through perf's marker mmap.
     let ours = folded_self_shares(&convert_folded(&data));
-    let injected = data.with_extension("jit.data");
-    let o = Command::new(&perf)
-        .args(["inject", "--jit", "-i"])
-        .arg(&data)
-        .arg("-o")
-        .arg(&injected)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "perf inject: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let injected = run_perf_inject(&perf, &data);
     assert_same_shares(&perf_report_shares(&perf, &injected), &ours, 12);
 }
