@@ -56,7 +56,7 @@ fuzz_target!(|data: &[u8]| {
         ..PerfOptions::default()
     };
     let mut sink = Check::default();
-    if let Ok((_, report)) = feed(data, "fuzz", &opts, &mut sink) {
+    if let Ok((_, report)) = feed(data, "fuzz", &opts, None, &mut sink) {
         let _ = report.warnings();
         let _ = report.to_string();
         assert!(sink.samples <= report.samples);

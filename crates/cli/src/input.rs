@@ -2,69 +2,17 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::ops::Deref;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-
-/// The bytes of an input.
-pub enum Data {
-    Mapped(memmap2::Mmap),
-    Owned(Vec<u8>),
-}
-
-impl Data {
-    /// Tells the kernel the first `upto` bytes will not be read again: for a mapped file, their
-    /// pages leave the process's resident set (they stay in the page cache), so a reader that
-    /// moves forward keeps its memory flat. Owned data is kept.
-    pub fn release(&self, upto: u64) {
-        if let Data::Mapped(m) = self {
-            let len = (upto as usize).min(m.len()) & !0xfff;
-            if len > 0 {
-                // SAFETY: the map is shared, read-only and file-backed: a dropped page is read
-                // again from the file on its next access, so no reference sees other contents
-                // (save the usual caveat of a file changed under a map).
-                let _ =
-                    unsafe { m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, len) };
-            }
-        }
-    }
-}
-
-impl Data {
-    /// Tells the kernel bytes `start..end` will not be read again soon (see
-    /// [`Data::release`]); does nothing for owned data.
-    pub fn release_range(&self, start: u64, end: u64) {
-        if let Data::Mapped(m) = self {
-            let (Ok(start), Ok(end)) = (usize::try_from(start), usize::try_from(end)) else {
-                return;
-            };
-            if start < end && end <= m.len() {
-                // SAFETY: as in `release`: a shared, read-only, file-backed map.
-                let _ = unsafe {
-                    m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
-                };
-            }
-        }
-    }
-}
-
-impl Deref for Data {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Data::Mapped(m) => m,
-            Data::Owned(v) => v,
-        }
-    }
-}
+use profkit_common::FileBytes;
 
 /// An opened input.
 pub struct Input {
     /// Name for messages: the path as given, or `<stdin>`.
     pub name: String,
     /// The (decompressed) content.
-    pub data: Data,
+    pub data: FileBytes,
     /// `Some("gzip")` when the file was compressed.
     pub compression: Option<&'static str>,
 }
@@ -79,27 +27,11 @@ pub fn open(path: &Path) -> Result<Input> {
             .lock()
             .read_to_end(&mut v)
             .context("<stdin>: cannot read")?;
-        ("<stdin>".to_string(), Data::Owned(v))
+        ("<stdin>".to_string(), FileBytes::Owned(v))
     } else {
         let name = path.display().to_string();
         let file = File::open(path).with_context(|| format!("{name}: cannot open"))?;
-        let len = file
-            .metadata()
-            .with_context(|| format!("{name}: cannot stat"))?
-            .len();
-        let data = if len == 0 || !file.metadata()?.is_file() {
-            let mut v = Vec::new();
-            (&file)
-                .read_to_end(&mut v)
-                .with_context(|| format!("{name}: cannot read"))?;
-            Data::Owned(v)
-        } else {
-            // SAFETY: the map is read-only; if another process truncates the file while we
-            // read it we may fault, the usual caveat of every mmap-based reader.
-            let map = unsafe { memmap2::Mmap::map(&file) }
-                .with_context(|| format!("{name}: cannot map"))?;
-            Data::Mapped(map)
-        };
+        let data = FileBytes::of_file(&file).with_context(|| format!("{name}: cannot read"))?;
         (name, data)
     };
     if raw.starts_with(&GZIP_MAGIC) {
@@ -114,7 +46,7 @@ pub fn open(path: &Path) -> Result<Input> {
             })?;
         return Ok(Input {
             name,
-            data: Data::Owned(out),
+            data: FileBytes::Owned(out),
             compression: Some("gzip"),
         });
     }

@@ -8,8 +8,10 @@
 //!   before [`Truncation::offset`] was used.
 //! * [`summary`]: [`Summary`], what `profkit info` shows of a file, one shape for every format.
 //! * [`json`]: the one JSON string escaper of the workspace.
+//! * [`bytes`]: [`FileBytes`], the one way files are mapped (or read) whole.
 //!
-//! This crate is a leaf: it depends on nothing, and the format crates depend on it alone.
+//! This crate is a leaf: it depends on nothing but `memmap2`, and the format crates depend on
+//! it alone.
 //!
 //! ```
 //! use profkit_common::{Findings, Severity, Truncation};
@@ -21,11 +23,13 @@
 //! assert!(v.has_errors());
 //! ```
 
+pub mod bytes;
 pub mod finding;
 pub mod json;
 pub mod summary;
 pub mod truncation;
 
+pub use bytes::FileBytes;
 pub use finding::{Finding, Findings, Severity, Validation};
 pub use summary::{Summary, ThreadSummary, TimeSpan, Value};
 pub use truncation::Truncation;

@@ -136,6 +136,7 @@ fn profkit_self_shares(data: &std::path::Path) -> std::collections::HashMap<Stri
         &bytes,
         "perf.data",
         &PerfOptions::new(Some(data), Vec::new()),
+        None,
         &mut sink,
     )
     .unwrap();

@@ -14,7 +14,9 @@
 //! only as far as a region could still cover the address (a running maximum of end
 //! addresses bounds the walk).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use std::sync::Arc;
 
@@ -184,16 +186,16 @@ impl CodeMap {
     /// Builds the code map of `dump`.
     pub fn from_jitdump(dump: &JitDump<'_>) -> CodeMap {
         let mut map = CodeMap::default();
-        let mut pending: HashMap<u64, PendingDebug> = HashMap::new();
-        let mut pending2: HashMap<u64, DebugTable> = HashMap::new();
+        let mut pending: FxHashMap<u64, PendingDebug> = FxHashMap::default();
+        let mut pending2: FxHashMap<u64, DebugTable> = FxHashMap::default();
         // Live regions by start address (live regions never overlap).
         let mut live: BTreeMap<u64, usize> = BTreeMap::new();
-        let mut by_index: HashMap<u64, usize> = HashMap::new();
+        let mut by_index: FxHashMap<u64, usize> = FxHashMap::default();
         let mut bias_votes = BiasVotes::default();
         let mut raw_debug: Vec<(usize, Vec<u64>)> = Vec::new();
         // SAMPLY_JIT_TIER waits for the next load of its address, UNWINDING_INFO for the next
         // load.
-        let mut pending_tiers: HashMap<u64, FuncTier> = HashMap::new();
+        let mut pending_tiers: FxHashMap<u64, FuncTier> = FxHashMap::default();
         let mut pending_unwind: Option<Arc<Unwind>> = None;
         for raw in dump.records() {
             let raw = match raw {
@@ -533,20 +535,45 @@ impl BiasVotes {
     }
 }
 
-fn debug_info_table(d: &DebugInfo<'_>) -> PendingDebug {
-    let mut files: Vec<String> = Vec::new();
-    let mut file_ids: HashMap<String, u32> = HashMap::new();
-    let mut rows = Vec::new();
-    let mut addrs = Vec::new();
-    let mut push = |addr: u64, name: String, line: u32, column: u32| {
-        let id = *file_ids.entry(name.clone()).or_insert_with(|| {
-            files.push(name);
+/// A DEBUG_INFO table's file names, interned by their bytes (consecutive entries nearly always
+/// share one).
+#[derive(Default)]
+struct FileNames<'a> {
+    files: Vec<String>,
+    ids: FxHashMap<&'a [u8], u32>,
+    last: Option<(&'a [u8], u32)>,
+}
+
+impl<'a> FileNames<'a> {
+    fn id(&mut self, file: &'a [u8], recovered: bool) -> u32 {
+        if let Some((bytes, id)) = self.last {
+            if bytes == file {
+                return id;
+            }
+        }
+        let files = &mut self.files;
+        let id = *self.ids.entry(file).or_insert_with(|| {
+            files.push(if recovered {
+                profkit_jitdump::validate::recovered_name_tail(file)
+            } else {
+                String::from_utf8_lossy(file).into_owned()
+            });
             (files.len() - 1) as u32
         });
+        self.last = Some((file, id));
+        id
+    }
+}
+
+fn debug_info_table(d: &DebugInfo<'_>) -> PendingDebug {
+    let mut names = FileNames::default();
+    let mut rows = Vec::new();
+    let mut addrs = Vec::new();
+    let mut push = |addr: u64, file: u32, line: u32, column: u32| {
         addrs.push(addr);
         rows.push(LineRow {
             offset: 0,
-            file: id,
+            file,
             line,
             column,
         });
@@ -560,16 +587,14 @@ fn debug_info_table(d: &DebugInfo<'_>) -> PendingDebug {
         Some(stride) => {
             for i in 0..usize::try_from(d.nr_entry).unwrap_or(0) {
                 if let Some(e) = d.entry_at_stride(stride, i) {
-                    let name = profkit_jitdump::validate::recovered_name_tail(e.file);
-                    push(e.addr, name, e.line, e.discrim);
+                    push(e.addr, names.id(e.file, true), e.line, e.discrim);
                 }
             }
             "DEBUG_INFO (recovered)"
         }
         None => {
             for e in d.entries() {
-                let name = String::from_utf8_lossy(e.file).into_owned();
-                push(e.addr, name, e.line, e.discrim);
+                push(e.addr, names.id(e.file, false), e.line, e.discrim);
             }
             if exact {
                 "DEBUG_INFO"
@@ -580,7 +605,7 @@ fn debug_info_table(d: &DebugInfo<'_>) -> PendingDebug {
     };
     PendingDebug {
         table: DebugTable {
-            files,
+            files: names.files,
             rows,
             inlines: Vec::new(),
             outer_file: None,

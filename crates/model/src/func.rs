@@ -118,7 +118,7 @@ impl FunctionTable {
 /// one declared (its file and line).
 #[derive(Debug, Default)]
 pub struct FuncInterner {
-    ids: HashMap<FuncKey, FuncId>,
+    ids: rustc_hash::FxHashMap<FuncKey, FuncId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -138,12 +138,13 @@ impl FuncInterner {
     /// The id of the function `info` describes, declaring it to `sink` when new.
     pub fn intern(
         &mut self,
-        info: FuncInfo,
+        mut info: FuncInfo,
         sink: &mut dyn crate::events::EventSink,
     ) -> std::io::Result<FuncId> {
+        // The key takes the strings; they are copied back only for a new function.
         let key = FuncKey {
-            name: info.name.clone(),
-            module: info.module.clone(),
+            name: info.name.take(),
+            module: info.module.take(),
             kind: info.kind,
             tier: info.tier.as_ref().map(|t| t.name.clone()),
         };
@@ -151,6 +152,8 @@ impl FuncInterner {
             return Ok(id);
         }
         let id = FuncId(self.ids.len() as u32);
+        info.name.clone_from(&key.name);
+        info.module.clone_from(&key.module);
         sink.function(id, &info)?;
         self.ids.insert(key, id);
         Ok(id)

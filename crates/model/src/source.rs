@@ -193,7 +193,7 @@ impl<'a> Source<'a> {
             Source::Perf {
                 data, opts, report, ..
             } => {
-                let (summary, r) = feed::perf::feed(data, name, opts, sink)?;
+                let (summary, r) = feed::perf::feed(data, name, opts, release, sink)?;
                 if let Ok(mut slot) = report.lock() {
                     *slot = Some(r);
                 }

@@ -1,23 +1,9 @@
-//! The bytes of a file (mapped or owned) and shared views into them.
+//! Shared views into a file's bytes ([`profkit_common::FileBytes`]).
 
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
-/// A whole file's bytes: a read-only mapping or a buffer.
-pub(crate) enum Bytes {
-    Mapped(memmap2::Mmap),
-    Owned(Vec<u8>),
-}
-
-impl Deref for Bytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Bytes::Mapped(m) => m,
-            Bytes::Owned(v) => v,
-        }
-    }
-}
+use profkit_common::FileBytes;
 
 /// A section's bytes, kept alive by a reference count: a range of a file's [`Bytes`] (no
 /// copy) or an owned buffer (a decompressed section, JIT unwind data). This is the data type
@@ -27,17 +13,17 @@ pub struct SectionBytes(Repr);
 
 #[derive(Clone)]
 enum Repr {
-    Shared(Arc<Bytes>, Range<usize>),
-    Owned(Arc<[u8]>),
+    Shared(Arc<FileBytes>, Range<usize>),
+    Owned(Arc<Vec<u8>>),
 }
 
 impl SectionBytes {
-    pub(crate) fn shared(bytes: Arc<Bytes>, range: Range<usize>) -> SectionBytes {
+    pub(crate) fn shared(bytes: Arc<FileBytes>, range: Range<usize>) -> SectionBytes {
         SectionBytes(Repr::Shared(bytes, range))
     }
 
-    pub(crate) fn owned(bytes: impl Into<Arc<[u8]>>) -> SectionBytes {
-        SectionBytes(Repr::Owned(bytes.into()))
+    pub(crate) fn owned(bytes: Vec<u8>) -> SectionBytes {
+        SectionBytes(Repr::Owned(Arc::new(bytes)))
     }
 }
 
@@ -58,6 +44,12 @@ impl Deref for SectionBytes {
         }
     }
 }
+
+// SAFETY: the bytes a `SectionBytes` derefs to live in a file mapping or a heap buffer behind
+// an `Arc`: moving or cloning the handle does not move them, and they are never mutated.
+unsafe impl stable_deref_trait::StableDeref for SectionBytes {}
+// SAFETY: a clone shares the same `Arc`, so it derefs to the same bytes.
+unsafe impl stable_deref_trait::CloneStableDeref for SectionBytes {}
 
 impl std::fmt::Debug for SectionBytes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -3,11 +3,13 @@
 //! here, Perfetto / Firefox / folded writing there).
 //!
 //! Events are copied into owned messages and sent in batches of [`BATCH`] over a channel
-//! bounded to [`IN_FLIGHT`] batches, so memory stays bounded whatever the input. An error of the
-//! inner sink ends its thread; the driver sees it at its next batch or at [`EventSink::finish`].
+//! bounded to [`IN_FLIGHT`] batches, so memory stays bounded whatever the input. A sample's
+//! stack and lines are appended to flat arrays of its batch (no allocation per sample), and
+//! the writer hands every emptied batch back for reuse. An error of the inner sink ends its
+//! thread; the driver sees it at its next batch or at [`EventSink::finish`].
 
 use std::io;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
 use super::{
@@ -22,6 +24,8 @@ use crate::span::Span;
 pub const BATCH: usize = 512;
 /// Batches queued at most.
 pub const IN_FLIGHT: usize = 8;
+/// A batch is sent early once its samples hold this many frames (deep stacks).
+const BATCH_FRAMES: usize = 1 << 18;
 
 enum Arg {
     Str(String),
@@ -52,11 +56,12 @@ enum Event {
         args: Vec<(String, Arg)>,
     },
     Counter(u32, String, u64, f64),
+    /// The stack is `stacks[stack.0..stack.1]` of its batch, the lines `lines[lines.0..lines.1]`.
     Sample {
         thread: u32,
         time: u64,
-        stack: Vec<FuncId>,
-        lines: Vec<u32>,
+        stack: (usize, usize),
+        lines: (usize, usize),
         weight: u64,
     },
     Code {
@@ -72,23 +77,44 @@ enum Event {
     },
 }
 
+/// Events on their way to the writer, with the frames of their samples.
+#[derive(Default)]
+struct Batch {
+    events: Vec<Event>,
+    stacks: Vec<FuncId>,
+    lines: Vec<u32>,
+}
+
+impl Batch {
+    fn with_capacity() -> Batch {
+        Batch {
+            events: Vec::with_capacity(BATCH),
+            ..Batch::default()
+        }
+    }
+}
+
 /// An [`EventSink`] that forwards every event to `S` running on another thread.
 pub struct Threaded<S> {
-    batch: Vec<Event>,
-    tx: Option<SyncSender<Vec<Event>>>,
+    batch: Batch,
+    tx: Option<SyncSender<Batch>>,
+    /// Batches the writer has emptied.
+    spent: Receiver<Batch>,
     worker: Option<JoinHandle<io::Result<S>>>,
 }
 
 impl<S: EventSink + Send + 'static> Threaded<S> {
     /// Starts `inner` on its own thread.
     pub fn new(inner: S) -> io::Result<Threaded<S>> {
-        let (tx, rx) = sync_channel::<Vec<Event>>(IN_FLIGHT);
+        let (tx, rx) = sync_channel::<Batch>(IN_FLIGHT);
+        let (spent_tx, spent) = channel::<Batch>();
         let worker = std::thread::Builder::new()
             .name("writer".into())
-            .spawn(move || run(inner, rx))?;
+            .spawn(move || run(inner, rx, spent_tx))?;
         Ok(Threaded {
-            batch: Vec::with_capacity(BATCH),
+            batch: Batch::with_capacity(),
             tx: Some(tx),
+            spent,
             worker: Some(worker),
         })
     }
@@ -101,18 +127,22 @@ impl<S: EventSink + Send + 'static> Threaded<S> {
     }
 
     fn push(&mut self, e: Event) -> io::Result<()> {
-        self.batch.push(e);
-        if self.batch.len() >= BATCH {
+        self.batch.events.push(e);
+        if self.batch.events.len() >= BATCH || self.batch.stacks.len() >= BATCH_FRAMES {
             self.flush()?;
         }
         Ok(())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        if self.batch.is_empty() {
+        if self.batch.events.is_empty() {
             return Ok(());
         }
-        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        let next = self
+            .spent
+            .try_recv()
+            .unwrap_or_else(|_| Batch::with_capacity());
+        let batch = std::mem::replace(&mut self.batch, next);
         let sent = self.tx.as_ref().is_some_and(|tx| tx.send(batch).is_ok());
         if sent {
             Ok(())
@@ -133,16 +163,25 @@ impl<S: EventSink + Send + 'static> Threaded<S> {
     }
 }
 
-fn run<S: EventSink>(mut inner: S, rx: Receiver<Vec<Event>>) -> io::Result<S> {
-    for batch in rx {
-        for e in batch {
-            deliver(&mut inner, e)?;
+fn run<S: EventSink>(mut inner: S, rx: Receiver<Batch>, spent: Sender<Batch>) -> io::Result<S> {
+    for mut batch in rx {
+        for e in batch.events.drain(..) {
+            deliver(&mut inner, e, &batch.stacks, &batch.lines)?;
         }
+        batch.stacks.clear();
+        batch.lines.clear();
+        // The driver may have ended: then the batch is simply dropped.
+        let _ = spent.send(batch);
     }
     Ok(inner)
 }
 
-fn deliver<S: EventSink>(inner: &mut S, e: Event) -> io::Result<()> {
+fn deliver<S: EventSink>(
+    inner: &mut S,
+    e: Event,
+    stacks: &[FuncId],
+    all_lines: &[u32],
+) -> io::Result<()> {
     match e {
         Event::Begin {
             format,
@@ -210,8 +249,8 @@ fn deliver<S: EventSink>(inner: &mut S, e: Event) -> io::Result<()> {
         } => inner.sample(&Sample {
             thread,
             time,
-            stack: &stack,
-            lines: &lines,
+            stack: stacks.get(stack.0..stack.1).unwrap_or_default(),
+            lines: all_lines.get(lines.0..lines.1).unwrap_or_default(),
             weight,
         }),
         Event::Code {
@@ -294,11 +333,16 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
         self.push(Event::Counter(c.pid, c.name.to_string(), c.time, c.value))
     }
     fn sample(&mut self, s: &Sample<'_>) -> io::Result<()> {
+        let b = &mut self.batch;
+        let stack = (b.stacks.len(), b.stacks.len() + s.stack.len());
+        b.stacks.extend_from_slice(s.stack);
+        let lines = (b.lines.len(), b.lines.len() + s.lines.len());
+        b.lines.extend_from_slice(s.lines);
         self.push(Event::Sample {
             thread: s.thread,
             time: s.time,
-            stack: s.stack.to_vec(),
-            lines: s.lines.to_vec(),
+            stack,
+            lines,
             weight: s.weight,
         })
     }

@@ -22,7 +22,7 @@ fn options() -> PerfOptions {
 
 fn samples(data: &[u8]) -> Option<(usize, bool)> {
     let mut sink = Recorded::default();
-    let (summary, _) = feed(data, "cut", &options(), &mut sink).ok()?;
+    let (summary, _) = feed(data, "cut", &options(), None, &mut sink).ok()?;
     let n = sink
         .events
         .iter()
@@ -72,5 +72,21 @@ fn corrupted_bytes_never_panic() {
             bad[i] ^= (seed >> 32) as u8 | 1;
         }
         let _ = samples(&bad);
+    }
+}
+
+#[test]
+fn the_walk_releases_the_bytes_it_has_read() {
+    let data = profkit_testkit::read_fixture("perf/node-fp.data");
+    let ranges = std::sync::Mutex::new(Vec::new());
+    let release = |start: u64, end: u64| ranges.lock().unwrap().push((start, end));
+    let mut sink = Recorded::default();
+    feed(&data, "release", &options(), Some(&release), &mut sink).unwrap();
+    let ranges = ranges.into_inner().unwrap();
+    // The framing check read the whole file first: all of it is dropped once, then read again
+    // in order (this recording is smaller than a release step).
+    assert_eq!(ranges.first(), Some(&(0, data.len() as u64)));
+    for &(start, end) in &ranges {
+        assert!(start < end && end <= data.len() as u64, "{start}..{end}");
     }
 }

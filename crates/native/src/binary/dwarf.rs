@@ -1,18 +1,19 @@
 //! DWARF lines and inline frames through addr2line.
 //!
-//! The sections addr2line reads are copied (decompressed if need be) into reference-counted
-//! buffers once, when the first lookup of a binary needs them; the context is then kept
-//! for the life of the [`Binary`](super::Binary). Location lists, macros and name indexes
-//! are not loaded (addr2line does not use them).
+//! The sections addr2line reads are views of the mapped file, or buffers decompressed once,
+//! when the first lookup of a binary needs them; the context is then kept for the life of
+//! the [`Binary`](super::Binary). Location lists, macros and name indexes are not loaded
+//! (addr2line does not use them).
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
-use object::{Object, ObjectSection};
+use object::Object;
+use profkit_common::FileBytes;
 
 use super::Frame;
+use crate::bytes::SectionBytes;
 
-type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+type Reader = gimli::EndianReader<gimli::RunTimeEndian, SectionBytes>;
 
 /// At most this many frames per address (inline depth is small in practice; this bounds
 /// hostile DWARF).
@@ -25,14 +26,13 @@ pub(crate) struct Context(addr2line::Context<Reader>);
 
 impl Context {
     /// The context of the ELF file in `data`, or `None` without usable DWARF.
-    pub fn load(data: &[u8]) -> Option<Context> {
-        let file = object::File::parse(data).ok()?;
+    pub fn load(data: &Arc<FileBytes>) -> Option<Context> {
+        let file = object::File::parse(&***data).ok()?;
         let endian = if file.is_little_endian() {
             gimli::RunTimeEndian::Little
         } else {
             gimli::RunTimeEndian::Big
         };
-        let empty: Arc<[u8]> = Arc::from(&[][..]);
         let load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
             use gimli::SectionId as S;
             let wanted = matches!(
@@ -50,16 +50,11 @@ impl Context {
                     | S::DebugRngLists
             );
             let bytes = if wanted {
-                file.section_by_name(id.name())
-                    .and_then(|s| s.uncompressed_data().ok())
-                    .map(|d: Cow<'_, [u8]>| Arc::<[u8]>::from(&*d))
+                super::section(&file, data, id.name()).map(|s| s.data)
             } else {
                 None
             };
-            Ok(gimli::EndianArcSlice::new(
-                bytes.unwrap_or_else(|| empty.clone()),
-                endian,
-            ))
+            Ok(gimli::EndianReader::new(bytes.unwrap_or_default(), endian))
         };
         let dwarf = gimli::Dwarf::load(load).ok()?;
         addr2line::Context::from_dwarf(dwarf).ok().map(Context)

@@ -25,10 +25,11 @@ use object::{Object, ObjectSection, ObjectSegment};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::build_id::BuildId;
-use crate::bytes::{Bytes, SectionBytes};
+use crate::bytes::SectionBytes;
 use crate::demangle::demangle;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mapping::Mapping;
+use profkit_common::FileBytes;
 use symbols::{Sym, SymbolTable};
 
 /// The ELF file type.
@@ -114,7 +115,7 @@ pub struct Symbolized {
 /// A separate debug file attached to a [`Binary`].
 struct DebugFile {
     path: PathBuf,
-    data: Arc<Bytes>,
+    data: Arc<FileBytes>,
     has_dwarf: bool,
     debug_frame: Option<Section>,
 }
@@ -151,7 +152,7 @@ struct State {
 /// One opened ELF file (see the [module docs](self)).
 pub struct Binary {
     path: PathBuf,
-    data: Arc<Bytes>,
+    data: Arc<FileBytes>,
     kind: BinaryKind,
     e_machine: u16,
     build_id: Option<BuildId>,
@@ -185,16 +186,16 @@ impl Binary {
     pub fn open(path: impl AsRef<Path>) -> Result<Binary> {
         let path = path.as_ref();
         let file = std::fs::File::open(path).map_err(|e| Error::path(path, e.into()))?;
-        let map = map_file(&file).map_err(|e| Error::path(path, e.into()))?;
+        let map = FileBytes::of_file(&file).map_err(|e| Error::path(path, e.into()))?;
         Binary::parse(path.to_path_buf(), Arc::new(map))
     }
 
     /// Parses an ELF file held in memory; `name` is what errors and [`Binary::path`] say.
     pub fn from_bytes(name: impl Into<PathBuf>, bytes: Vec<u8>) -> Result<Binary> {
-        Binary::parse(name.into(), Arc::new(Bytes::Owned(bytes)))
+        Binary::parse(name.into(), Arc::new(FileBytes::Owned(bytes)))
     }
 
-    fn parse(path: PathBuf, data: Arc<Bytes>) -> Result<Binary> {
+    fn parse(path: PathBuf, data: Arc<FileBytes>) -> Result<Binary> {
         let elf_err = |e: String| Error::path(&path, ErrorKind::Elf(e));
         let file = object::File::parse(&**data).map_err(|e| elf_err(e.to_string()))?;
         if file.format() != object::BinaryFormat::Elf {
@@ -466,7 +467,7 @@ impl Binary {
     }
 
     fn load_dwarf(&self) -> Option<dwarf::Context> {
-        let data: &[u8] = match &self.debug {
+        let data = match &self.debug {
             Some(d) if d.has_dwarf => &d.data,
             _ if self.has_dwarf => &self.data,
             _ => return None,
@@ -482,19 +483,6 @@ fn intern(set: &mut FxHashSet<Arc<str>>, s: &str) -> Arc<str> {
     let a: Arc<str> = s.into();
     set.insert(a.clone());
     a
-}
-
-fn map_file(file: &std::fs::File) -> std::io::Result<Bytes> {
-    // An empty file cannot be mapped; it is not an ELF file either, which the parser says.
-    if file.metadata()?.len() == 0 {
-        return Ok(Bytes::Owned(Vec::new()));
-    }
-    // SAFETY: the mapping is read-only and private; if the file is changed on disk while
-    // mapped, we read changed bytes, which the parser treats as untrusted input anyway.
-    // (Truncation under a live mapping could raise SIGBUS; profilers accept this, as perf
-    // and samply do.)
-    let map = unsafe { memmap2::Mmap::map(file)? };
-    Ok(Bytes::Mapped(map))
 }
 
 fn e_machine(data: &[u8]) -> u16 {
@@ -521,7 +509,11 @@ fn section_range(file: &object::File<'_>, name: &str) -> Option<std::ops::Range<
 /// A section's range and bytes: shared with the file when stored plainly, decompressed
 /// into a buffer when compressed; `None` for `SHT_NOBITS` (a debug file's copy of
 /// `.eh_frame`) or bytes outside the file.
-fn section(file: &object::File<'_>, data: &Arc<Bytes>, name: &str) -> Option<Section> {
+pub(crate) fn section(
+    file: &object::File<'_>,
+    data: &Arc<FileBytes>,
+    name: &str,
+) -> Option<Section> {
     let s = file.section_by_name(name)?;
     let svma = s.address()..s.address().checked_add(s.size())?;
     let compressed = s.compressed_file_range().ok()?;

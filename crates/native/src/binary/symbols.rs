@@ -1,4 +1,4 @@
-//! The symbol table of a binary: `.symtab` + `.dynsym` (+ a separate debug file's
+//! The symbol table of a binary: `.symtab`, else `.dynsym` (+ a separate debug file's
 //! `.symtab`), code symbols only, sorted once by address.
 //!
 //! Names are not copied: each entry keeps the offset and length of its name in the file's
@@ -50,7 +50,14 @@ impl SymbolTable {
                 || matches!(s.flags(), object::SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0);
             Some((s.address().checked_add(s.size())?, exec))
         };
-        for sym in file.symbols().chain(file.dynamic_symbols()) {
+        // perf reads `.symtab`, and `.dynsym` only when there is none (`.dynsym` is a subset
+        // of it; reading both costs a large binary's load time twice).
+        let symbols = if file.symbols().next().is_some() {
+            file.symbols()
+        } else {
+            file.dynamic_symbols()
+        };
+        for sym in symbols {
             let rank = match (sym.kind(), sym.is_weak(), sym.is_global()) {
                 (SymbolKind::Text, false, true) => 0,
                 (SymbolKind::Text, false, false) => 1,

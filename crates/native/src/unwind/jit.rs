@@ -204,9 +204,9 @@ pub(super) fn module_info(
         base_svma: code_addr,
         text_svma: Some(code.clone()),
         eh_frame_svma: Some(eh_addr..eh_end),
-        eh_frame: Some(SectionBytes::owned(info.eh_frame)),
+        eh_frame: Some(SectionBytes::owned(info.eh_frame.to_vec())),
         eh_frame_hdr_svma: hdr_addr.and_then(|h| Some(h..h.checked_add(hdr_len)?)),
-        eh_frame_hdr: hdr_addr.map(|_| SectionBytes::owned(info.eh_frame_hdr)),
+        eh_frame_hdr: hdr_addr.map(|_| SectionBytes::owned(info.eh_frame_hdr.to_vec())),
         ..Default::default()
     };
     Ok((

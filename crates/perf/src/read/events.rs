@@ -9,6 +9,7 @@
 //! of a truncated file ([`Events::truncation`]).
 
 use std::io::Read;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use linux_perf_data::linux_perf_event_reader::{
@@ -790,6 +791,8 @@ pub struct Events<S: Read> {
     endian: Endian,
     layouts: Vec<SampleLayout>,
     log: Arc<Mutex<FrameLog>>,
+    /// How far into the file the reader has read (file mode).
+    progress: Option<Arc<AtomicU64>>,
     index: u64,
     done: bool,
     error: Option<Error>,
@@ -802,6 +805,7 @@ impl<S: Read> Events<S> {
         endian: Endian,
         attrs: &[Attr],
         log: Arc<Mutex<FrameLog>>,
+        progress: Option<Arc<AtomicU64>>,
     ) -> Events<S> {
         Events {
             iter,
@@ -809,6 +813,7 @@ impl<S: Read> Events<S> {
             endian,
             layouts: attrs.iter().map(SampleLayout::of).collect(),
             log,
+            progress,
             index: 0,
             done: false,
             error: None,
@@ -827,6 +832,7 @@ impl<S: Read> Events<S> {
             index,
             done,
             error,
+            ..
         } = self;
         if *done {
             return None;
@@ -894,6 +900,13 @@ impl<S: Read> Events<S> {
                 Some(Err(err))
             }
         }
+    }
+
+    /// For a file in memory: the offset below which the reader has read every record (those
+    /// not yet delivered are held in its buffers), so the bytes before it are not read again.
+    /// `None` for streams.
+    pub fn read_offset(&self) -> Option<u64> {
+        self.progress.as_ref().map(|p| p.load(Ordering::Relaxed))
     }
 
     /// Where the input is cut, once the walk has reached it.

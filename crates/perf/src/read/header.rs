@@ -11,6 +11,8 @@
 //! reported as a problem, so nothing is dropped silently.
 
 use std::io::{self, Read, Seek, SeekFrom};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::error::Error;
 use crate::raw::{
@@ -475,13 +477,19 @@ pub(crate) fn check_event_desc(s: &[u8], e: Endian) -> Result<(), String> {
 pub(crate) struct Overlay<'a> {
     data: &'a [u8],
     pos: u64,
+    /// The furthest byte read, for [`crate::Events::read_offset`].
+    progress: Arc<AtomicU64>,
     patches: Vec<(u64, Vec<u8>)>,
     /// Reads end here (the end of the clean data for file mode is not needed: patches do it).
     len: u64,
 }
 
 impl<'a> Overlay<'a> {
-    pub(crate) fn new(data: &'a [u8], patches: Vec<(u64, Vec<u8>)>) -> Overlay<'a> {
+    pub(crate) fn new(
+        data: &'a [u8],
+        patches: Vec<(u64, Vec<u8>)>,
+        progress: Arc<AtomicU64>,
+    ) -> Overlay<'a> {
         let mut len = data.len() as u64;
         for (off, b) in &patches {
             len = len.max(off.saturating_add(b.len() as u64));
@@ -489,6 +497,7 @@ impl<'a> Overlay<'a> {
         Overlay {
             data,
             pos: 0,
+            progress,
             patches,
             len,
         }
@@ -532,6 +541,7 @@ impl Read for Overlay<'_> {
             }
         }
         self.pos = end;
+        self.progress.fetch_max(end, Ordering::Relaxed);
         Ok(n)
     }
 }
@@ -564,7 +574,7 @@ mod tests {
     fn overlay_patches() {
         let data = b"0123456789";
         let patches = vec![(2u64, b"ab".to_vec()), (9, b"XYZ".to_vec())];
-        let mut o = Overlay::new(data, patches);
+        let mut o = Overlay::new(data, patches, Arc::default());
         let mut out = Vec::new();
         o.read_to_end(&mut out).unwrap();
         assert_eq!(out, b"01ab45678XYZ");

@@ -15,6 +15,7 @@ pub(crate) mod header;
 mod meta;
 
 use std::io::{self, Read, Seek, SeekFrom};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use linux_perf_data::PerfFileReader;
@@ -85,6 +86,7 @@ type Opened<'a> = (
     (
         linux_perf_data::PerfRecordIter<SliceSource<'a>>,
         Arc<Mutex<FrameLog>>,
+        Option<Arc<AtomicU64>>,
     ),
 );
 
@@ -120,12 +122,17 @@ impl<'a> PerfData<'a> {
         match self.plan.header.mode {
             Mode::File => {
                 let log = Arc::new(Mutex::new(self.plan.frames.clone()));
+                let progress = Arc::new(AtomicU64::new(0));
                 let src = SliceSource(SliceInner::File(Overlay::new(
                     self.data,
                     self.plan.patches.clone(),
+                    progress.clone(),
                 )));
                 let r = PerfFileReader::parse_file(src).map_err(lpd_error)?;
-                Ok((r.perf_file, (r.record_iter, log)))
+                // Parsing read the header and the feature sections at the end; from here on
+                // the records are read in file order.
+                progress.store(0, Ordering::Relaxed);
+                Ok((r.perf_file, (r.record_iter, log, Some(progress))))
             }
             Mode::Pipe => {
                 let log = Arc::new(Mutex::new(FrameLog::default()));
@@ -147,7 +154,7 @@ impl<'a> PerfData<'a> {
                 );
                 let r = PerfFileReader::parse_pipe(SliceSource(SliceInner::Pipe(framer)))
                     .map_err(|err| pipe_open_error(err, &log))?;
-                Ok((r.perf_file, (r.record_iter, log)))
+                Ok((r.perf_file, (r.record_iter, log, None)))
             }
         }
     }
@@ -179,13 +186,14 @@ impl<'a> PerfData<'a> {
 
     /// A fresh walk over the events in time order.
     pub fn events(&self) -> Result<Events<SliceSource<'a>>> {
-        let (file, (iter, log)) = self.open()?;
+        let (file, (iter, log, progress)) = self.open()?;
         Ok(Events::new(
             iter,
             file,
             self.meta.header.endian,
             &self.meta.attrs,
             log,
+            progress,
         ))
     }
 
@@ -264,7 +272,7 @@ impl<R: Read> PerfStream<R> {
             feature_sections: Vec::new(),
         };
         let meta = Meta::new(header, &r.perf_file, Vec::new());
-        let events = Events::new(r.record_iter, r.perf_file, endian, &meta.attrs, log);
+        let events = Events::new(r.record_iter, r.perf_file, endian, &meta.attrs, log, None);
         Ok(PerfStream { meta, events })
     }
 

@@ -338,3 +338,27 @@ fn dump_text_and_json() {
     assert_eq!(samples, perf_count("node-fp", "SAMPLE").unwrap());
     assert!(json.lines().next().unwrap().contains("\"type\":\"HEADER\""));
 }
+
+#[test]
+fn read_offset_moves_forward_through_the_data_section() {
+    let bytes = fixture("node-fp.data");
+    let pd = PerfData::parse(&bytes).unwrap();
+    let data = pd.header().data;
+    let mut events = pd.events().unwrap();
+    // Before the first record, the header and the feature sections (read when opening) do
+    // not count.
+    let first = events.read_offset().unwrap();
+    assert!(first <= data.offset + data.size, "{first}");
+    let mut last = first;
+    while let Some(ev) = events.next_event() {
+        ev.unwrap();
+        let at = events.read_offset().unwrap();
+        assert!(at >= last, "went back from {last} to {at}");
+        last = at;
+    }
+    assert!(last >= data.offset + data.size / 2, "{last}");
+    // A stream cannot say.
+    let pipe = fixture("node-pipe.data");
+    let mut stream = PerfStream::open(&pipe[..]).unwrap();
+    assert_eq!(stream.events().read_offset(), None);
+}

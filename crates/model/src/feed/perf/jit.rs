@@ -14,6 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
+use profkit_common::FileBytes;
 use profkit_jitdump::perfmap::{entries, MapBuilder};
 use profkit_jitdump::JitDump;
 
@@ -105,7 +106,9 @@ pub struct LoadedDump {
 
 /// Reads the jitdump at `path`.
 pub fn load_jitdump(path: &Path) -> Result<LoadedDump, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Mapped: the code map copies what it keeps, and most of a dump (the code bytes) is never
+    // read.
+    let bytes = FileBytes::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let dump = JitDump::parse(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     let header = dump.header();
     let map = CodeMap::from_jitdump(&dump);

@@ -106,11 +106,14 @@ struct Walk<'o> {
 }
 
 /// Feeds the recording in `data` to `sink`. `name` names the trace. Records that do not decode
-/// are reported and skipped; a cut-off file yields everything before the cut.
+/// are reported and skipped; a cut-off file yields everything before the cut. `release` is
+/// told byte ranges of `data` read and left behind (a mapped input drops their pages, so
+/// memory does not grow with the file).
 pub fn feed(
     data: &[u8],
     name: &str,
     opts: &PerfOptions,
+    release: Option<&(dyn Fn(u64, u64) + Sync)>,
     sink: &mut dyn EventSink,
 ) -> io::Result<(FeedSummary, PerfReport)> {
     let perf = PerfData::parse(data).map_err(invalid)?;
@@ -118,7 +121,17 @@ pub fn feed(
     let mut events = perf.events().map_err(invalid)?;
     let functions = FunctionTable::new();
     let mut begun = false;
-    while let Some(ev) = events.next_event() {
+    // Parsing checked the framing of every record, reading the whole file: drop those pages
+    // now (the walk reads them again, in order, and drops them behind itself).
+    if let Some(release) = release {
+        release(0, data.len() as u64);
+    }
+    let mut released = Released::new(release);
+    loop {
+        released.reached(events.read_offset());
+        let Some(ev) = events.next_event() else {
+            break;
+        };
         let ev = match ev {
             Ok(ev) => ev,
             Err(e) => {
@@ -175,6 +188,31 @@ pub fn feed(
     let (summary, report) = walk.finish();
     sink.finish()?;
     Ok((summary, report))
+}
+
+/// Tells the input which bytes the reader has left behind, in steps of [`Released::STEP`].
+struct Released<'d> {
+    release: Option<&'d (dyn Fn(u64, u64) + Sync)>,
+    done: u64,
+}
+
+impl<'d> Released<'d> {
+    const STEP: u64 = 8 << 20;
+
+    fn new(release: Option<&'d (dyn Fn(u64, u64) + Sync)>) -> Released<'d> {
+        Released { release, done: 0 }
+    }
+
+    /// The reader has read everything before `offset` (`None`: it cannot say).
+    fn reached(&mut self, offset: Option<u64>) {
+        let (Some(release), Some(upto)) = (self.release, offset) else {
+            return;
+        };
+        if upto >= self.done + Self::STEP {
+            release(self.done, upto);
+            self.done = upto;
+        }
+    }
 }
 
 /// Finds and loads the jitdump of `pid` (`marker`: the path perf recorded; empty: none).
@@ -410,15 +448,28 @@ impl<'o> Walk<'o> {
             .count();
         prev.addrs.truncate(common);
         prev.resolved.truncate(common);
+        if process.answers_generation != process.generation {
+            process.answers.clear();
+            process.answers_generation = process.generation;
+        }
         for &(addr, kernel) in self.addrs.iter().rev().skip(common).take(n - common) {
-            let r = if kernel {
-                Resolved {
-                    frames: self.symbols.kernel(addr, sink)?,
-                    origin: Origin::Kernel,
-                    until: u64::MAX,
+            let r = match process.answers.get(&(addr, kernel)) {
+                Some(r) if now < r.until => *r,
+                _ => {
+                    let r = if kernel {
+                        Resolved {
+                            frames: self.symbols.kernel(addr, sink)?,
+                            origin: Origin::Kernel,
+                            until: u64::MAX,
+                        }
+                    } else {
+                        self.symbols.user(pid, process, addr, jit_time, sink)?
+                    };
+                    if now < r.until {
+                        process.answers.insert((addr, kernel), r);
+                    }
+                    r
                 }
-            } else {
-                self.symbols.user(pid, process, addr, jit_time, sink)?
             };
             prev.addrs.push((addr, kernel));
             prev.resolved.push(r);
@@ -675,6 +726,24 @@ impl<'o> Walk<'o> {
         self.report.functions = self.symbols.functions();
         self.report.kernel = self.symbols.kernel.describe();
         self.report.problems = self.summary.problems.clone();
+        // Freeing the code maps, binaries (unmapping what was read) and caches takes as long
+        // as a tenth of the walk; the caller's writer finishes meanwhile.
+        let processes = std::mem::take(&mut self.processes);
+        let symbols = std::mem::replace(
+            &mut self.symbols,
+            Symbols::new(Binaries::empty(), KernelNames::Unavailable(String::new())),
+        );
+        let previous = std::mem::take(&mut self.previous);
+        drop_in_background((processes, symbols, previous));
         (self.summary, self.report)
     }
+}
+
+/// Drops `value` on another thread (here if no thread can be started): large structures of
+/// many small allocations take long to free, and nobody waits for the memory.
+fn drop_in_background<T: Send + 'static>(value: T) {
+    // A thread that cannot start drops its closure, and `value` with it, here.
+    let _ = std::thread::Builder::new()
+        .name("drop".into())
+        .spawn(move || drop(value));
 }

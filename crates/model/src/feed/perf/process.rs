@@ -16,6 +16,7 @@ use std::sync::Arc;
 use profkit_native::{Binary, Mapping, Unwinder};
 
 use super::jit::{LoadedDump, LoadedMap};
+use super::symbols::Resolved;
 
 /// What a mapping holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,6 +90,12 @@ pub struct Process {
     pub unwinder: Option<Unwinder>,
     /// Starts of the JIT regions the unwinder has, by code-map region index.
     pub jit_modules: HashMap<usize, u64>,
+    /// Answers for the addresses of this generation: (address, is kernel) → what
+    /// [`Symbols`](super::symbols::Symbols) said, reused while the sample time is before its
+    /// `until`.
+    pub answers: HashMap<(u64, bool), Resolved>,
+    /// The generation `answers` belong to.
+    pub answers_generation: u64,
     /// Next code-map region (by load order) to offer the unwinder.
     pub jit_cursor: usize,
     /// Samples taken in it.
