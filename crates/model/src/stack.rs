@@ -352,9 +352,40 @@ impl Folded {
 
     fn compare(&self, a: &(Vec<FuncId>, u64), b: &(Vec<FuncId>, u64)) -> std::cmp::Ordering {
         let common = a.0.iter().zip(&b.0).take_while(|(x, y)| x == y).count();
+        if let Some(order) = self.compare_at(&a.0, &b.0, common) {
+            return order;
+        }
         let (mut va, mut vb) = (itoa::Buffer::new(), itoa::Buffer::new());
         let (va, vb) = (va.format(a.1), vb.format(b.1));
         self.tail(&a.0, common, va).cmp(self.tail(&b.0, common, vb))
+    }
+
+    /// The order of two lines whose paths first differ at frame `at`, when the bytes of that
+    /// frame decide it (nearly always); `None` when the rest must be compared.
+    fn compare_at(&self, a: &[FuncId], b: &[FuncId], at: usize) -> Option<std::cmp::Ordering> {
+        // What follows frame `at` in a line: `;` and the next frame, or ` ` and the value.
+        let after = |p: &[FuncId]| if p.len() > at + 1 { b';' } else { b' ' };
+        let sep = if at == 0 { None } else { Some(b';') };
+        match (a.get(at), b.get(at)) {
+            // One path ends where the other goes on: ` value` against `;name`.
+            (None, Some(_)) if sep.is_some() => Some(std::cmp::Ordering::Less),
+            (Some(_), None) if sep.is_some() => Some(std::cmp::Ordering::Greater),
+            (Some(&fa), Some(&fb)) => {
+                let (na, nb) = (self.name(fa), self.name(fb));
+                let n = na.len().min(nb.len());
+                match na[..n].cmp(&nb[..n]) {
+                    std::cmp::Ordering::Equal => {
+                        // One name is a prefix of the other: the shorter one's next byte is its
+                        // separator.
+                        let xa = na.get(n).copied().unwrap_or_else(|| after(a));
+                        let xb = nb.get(n).copied().unwrap_or_else(|| after(b));
+                        (xa != xb).then(|| xa.cmp(&xb))
+                    }
+                    order => Some(order),
+                }
+            }
+            _ => None,
+        }
     }
 
     fn write_line(&self, out: &mut Vec<u8>, prefix: Option<&str>, path: &[FuncId], v: u64) {
@@ -491,5 +522,38 @@ impl EventSink for StackSink {
 
     fn finish(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::func::{FuncInfo, FunctionTable};
+    use proptest::prelude::*;
+
+    // Names that are prefixes of each other, with bytes below and above `;` and ` ` after the
+    // common part, and two functions with one name.
+    const NAMES: &[&str] = &["a", "a b", "a.b", "ab", "a!", "b", "a", "a;x", "", "a~"];
+
+    proptest! {
+        #[test]
+        fn folded_lines_are_byte_sorted(
+            stacks in proptest::collection::vec(
+                proptest::collection::vec(0..NAMES.len() as u32, 1..6), 1..40),
+        ) {
+            let mut names = FunctionTable::new();
+            for (i, n) in NAMES.iter().enumerate() {
+                names.insert(FuncId(i as u32), FuncInfo { name: Some(n.to_string()), ..FuncInfo::default() });
+            }
+            let mut tree = StackTree::new();
+            for s in &stacks {
+                let s: Vec<FuncId> = s.iter().map(|&i| FuncId(i)).collect();
+                tree.add_sample(&s, 1);
+            }
+            let lines = tree.folded_lines(&names, Value::Count, None, &|v| v);
+            let mut sorted = lines.clone();
+            sorted.sort();
+            prop_assert_eq!(lines, sorted);
+        }
     }
 }
