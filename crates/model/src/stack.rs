@@ -373,7 +373,7 @@ impl Folded {
             (Some(&fa), Some(&fb)) => {
                 let (na, nb) = (self.name(fa), self.name(fb));
                 let n = na.len().min(nb.len());
-                match na[..n].cmp(&nb[..n]) {
+                match na.get(..n).cmp(&nb.get(..n)) {
                     std::cmp::Ordering::Equal => {
                         // One name is a prefix of the other: the shorter one's next byte is its
                         // separator.
