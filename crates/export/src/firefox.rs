@@ -959,9 +959,15 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
             return Ok(());
         };
         if self.gzip {
-            let mut gz = GzEncoder::new(&mut out, Compression::default());
-            serde_json::to_writer(&mut gz, &profile).map_err(io::Error::other)?;
-            gz.finish()?;
+            // serde_json writes token by token: buffered, the compressor sees large blocks.
+            // Level 1, as for every gzip output of the workspace (`OutStream`).
+            let gz = GzEncoder::new(&mut out, Compression::fast());
+            let mut buffered = io::BufWriter::with_capacity(1 << 16, gz);
+            serde_json::to_writer(&mut buffered, &profile).map_err(io::Error::other)?;
+            buffered
+                .into_inner()
+                .map_err(|e| e.into_error())?
+                .finish()?;
         } else {
             serde_json::to_writer(&mut out, &profile).map_err(io::Error::other)?;
         }
