@@ -10,9 +10,11 @@
 //!   since the previous enter/exit of the thread becomes one sample weighted by that time in
 //!   nanoseconds. The profile's interval is 1 ns, so the call tree's *running time* is traced
 //!   inclusive time and its *self* time is exclusive (self) time, exactly;
-//! * **sampled stacks** (Mono sample hits) on a thread of their own (named `<thread>
-//!   (samples)` when the thread also has traced calls), each hit weighted by the thread's
-//!   median sampling period (1 ms when it cannot be estimated), so its times are estimates;
+//! * **sampled stacks** (Mono sample hits, perf.data samples) on a thread of their own (named
+//!   `<thread> (samples)` when the thread also has traced calls), each hit weighted by the
+//!   thread's median sampling period (1 ms when it cannot be estimated), so its times are
+//!   estimates. A Mono sample's weight counts hits; a perf.data sample is one hit (its weight
+//!   is its period in the event's unit — cycles, ns — while the profile's unit is time);
 //! * **instants as markers**: the instant's name, one marker type per category and argument
 //!   layout, the arguments as marker fields (numbers as numbers, bytes as UTF-8 or hex text);
 //! * **counters** as counter tracks of their process;
@@ -779,8 +781,8 @@ impl<W: Write + Send> FirefoxSink<W> {
                 .get(deltas.len() / 2)
                 .copied()
                 .unwrap_or(DEFAULT_PERIOD_NS);
-            for (time, stack, weight) in samples {
-                for (at, w) in (time..).zip(chunks(weight.saturating_mul(period))) {
+            for (time, stack, hits) in samples {
+                for (at, w) in (time..).zip(chunks(hits.saturating_mul(period))) {
                     p.add_sample(th, ts(at), stack, CpuDelta::ZERO, w);
                 }
             }
@@ -929,9 +931,15 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
             stack = Some(h);
         }
         self.state(sample.thread).last_stack = last;
+        // Hits: a Mono sample's weight; a perf.data sample's weight is its period.
+        let hits = if self.format == "perf" {
+            1
+        } else {
+            sample.weight
+        };
         self.state(sample.thread)
             .samples
-            .push((sample.time, stack, sample.weight));
+            .push((sample.time, stack, hits));
         Ok(())
     }
 
