@@ -379,3 +379,26 @@ fn live_node_recording_matches_perf() {
     let injected = run_perf_inject(&perf, &data);
     assert_same_shares(&perf_report_shares(&perf, &injected), &ours, 12);
 }
+
+#[test]
+fn firefox_profile_has_one_sample_per_perf_sample() {
+    let (_dir, data) = recording("node-fp", Some(("node-fp.jit-30519.dump.gz", 30519)));
+    let out = data.with_extension("fxprof.json");
+    let o = profkit()
+        .arg("convert")
+        .arg(&data)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let p: serde_json::Value = serde_json::from_slice(&std::fs::read(out).unwrap()).unwrap();
+    let samples: u64 = p["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["samples"]["length"].as_u64().unwrap())
+        .sum();
+    // perf report --stats: 355 samples (tests/fixtures/perf/node-fp.stats.txt).
+    assert_eq!(samples, 355);
+}
