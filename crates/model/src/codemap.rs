@@ -160,6 +160,10 @@ pub struct CodeMap {
     max_end: Vec<u64>,
     /// Time of the last record.
     last_time: u64,
+    /// Earliest and latest record times.
+    time_range: Option<(u64, u64)>,
+    /// Where the dump is cut, if it is (everything before was used).
+    pub truncation: Option<profkit_common::Truncation>,
     /// The DEBUG_INFO address bias that was removed (0, 0x34 or 0x40).
     pub debug_bias: u64,
     /// Problems met while building (records that did not decode), as text with offsets.
@@ -183,6 +187,11 @@ impl CodeMap {
         self.last_time
     }
 
+    /// The earliest and latest record times (`None`: no record).
+    pub fn time_range(&self) -> Option<(u64, u64)> {
+        self.time_range
+    }
+
     /// Builds the code map of `dump`.
     pub fn from_jitdump(dump: &JitDump<'_>) -> CodeMap {
         let mut map = CodeMap::default();
@@ -197,7 +206,8 @@ impl CodeMap {
         // load.
         let mut pending_tiers: FxHashMap<u64, FuncTier> = FxHashMap::default();
         let mut pending_unwind: Option<Arc<Unwind>> = None;
-        for raw in dump.records() {
+        let mut records = dump.records();
+        for raw in records.by_ref() {
             let raw = match raw {
                 Ok(r) => r,
                 Err(e) => {
@@ -207,6 +217,8 @@ impl CodeMap {
             };
             let h = raw.header();
             map.last_time = map.last_time.max(h.timestamp);
+            let t = h.timestamp;
+            map.time_range = Some(map.time_range.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
             let rec = match raw.parse() {
                 Ok(r) => r,
                 Err(e) => {
@@ -326,6 +338,7 @@ impl CodeMap {
             }
         }
         // Offsets of DEBUG_INFO rows, with the dump's bias removed.
+        map.truncation = records.truncation().cloned();
         map.debug_bias = bias_votes.bias();
         for (idx, addrs) in raw_debug {
             let Some(r) = map.regions.get_mut(idx) else {
@@ -565,53 +578,55 @@ impl<'a> FileNames<'a> {
     }
 }
 
-fn debug_info_table(d: &DebugInfo<'_>) -> PendingDebug {
-    let mut names = FileNames::default();
-    let mut rows = Vec::new();
-    let mut addrs = Vec::new();
-    let mut push = |addr: u64, file: u32, line: u32, column: u32| {
-        addrs.push(addr);
-        rows.push(LineRow {
+/// The rows of a DEBUG_INFO record being read.
+#[derive(Default)]
+struct DebugRows<'a> {
+    names: FileNames<'a>,
+    rows: Vec<LineRow>,
+    addrs: Vec<u64>,
+}
+
+impl<'a> DebugRows<'a> {
+    fn push(&mut self, e: profkit_jitdump::read::DebugEntry<'a>, recovered: bool) {
+        self.addrs.push(e.addr);
+        self.rows.push(LineRow {
             offset: 0,
-            file,
-            line,
-            column,
+            file: self.names.id(e.file, recovered),
+            line: e.line,
+            column: e.discrim,
         });
-    };
-    let exact = matches!(
-        d.walk_end(),
-        profkit_jitdump::read::DebugWalkEnd::Exact { .. }
-    );
-    let stride = if exact { None } else { d.fixed_stride() };
-    let source = match stride {
-        Some(stride) => {
-            for i in 0..usize::try_from(d.nr_entry).unwrap_or(0) {
-                if let Some(e) = d.entry_at_stride(stride, i) {
-                    push(e.addr, names.id(e.file, true), e.line, e.discrim);
-                }
-            }
-            "DEBUG_INFO (recovered)"
-        }
-        None => {
-            for e in d.entries() {
-                push(e.addr, names.id(e.file, false), e.line, e.discrim);
-            }
-            if exact {
-                "DEBUG_INFO"
-            } else {
-                "DEBUG_INFO (partial)"
+    }
+}
+
+fn debug_info_table<'a>(d: &DebugInfo<'a>) -> PendingDebug {
+    let mut t = DebugRows::default();
+    // One walk: nearly every record is well formed.
+    let mut walk = d.entries();
+    for e in walk.by_ref() {
+        t.push(e, false);
+    }
+    let source = if walk.ended_exactly() {
+        "DEBUG_INFO"
+    } else if let Some(stride) = d.fixed_stride() {
+        t = DebugRows::default();
+        for i in 0..usize::try_from(d.nr_entry).unwrap_or(0) {
+            if let Some(e) = d.entry_at_stride(stride, i) {
+                t.push(e, true);
             }
         }
+        "DEBUG_INFO (recovered)"
+    } else {
+        "DEBUG_INFO (partial)"
     };
     PendingDebug {
         table: DebugTable {
-            files: names.files,
-            rows,
+            files: t.names.files,
+            rows: t.rows,
             inlines: Vec::new(),
             outer_file: None,
             source,
         },
-        addrs,
+        addrs: t.addrs,
     }
 }
 

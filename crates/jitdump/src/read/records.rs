@@ -662,6 +662,14 @@ impl DebugEntries<'_> {
         self.remaining
     }
 
+    /// Whether every entry was read and at most short zero padding follows them: the walk
+    /// ended as [`DebugWalkEnd::Exact`] (what [`DebugInfo::walk_end`] says, without a second
+    /// walk).
+    pub fn ended_exactly(&self) -> bool {
+        let rest = self.data.get(self.pos..).unwrap_or(&[]);
+        self.remaining == 0 && rest.len() < 8 && super::bytes::all_zero(rest)
+    }
+
     /// Offset within the entries data of the next entry.
     pub fn position(&self) -> usize {
         self.pos

@@ -33,27 +33,38 @@ impl Context {
         } else {
             gimli::RunTimeEndian::Big
         };
-        let load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
-            use gimli::SectionId as S;
-            let wanted = matches!(
-                id,
-                S::DebugAbbrev
-                    | S::DebugAddr
-                    | S::DebugAranges
-                    | S::DebugInfo
-                    | S::DebugLine
-                    | S::DebugLineStr
-                    | S::DebugStr
-                    | S::DebugStrOffsets
-                    | S::DebugTypes
-                    | S::DebugRanges
-                    | S::DebugRngLists
-            );
-            let bytes = if wanted {
-                super::section(&file, data, id.name()).map(|s| s.data)
-            } else {
-                None
-            };
+        use gimli::SectionId as S;
+        const WANTED: [S; 11] = [
+            S::DebugAbbrev,
+            S::DebugAddr,
+            S::DebugAranges,
+            S::DebugInfo,
+            S::DebugLine,
+            S::DebugLineStr,
+            S::DebugStr,
+            S::DebugStrOffsets,
+            S::DebugTypes,
+            S::DebugRanges,
+            S::DebugRngLists,
+        ];
+        let get = |id: S| super::section(&file, data, id.name()).map(|s| s.data);
+        // `.debug_info` is most of the bytes; when compressed, inflating it on a second thread
+        // while the other sections are read halves the wait of the first lookup.
+        let sections: Vec<(S, Option<SectionBytes>)> = std::thread::scope(|scope| {
+            let info = scope.spawn(|| get(S::DebugInfo));
+            let mut v: Vec<_> = WANTED
+                .iter()
+                .filter(|&&id| id != S::DebugInfo)
+                .map(|&id| (id, get(id)))
+                .collect();
+            v.push((S::DebugInfo, info.join().ok().flatten()));
+            v
+        });
+        let load = |id: S| -> Result<Reader, gimli::Error> {
+            let bytes = sections
+                .iter()
+                .find(|(s, _)| *s == id)
+                .and_then(|(_, b)| b.clone());
             Ok(gimli::EndianReader::new(bytes.unwrap_or_default(), endian))
         };
         let dwarf = gimli::Dwarf::load(load).ok()?;

@@ -112,25 +112,19 @@ pub fn load_jitdump(path: &Path) -> Result<LoadedDump, String> {
     let dump = JitDump::parse(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     let header = dump.header();
     let map = CodeMap::from_jitdump(&dump);
-    let mut records = dump.records();
-    let mut range: Option<(u64, u64)> = None;
-    for r in records.by_ref().flatten() {
-        let t = r.header().timestamp;
-        range = Some(range.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
-    }
     let mut problems: Vec<String> = map
         .problems
         .iter()
         .map(|p| format!("{}: {p}", path.display()))
         .collect();
-    if let Some(cut) = records.truncation() {
+    if let Some(cut) = &map.truncation {
         problems.push(format!("{}: {cut}", path.display()));
     }
     Ok(LoadedDump {
         path: path.to_path_buf(),
         pid: header.pid,
         monotonic: header.flags & 1 == 0,
-        time_range: range,
+        time_range: map.time_range(),
         map,
         problems,
     })
