@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the external checkers profkit-export's tests use, idempotently:
 #   * DuckDB in the Python venv $PROFKIT_EXPORT_DEPS/venv (reads the Parquet tables, runs
-#     docs/fleet.md's queries);
+#     docs/fleet.md's queries), and wasmtime (the perf.data tests record its jitdump);
 #   * the npm package pprof-format in $PROFKIT_EXPORT_DEPS/npm (decodes the pprof output).
 # PROFKIT_EXPORT_DEPS defaults to target/export-deps in the workspace, the directory the
 # other export checks (scripts/ci/install-export-deps.sh) share. The tests look there; with
@@ -13,6 +13,7 @@ deps="${PROFKIT_EXPORT_DEPS:-$root/target/export-deps}"
 venv="$deps/venv"
 node_dir="$deps/npm"
 DUCKDB_VERSION="${DUCKDB_VERSION:-1.4.4}"
+WASMTIME_VERSION="${WASMTIME_VERSION:-50.0.1}"
 PPROF_FORMAT_VERSION="${PPROF_FORMAT_VERSION:-2.3.2}"
 
 mkdir -p "$deps"
@@ -21,6 +22,10 @@ if ! "$venv/bin/python" -c "import duckdb" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "duckdb==$DUCKDB_VERSION"
 fi
 "$venv/bin/python" -c "import duckdb; print('duckdb', duckdb.__version__)"
+if ! "$venv/bin/python" -c "import wasmtime" 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "wasmtime==$WASMTIME_VERSION"
+fi
+"$venv/bin/python" -c "import wasmtime; print('wasmtime', '$WASMTIME_VERSION')"
 
 if command -v npm >/dev/null 2>&1; then
     if [ ! -f "$node_dir/node_modules/pprof-format/package.json" ]; then

@@ -136,6 +136,16 @@ pub fn missing<T>(test: &str, what: &str, why: &str) -> Option<T> {
     None
 }
 
+/// Where scripts/ci/install-export-deps.sh and install-export-py.sh put the Python venv
+/// (duckdb, wasmtime) and npm packages: `PROFKIT_EXPORT_DEPS`, default `target/export-deps`
+/// in the workspace.
+pub fn deps_dir() -> PathBuf {
+    match std::env::var_os("PROFKIT_EXPORT_DEPS") {
+        Some(d) => PathBuf::from(d),
+        None => root().join("target/export-deps"),
+    }
+}
+
 /// Whether `perf record` works on this machine (it needs `perf_event_paranoid` <= 1 or
 /// root); `None` with the reason through [`missing`] when it does not. Changes nothing.
 pub fn perf(test: &str) -> Option<PathBuf> {

@@ -402,3 +402,50 @@ fn firefox_profile_has_one_sample_per_perf_sample() {
     // perf report --stats: 355 samples (tests/fixtures/perf/node-fp.stats.txt).
     assert_eq!(samples, 355);
 }
+
+#[test]
+fn live_wasmtime_recording_matches_perf() {
+    let test = "perf::live_wasmtime_recording_matches_perf";
+    let Some(perf) = profkit_testkit::perf(test) else {
+        return;
+    };
+    // The venv scripts/ci/install-export-py.sh fills (wasmtime from PyPI).
+    let Some(python) = profkit_testkit::external(
+        test,
+        "Python with wasmtime (scripts/ci/install-export-py.sh)",
+        profkit_testkit::deps_dir().join("venv/bin/python"),
+        |py| {
+            Command::new(py)
+                .args(["-c", "import wasmtime"])
+                .status()
+                .is_ok_and(|s| s.success())
+        },
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = fixture_dir("../../scripts/fixtures/wasmtime").join("fib.py");
+    std::fs::copy(&script, dir.path().join("fib.py")).unwrap();
+    let data = dir.path().join("wasm.data");
+    let o = Command::new(&perf)
+        .args(["record", "-q", "-k", "1", "-g", "-F", "999", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&python)
+        .args(["fib.py", "1500"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "perf record: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let folded = convert_folded(&data);
+    let ours = folded_self_shares(&folded);
+    // The wasm functions are named by wasmtime's dump, `fib` under `loop`.
+    assert!(ours.get("fib").is_some_and(|&s| s > 50.0), "{ours:?}");
+    assert!(folded.lines().any(|l| l.contains(";loop;fib")));
+    let injected = run_perf_inject(&perf, &data);
+    assert_same_shares(&perf_report_shares(&perf, &injected), &ours, 12);
+}

@@ -386,14 +386,7 @@ pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Where scripts/ci/install-export-deps.sh puts the Python venv and npm packages
-/// (`PROFKIT_EXPORT_DEPS`, default `target/export-deps` in the workspace).
-pub fn deps_dir() -> PathBuf {
-    match std::env::var_os("PROFKIT_EXPORT_DEPS") {
-        Some(d) => PathBuf::from(d),
-        None => workspace().join("target/export-deps"),
-    }
-}
+pub use profkit_testkit::deps_dir;
 
 /// `Some(path)` when it exists (and `usable` says so); otherwise a failure under
 /// `PROFKIT_REQUIRE_EXTERNAL=1` (CI), else `None` after a "skipped" note on stderr.
