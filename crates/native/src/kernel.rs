@@ -42,50 +42,63 @@ pub struct Kallsyms {
 impl Kallsyms {
     /// Parses kallsyms text. Malformed lines are skipped.
     pub fn parse(text: &str) -> Kallsyms {
-        let mut names = String::new();
+        Kallsyms::from_text(text.to_string())
+    }
+
+    /// Parses kallsyms text it keeps (names are ranges of it, not copies).
+    fn from_text(text: String) -> Kallsyms {
         let mut syms = Vec::new();
         let mut lines = 0usize;
         let mut zero = 0usize;
-        let push = |names: &mut String, s: &str| -> Option<(u32, u32)> {
-            let off = u32::try_from(names.len()).ok()?;
-            let len = u32::try_from(s.len()).ok()?;
-            names.push_str(s);
-            Some((off, len))
+        let bytes = text.as_bytes();
+        let range = |start: usize, field: &[u8]| -> Option<(u32, u32)> {
+            Some((u32::try_from(start).ok()?, u32::try_from(field.len()).ok()?))
         };
-        for line in text.lines() {
-            let mut parts = line.splitn(3, [' ', '\t']);
-            let (Some(addr), Some(kind), Some(rest)) = (parts.next(), parts.next(), parts.next())
-            else {
+        let mut at = 0usize;
+        for line in bytes.split(|&c| c == b'\n') {
+            let line_at = at;
+            at += line.len() + 1;
+            // `<hex address> <type letter> <name>[\t[<module>]]`
+            let Some(sp) = line.iter().position(|&c| c == b' ' || c == b'\t') else {
                 continue;
             };
-            let Ok(addr) = u64::from_str_radix(addr, 16) else {
+            let Some(addr) = parse_hex(line.get(..sp).unwrap_or_default()) else {
                 continue;
             };
+            let (Some(&kind), Some(&sep)) = (line.get(sp + 1), line.get(sp + 2)) else {
+                continue;
+            };
+            if sep != b' ' && sep != b'\t' {
+                continue;
+            }
             lines += 1;
             if addr == 0 {
                 zero += 1;
                 continue;
             }
-            if !matches!(kind, "t" | "T" | "w" | "W") {
+            if !matches!(kind, b't' | b'T' | b'w' | b'W') {
                 continue;
             }
-            let (name, module) = match rest.split_once('\t') {
-                Some((n, m)) => (
-                    n.trim(),
-                    Some(m.trim().trim_start_matches('[').trim_end_matches(']')),
+            let rest_at = sp + 3;
+            let rest = line.get(rest_at..).unwrap_or_default();
+            let (name, module) = match rest.iter().position(|&c| c == b'\t') {
+                Some(tab) => (
+                    (rest_at, rest.get(..tab).unwrap_or_default()),
+                    Some((rest_at + tab + 1, rest.get(tab + 1..).unwrap_or_default())),
                 ),
-                None => (rest.trim(), None),
+                None => ((rest_at, rest), None),
             };
+            let (name_at, name) = trim(name.0, name.1, b"");
             if name.is_empty() {
                 continue;
             }
-            let Some(name) = push(&mut names, name) else {
+            let Some(name) = range(line_at + name_at, name) else {
                 break;
             };
-            let module = match module {
-                Some(m) => push(&mut names, m),
-                None => None,
-            };
+            let module = module.and_then(|(m_at, m)| {
+                let (m_at, m) = trim(m_at, m, b"[]");
+                range(line_at + m_at, m)
+            });
             syms.push(KSym {
                 start: addr,
                 name,
@@ -95,7 +108,7 @@ impl Kallsyms {
         syms.sort_by_key(|s| s.start);
         syms.dedup_by_key(|s| s.start);
         Kallsyms {
-            text: names,
+            text,
             syms,
             restricted: lines > 0 && zero == lines,
         }
@@ -105,7 +118,9 @@ impl Kallsyms {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Kallsyms> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|e| Error::path(path, e.into()))?;
-        Ok(Kallsyms::parse(&String::from_utf8_lossy(&bytes)))
+        let text = String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        Ok(Kallsyms::from_text(text))
     }
 
     /// Whether every address was 0 (`kptr_restrict`): no kernel names can be given.
@@ -144,6 +159,28 @@ impl Kallsyms {
             module: s.module.and_then(get),
         })
     }
+}
+
+/// A hexadecimal number of at most 16 digits.
+fn parse_hex(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |v, &c| {
+        let d = (c as char).to_digit(16)?;
+        Some(v << 4 | u64::from(d))
+    })
+}
+
+/// `field` (at offset `at`) without surrounding whitespace and the bytes of `also`.
+fn trim<'a>(at: usize, field: &'a [u8], also: &[u8]) -> (usize, &'a [u8]) {
+    let strip = |c: &u8| c.is_ascii_whitespace() || also.contains(c);
+    let start = field.iter().position(|c| !strip(c)).unwrap_or(field.len());
+    let end = field
+        .iter()
+        .rposition(|c| !strip(c))
+        .map_or(start, |e| e + 1);
+    (at + start, field.get(start..end).unwrap_or_default())
 }
 
 /// The running kernel's build id, from `/sys/kernel/notes`.
