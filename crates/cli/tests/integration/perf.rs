@@ -364,7 +364,8 @@ fn live_node_recording_matches_perf() {
             "--perf-prof",
             "--interpreted-frames-native-stack",
             "busy.js",
-            "300",
+            // About 1,000 samples: one sample is 0.1 point of a share.
+            "1000",
         ])
         .current_dir(dir.path())
         .output()
