@@ -599,7 +599,14 @@ impl<'a> DebugRows<'a> {
 }
 
 fn debug_info_table<'a>(d: &DebugInfo<'a>) -> PendingDebug {
-    let mut t = DebugRows::default();
+    // As many rows as the record's bytes can hold entries, at most.
+    let fit = d.entries_data.len() / profkit_jitdump::read::DebugEntry::MIN_SIZE;
+    let n = usize::try_from(d.nr_entry).unwrap_or(usize::MAX).min(fit);
+    let mut t = DebugRows {
+        rows: Vec::with_capacity(n),
+        addrs: Vec::with_capacity(n),
+        ..DebugRows::default()
+    };
     // One walk: nearly every record is well formed.
     let mut walk = d.entries();
     for e in walk.by_ref() {
