@@ -436,7 +436,8 @@ pub fn demangle(name: &str) -> String {
 pub struct SymbolInfo {
     /// Demangled function name.
     pub name: Option<String>,
-    /// Source file (as in the line table).
+    /// Source file (as in the line table; for a local symbol without line information, the
+    /// `STT_FILE` symbol before it, as llvm-symbolizer does).
     pub file: Option<String>,
     /// Line (0 when the line table says 0 or nothing).
     pub line: u32,
@@ -445,14 +446,15 @@ pub struct SymbolInfo {
 }
 
 impl SymbolInfo {
-    /// llvm-xray's debug column: `basename:line:col`, or `(unknown)`.
+    /// llvm-xray's debug column: `basename:line:col`; `<invalid>:0:0` when nothing gives a
+    /// file (llvm-symbolizer's placeholder).
     pub fn debug_string(&self) -> String {
         match &self.file {
             Some(f) => {
                 let base = f.rsplit(['/', '\\']).next().unwrap_or(f);
                 format!("{base}:{}:{}", self.line, self.column)
             }
-            None => "(unknown)".to_string(),
+            None => "<invalid>:0:0".to_string(),
         }
     }
 
@@ -465,12 +467,21 @@ impl SymbolInfo {
     }
 }
 
+/// A code symbol: start, size, name, and for a local symbol the `STT_FILE` name before it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct CodeSymbol {
+    start: u64,
+    size: u64,
+    name: String,
+    file: Option<String>,
+}
+
 type Reader = gimli::EndianRcSlice<gimli::RunTimeEndian>;
 
 /// Names and source positions of addresses: DWARF (addr2line) first, then the ELF symbol table.
 pub struct Symbolizer {
     ctx: Option<addr2line::Context<Reader>>,
-    symbols: Vec<(u64, u64, String)>,
+    symbols: Vec<CodeSymbol>,
 }
 
 impl core::fmt::Debug for Symbolizer {
@@ -502,30 +513,61 @@ impl Symbolizer {
         let ctx = gimli::Dwarf::load(load)
             .ok()
             .and_then(|dwarf| addr2line::Context::from_dwarf(dwarf).ok());
-        let mut symbols: Vec<(u64, u64, String)> = file
-            .symbols()
-            .chain(file.dynamic_symbols())
-            .filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition())
-            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
-            .collect();
+        // Table order matters: a local symbol's file is the `STT_FILE` symbol before it.
+        let mut symbols = Vec::new();
+        let mut file_name: Option<String> = None;
+        for sym in file.symbols() {
+            if sym.kind() == object::SymbolKind::File {
+                file_name = sym.name().ok().map(str::to_string);
+                continue;
+            }
+            if sym.kind() != object::SymbolKind::Text || !sym.is_definition() {
+                continue;
+            }
+            let Ok(name) = sym.name() else { continue };
+            symbols.push(CodeSymbol {
+                start: sym.address(),
+                size: sym.size(),
+                name: name.to_string(),
+                file: if sym.is_local() {
+                    file_name.clone()
+                } else {
+                    None
+                },
+            });
+        }
+        for sym in file.dynamic_symbols() {
+            if sym.kind() == object::SymbolKind::Text && sym.is_definition() {
+                if let Ok(name) = sym.name() {
+                    symbols.push(CodeSymbol {
+                        start: sym.address(),
+                        size: sym.size(),
+                        name: name.to_string(),
+                        file: None,
+                    });
+                }
+            }
+        }
         symbols.sort();
-        symbols.dedup_by_key(|s| s.0);
+        symbols.dedup_by_key(|s| s.start);
         Ok(Symbolizer { ctx, symbols })
     }
 
-    /// Name and position of `address`.
+    /// Name and position of `address`, as llvm-symbolizer gives them to llvm-xray: the name
+    /// of the symbol-table function containing it (so a sled inside an inlined callee is
+    /// named after its real function), else DWARF's outermost frame; the position from the
+    /// line table, else (local symbols) the file of the `STT_FILE` symbol before it.
     pub fn symbolize(&self, address: u64) -> SymbolInfo {
         let mut info = SymbolInfo::default();
         if let Some(ctx) = &self.ctx {
             if let Ok(mut frames) = ctx.find_frames(address).skip_all_loads() {
-                if let Ok(Some(frame)) = frames.next() {
-                    if let Some(f) = frame.function {
-                        if let Ok(n) = f.raw_name() {
-                            let n: &str = &n;
-                            info.name = Some(demangle(n));
-                        }
+                let mut outermost = None;
+                while let Ok(Some(frame)) = frames.next() {
+                    if let Some(name) = frame.function.as_ref().and_then(|f| f.raw_name().ok()) {
+                        outermost = Some(demangle(&name));
                     }
                 }
+                info.name = outermost;
             }
             if let Ok(Some(loc)) = ctx.find_location(address) {
                 info.file = loc.file.map(str::to_string);
@@ -533,11 +575,12 @@ impl Symbolizer {
                 info.column = loc.column.unwrap_or(0);
             }
         }
-        if info.name.is_none() {
-            let i = self.symbols.partition_point(|s| s.0 <= address);
-            if let Some((start, size, name)) = i.checked_sub(1).and_then(|j| self.symbols.get(j)) {
-                if address == *start || address < start.saturating_add(*size) {
-                    info.name = Some(demangle(name));
+        let i = self.symbols.partition_point(|s| s.start <= address);
+        if let Some(s) = i.checked_sub(1).and_then(|j| self.symbols.get(j)) {
+            if address == s.start || address < s.start.saturating_add(s.size) {
+                info.name = Some(demangle(&s.name));
+                if info.file.is_none() {
+                    info.file.clone_from(&s.file);
                 }
             }
         }

@@ -102,6 +102,22 @@ fn account_live_parity_with_llvm_xray() {
 }
 
 #[test]
+fn account_names_functions_of_a_binary_without_debug_info_as_llvm() {
+    // llvm-symbolizer's rules, which llvm-xray prints: `<invalid>:0:0` for a global function,
+    // the STT_FILE symbol's name for a static one (clang-22 -O0, no -g; llvm-xray 14 and 22
+    // agree, scripts/fixtures/xray-nodebug.sh).
+    let args = ["account", "-m", "./nodebug", "nodebug-basic.xray"];
+    let mut ours = vec!["account", "--llvm"];
+    ours.extend_from_slice(&args[1..]);
+    let got = ok(&ours);
+    assert_eq!(got, golden("nodebug-account.txt"));
+    assert!(got.contains("nodebug.c:0:0: stat_fn") && got.contains("<invalid>:0:0: fib"));
+    if let Some(want) = llvm(&args) {
+        assert_eq!(got, want);
+    }
+}
+
+#[test]
 fn account_basic_mode_pinned() {
     // llvm-xray 14 fails on this file (rc=1, see golden stderr); profkit gives the true counts:
     // 242 fib calls, 4 workers (llvm -k -d: 233 and 3), and main.

@@ -101,7 +101,7 @@ fn relocatable_x86_64_and_aarch64() {
         let sym = profkit_xray::Symbolizer::new(&bytes).unwrap();
         assert_eq!(sym.symbolize(0).name.as_deref(), Some("f()"));
         assert_eq!(sym.symbolize(32).name.as_deref(), Some("core::fmt::write"));
-        assert_eq!(sym.symbolize(32).debug_string(), "(unknown)");
+        assert_eq!(sym.symbolize(32).debug_string(), "<invalid>:0:0");
     }
 }
 
