@@ -150,6 +150,8 @@ pub mod codes {
     pub const HEADER_BITFIELD: &str = "header-bitfield";
     /// Header cycle frequency 0.
     pub const CYCLE_FREQUENCY_ZERO: &str = "cycle-frequency-zero";
+    /// A basic-mode header whose buffer-size field was never written (LLVM 20+).
+    pub const HEADER_UNINITIALIZED: &str = "header-uninitialized";
 
     /// Every code, its severity and what it means.
     pub const ALL: CodeTable = &[
@@ -165,6 +167,7 @@ pub mod codes {
         (ARG_PAYLOAD_MISMATCH, E, "a basic-mode arg payload that does not follow a function record (or its payloads) of the same function, thread and pid"),
         (HEADER_BITFIELD, W, "header bitfield bits beyond constant_tsc (bit 0) and nonstop_tsc (bit 1) are set (basic mode leaves garbage there; ignored)"),
         (CYCLE_FREQUENCY_ZERO, W, "the header's cycle frequency is 0: times stay in TSC ticks"),
+        (HEADER_UNINITIALIZED, W, "a basic-mode header's buffer-size field holds 0xAAAAAAAAAAAAAAAA, the fill of memory never written (LLVM 20+ basic runtime, clang's pattern initialisation; the field is unused in basic mode and ignored)"),
     ];
 }
 
@@ -318,6 +321,9 @@ fn push_terminal(f: &mut Findings, offset: u64, index: u64, state: BlockState) {
     );
 }
 
+/// What clang's pattern initialisation leaves in a field never written.
+const UNINITIALIZED: u64 = 0xAAAA_AAAA_AAAA_AAAA;
+
 fn check_header(header: &FileHeader, f: &mut Findings) {
     if header.bitfield & !3 != 0 {
         f.push(
@@ -328,6 +334,14 @@ fn check_header(header: &FileHeader, f: &mut Findings) {
                 "header bitfield {:#x} has bits beyond constant_tsc/nonstop_tsc set (ignored)",
                 header.bitfield
             ),
+        );
+    }
+    if header.trace_type == TraceType::BASIC && header.buffer_size == UNINITIALIZED {
+        f.push(
+            codes::HEADER_UNINITIALIZED,
+            16,
+            None,
+            "basic-mode header's buffer_size is 0xAAAAAAAAAAAAAAAA, never written (LLVM 20+ basic runtime; unused, ignored)",
         );
     }
     if header.cycle_frequency == 0 {

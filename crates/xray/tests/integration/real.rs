@@ -252,3 +252,23 @@ fn instr_map_version_1_pie_relocations() {
         Some("g")
     );
 }
+
+#[test]
+fn llvm22_basic_header_leaves_buffer_size_unwritten() {
+    // clang-22's basic runtime (tests/fixtures/xray/nodebug-basic.xray) never writes the
+    // header's buffer size: clang's pattern fill stays there, and in the bitfield's high bits.
+    let bytes = fixture("nodebug-basic.xray");
+    let trace = Trace::parse(&bytes).unwrap();
+    assert_eq!(trace.header.buffer_size, 0xAAAA_AAAA_AAAA_AAAA);
+    let v = verify(&trace);
+    let codes: Vec<&str> = v.findings.iter().map(|f| f.code).collect();
+    assert_eq!(codes, ["header-bitfield", "header-uninitialized"]);
+    assert!(!v.has_errors());
+    // LLVM 14's basic header (the demo) is written.
+    let demo = fixture("demo-basic.xray");
+    let demo = verify(&Trace::parse(&demo).unwrap());
+    assert!(demo
+        .findings
+        .iter()
+        .all(|f| f.code != "header-uninitialized"));
+}
