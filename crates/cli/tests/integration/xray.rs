@@ -118,6 +118,15 @@ fn account_names_functions_of_a_binary_without_debug_info_as_llvm() {
 }
 
 #[test]
+fn empty_basic_log_is_an_empty_trace() {
+    // `nodebug` run with patch_premain=false: a 32-byte header and nothing else. llvm-xray 22
+    // fails on it ("Unsupported version for Basic/Naive Mode logging: 768", llvm #57657).
+    let out = ok(&["account", "--llvm", "-m", "./nodebug", "empty-basic.xray"]);
+    assert!(out.starts_with("Functions with latencies: 0\n"), "{out}");
+    assert!(ok(&["info", "empty-basic.xray"]).contains("records:   0"));
+}
+
+#[test]
 fn account_basic_mode_pinned() {
     // llvm-xray 14 fails on this file (rc=1, see golden stderr); profkit gives the true counts:
     // 242 fib calls, 4 workers (llvm -k -d: 233 and 3), and main.
