@@ -105,7 +105,7 @@ fn account_live_parity_with_llvm_xray() {
 fn account_names_functions_of_a_binary_without_debug_info_as_llvm() {
     // llvm-symbolizer's rules, which llvm-xray prints: `<invalid>:0:0` for a global function,
     // the STT_FILE symbol's name for a static one (clang-22 -O0, no -g; llvm-xray 14 and 22
-    // agree, scripts/fixtures/xray-nodebug.sh).
+    // agree, scripts/fixtures/xray-llvm22.sh).
     let args = ["account", "-m", "./nodebug", "nodebug-basic.xray"];
     let mut ours = vec!["account", "--llvm"];
     ours.extend_from_slice(&args[1..]);
@@ -114,6 +114,38 @@ fn account_names_functions_of_a_binary_without_debug_info_as_llvm() {
     assert!(got.contains("nodebug.c:0:0: stat_fn") && got.contains("<invalid>:0:0: fib"));
     if let Some(want) = llvm(&args) {
         assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn wrapped_flight_recorder_is_read_in_time_order() {
+    // buffer_max=3: the runtime reused its buffers, so the file holds the thread's newest block
+    // first. Read in file order, the thread's stack broke at the wrap (1 call never returned,
+    // 3 exits without an enter); in time order only the exits whose enters were overwritten
+    // remain. llvm-xray 14 and 22 sort the records the same way in their YAML.
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("wrap.yaml");
+    let o = support::profkit()
+        .current_dir(dir())
+        .args(["convert", "-m", "./wrap", "wrap-fdr.xray", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let yaml = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(yaml, golden("wrap-convert-yaml.txt"));
+    let (stdout, stderr, code) = profkit(&["account", "--llvm", "-m", "./wrap", "wrap-fdr.xray"]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.starts_with("Functions with latencies: 2\n"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("0 call(s) never returned, 2 exit(s) had no enter"),
+        "{stderr}"
+    );
+    if let Some(want) = llvm(&["convert", "-m", "./wrap", "-f", "yaml", "wrap-fdr.xray"]) {
+        assert_eq!(yaml, want);
     }
 }
 

@@ -1,7 +1,7 @@
 //! XRay traces → calls per thread: the one XRay driver.
 //!
 //! FDR buffers are grouped per thread (threads in order of first appearance, each thread's
-//! buffers in file order) and replayed through the [`replay`](crate::replay): the jobs are the
+//! buffers in time order, [`profkit_xray::Trace::thread_buffers`]) and replayed through the [`replay`](crate::replay): the jobs are the
 //! buffers, thread after thread, decoded on every core. A buffer that uses the TSC before
 //! setting it depends on the previous buffer's state; the stitcher decodes it again with that
 //! state. Basic logs are decoded whole and replayed thread after thread.

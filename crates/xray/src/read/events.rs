@@ -1,7 +1,8 @@
 //! The decoded, per-thread event stream (basic and FDR).
 //!
-//! A thread's FDR blocks are taken in file order (the order the runtime handed out its
-//! buffers), never by wall time: llvm-xray sorts them with an invalid comparator and reorders them.
+//! A thread's FDR blocks are taken in time order (the TSC of their first event; see
+//! [`Trace::thread_buffers`]): file order until a flight recorder reuses its buffers. llvm-xray
+//! sorts them with an invalid comparator and misorders threads with more than 16 blocks.
 
 use rayon::prelude::*;
 
@@ -357,29 +358,38 @@ impl<'a> Trace<'a> {
     }
 
     /// FDR buffers grouped per thread (`(pid, tid)` of their events), threads in order of first
-    /// appearance, each thread's buffers in file order (the order the runtime handed them out;
-    /// never by wall time). A buffer with no events belongs to the thread its NewBuffer names,
-    /// or, without one, to the thread of the buffer before it; buffers with neither are left
-    /// out. Decode a thread's buffers in this order, each from the previous one's end state
-    /// ([`BufferEvents::state`]), to follow the thread's stream.
+    /// appearance, each thread's buffers in **time order**: by the TSC of their first event
+    /// (stable, so file order among equal times; a buffer without events keeps its place after
+    /// the buffer before it). File order is the order the runtime handed its buffers out, which
+    /// stops being time order once a flight recorder reuses them (`buffer_max` reached): the
+    /// newest data then overwrote the oldest buffers, earlier in the file. A buffer with no
+    /// events belongs to the thread its NewBuffer names, or, without one, to the thread of the
+    /// buffer before it; buffers with neither are left out. Decode a thread's buffers in this
+    /// order, each from the previous one's end state ([`BufferEvents::state`]), to follow the
+    /// thread's stream.
     pub fn thread_buffers(&self) -> Vec<(ThreadKey, Vec<usize>)> {
-        let mut out: Vec<(ThreadKey, Vec<usize>)> = Vec::new();
+        let mut out: Vec<(ThreadKey, Vec<(usize, u64)>)> = Vec::new();
         let mut index = std::collections::HashMap::<ThreadKey, usize>::new();
         let mut last_key: Option<ThreadKey> = None;
         for i in 0..self.layout.buffers.len() {
             let mut it = self.buffer_events(i, ThreadState::default());
-            let key = match it.by_ref().find_map(|r| r.ok()) {
-                Some(ev) => ThreadKey {
-                    pid: ev.pid,
-                    tid: ev.tid,
-                },
+            let first = it.by_ref().find_map(|r| r.ok());
+            let (key, tsc) = match first {
+                Some(ev) => (
+                    ThreadKey {
+                        pid: ev.pid,
+                        tid: ev.tid,
+                    },
+                    Some(ev.tsc),
+                ),
                 None => {
                     let st = it.state();
-                    match (st.tid, last_key) {
+                    let key = match (st.tid, last_key) {
                         (0, Some(k)) => k,
                         (0, None) => continue,
                         (tid, _) => ThreadKey { pid: st.pid, tid },
-                    }
+                    };
+                    (key, None)
                 }
             };
             last_key = Some(key);
@@ -388,10 +398,17 @@ impl<'a> Trace<'a> {
                 out.len() - 1
             });
             if let Some((_, v)) = out.get_mut(slot) {
-                v.push(i);
+                // A buffer without a time sorts right after the one before it.
+                let t = tsc.or(v.last().map(|&(_, t)| t)).unwrap_or(0);
+                v.push((i, t));
             }
         }
-        out
+        out.into_iter()
+            .map(|(key, mut v)| {
+                v.sort_by_key(|&(_, t)| t);
+                (key, v.into_iter().map(|(i, _)| i).collect())
+            })
+            .collect()
     }
 
     /// Runs `run(buffer, start_state)` on every FDR buffer (in parallel when `parallel`), each
