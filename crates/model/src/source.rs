@@ -143,7 +143,7 @@ impl<'a> Source<'a> {
         }
     }
 
-    /// Runs `make`'s fold on every thread (see [`feed`](crate::feed)). A jitdump has no calls:
+    /// Runs `make`'s fold on every thread (see [`crate::feed`]). A jitdump has no calls:
     /// no threads.
     pub fn fold<F>(
         &self,

@@ -8,7 +8,7 @@
 //! ordered **stream** for an [`EventSink`] (`feed`: every exporter), where each thread's events
 //! come in time order with balanced calls; and as a **fold** (`fold`: accounting, stack
 //! trees, Mono's report), where the buffers are replayed on every core and each thread's
-//! [`Fold`](crate::replay::Fold) is completed in order. [`Filter`] cuts a stream to a time
+//! `Fold` is completed in order. [`Filter`] cuts a stream to a time
 //! window and some threads (`convert --time`, `--thread`).
 //!
 //! Every stream converts raw times to nanoseconds since the trace's origin and clamps each

@@ -18,7 +18,7 @@
 //!    [`Mode::Ordered`] every call is simply kept in order (for analyses that need the real
 //!    stack at each event: timelines, llvm-xray's `stack`).
 //! 3. On the calling thread, a [`ThreadReplay`] per thread applies the pieces in order to the
-//!    real stack (a [`SpanBuilder`]): each phase's part is [resolved](Fold::resolve) on top of
+//!    real stack (a [`SpanBuilder`](crate::span::SpanBuilder)): each phase's part is [resolved](Fold::resolve) on top of
 //!    the frames open at that point, the phase's exit closes inherited frames, open frames are
 //!    pushed, ordered calls are replayed.
 //!

@@ -2,7 +2,7 @@
 //! the recording's JIT metadata, binaries and kernel symbols.
 //!
 //! The walk is one pass over the events in time order (profkit-perf sorts them, as perf does
-//! with FINISHED_ROUND). MMAP, COMM and FORK update each [`Process`]; a SAMPLE is turned into
+//! with FINISHED_ROUND). MMAP, COMM and FORK update each `Process`; a SAMPLE is turned into
 //! addresses and the addresses into frames:
 //!
 //! * **addresses**: a frame-pointer callchain (`-g`) as perf recorded it (return addresses are
@@ -10,7 +10,7 @@
 //!   pc, then the return addresses [`Unwinder`] finds in its copy of the user stack, using the
 //!   binaries' CFI and the jitdump's JIT_CODE_UNWINDING_INFO for JIT code; a sample with neither
 //!   is just its pc;
-//! * **frames**: [`Symbols`] (kernel symbols, native binaries with inline frames and lines,
+//! * **frames**: `Symbols` (symbols.rs) (kernel symbols, native binaries with inline frames and lines,
 //!   JIT code through the process's [`CodeMap`](crate::codemap::CodeMap) at the sample's time,
 //!   perf maps).
 //!

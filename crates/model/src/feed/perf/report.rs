@@ -82,7 +82,7 @@ pub struct UnwindStats {
     pub jit_unusable: u64,
 }
 
-/// What the perf.data driver found. See the [module docs](self).
+/// What the perf.data driver found. See `feed::perf`.
 #[derive(Clone, Debug, Default)]
 pub struct PerfReport {
     /// Samples in the file (every event).
