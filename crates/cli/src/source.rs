@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use profkit_model::feed::perf::PerfOptions;
-use profkit_model::feed::xray::function_table;
+use profkit_model::feed::xray::add_object;
 use profkit_model::{FunctionTable, Source};
 use profkit_xray::{yaml, InstrMap, Symbolizer, Trace};
 
@@ -112,10 +112,11 @@ impl Opened {
         profkit_mlpd::File::parse(self.bytes()).map_err(|e| anyhow!("{}: {e}", self.input.name))
     }
 
-    /// The model's view of the input for command `what`; `instr_map` names XRay function ids.
-    pub fn source(&self, instr_map: Option<&Path>, what: &str) -> Result<Source<'_>> {
+    /// The model's view of the input for command `what`; `instr_maps` (`-m`) name XRay
+    /// function ids.
+    pub fn source(&self, instr_maps: &[String], what: &str) -> Result<Source<'_>> {
         Ok(match self.format {
-            Format::Xray | Format::XrayYaml => Source::xray(self.trace()?, names(instr_map)?),
+            Format::Xray | Format::XrayYaml => Source::xray(self.trace()?, names(instr_maps)?),
             Format::Mlpd => Source::mlpd(self.mlpd()?),
             Format::Jitdump => Source::jitdump(self.bytes()),
             Format::Perf => Source::perf(self.bytes(), PerfOptions::new(self.path(), Vec::new())),
@@ -124,14 +125,43 @@ impl Opened {
     }
 }
 
-/// Function names from the instrumented binary (`-m`); empty without one (ids print as `#N`).
-pub fn names(bin: Option<&Path>) -> Result<FunctionTable> {
-    let Some(bin) = bin else {
-        return Ok(FunctionTable::new());
-    };
-    let inp = input::open(bin)?;
-    let map = InstrMap::from_object(&inp.data)
-        .map_err(|e| anyhow!("{}: cannot read the instrumentation map: {e}", inp.name))?;
-    let sym = Symbolizer::new(&inp.data).ok();
-    Ok(function_table(&map, sym.as_ref()))
+/// The objects `-m` names: `(object id, path)`. `-m BIN` arguments take ids in order (the
+/// executable is object 0, then each shared object in the order the XRay runtime registered
+/// it); `-m ID=PATH` pins an id (0-255).
+pub fn instr_maps(specs: &[String]) -> Result<Vec<(u8, PathBuf)>> {
+    let mut out: Vec<(u8, PathBuf)> = Vec::new();
+    let mut next = 0u16;
+    for spec in specs {
+        let pinned = spec
+            .split_once('=')
+            .and_then(|(id, path)| Some((id.parse::<u8>().ok()?, path)));
+        let (id, path) = match pinned {
+            Some((id, path)) => (id, path),
+            None => (
+                u8::try_from(next).map_err(|_| anyhow!("-m: more than 256 objects"))?,
+                spec.as_str(),
+            ),
+        };
+        if out.iter().any(|(o, _)| *o == id) {
+            bail!("-m {spec}: object id {id} is given twice");
+        }
+        next = u16::from(id) + 1;
+        out.push((id, PathBuf::from(path)));
+    }
+    Ok(out)
+}
+
+/// Function names from the instrumented binaries (`-m`, see [`instr_maps`]); empty without
+/// one (ids print as `#N`). Functions of shared object `k` get the packed ids the XRay runtime
+/// writes: `k << 24 | id`.
+pub fn names(specs: &[String]) -> Result<FunctionTable> {
+    let mut table = FunctionTable::new();
+    for (object, bin) in instr_maps(specs)? {
+        let inp = input::open(&bin)?;
+        let map = InstrMap::from_object(&inp.data)
+            .map_err(|e| anyhow!("{}: cannot read the instrumentation map: {e}", inp.name))?;
+        let sym = Symbolizer::new(&inp.data).ok();
+        add_object(&mut table, object, &map, sym.as_ref());
+    }
+    Ok(table)
 }

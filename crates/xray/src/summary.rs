@@ -20,12 +20,18 @@ struct Counts {
     kind_order: Vec<EventKind>,
     /// Smallest and largest TSC.
     tsc: Option<(u64, u64)>,
+    /// Function events per instrumented object (`-fxray-shared`: the id's top 8 bits; 0 is the
+    /// executable).
+    objects: std::collections::BTreeMap<u8, u64>,
     problems: Vec<Error>,
 }
 
 impl Counts {
     #[inline]
-    fn event(&mut self, key: ThreadKey, kind: EventKind, tsc: u64) {
+    fn event(&mut self, key: ThreadKey, kind: EventKind, tsc: u64, func_id: u32) {
+        if func_id != 0 {
+            *self.objects.entry((func_id >> 24) as u8).or_insert(0) += 1;
+        }
         match self.threads.last_mut() {
             Some((k, n)) if *k == key => *n += 1,
             _ => match self.threads.iter_mut().find(|(k, _)| *k == key) {
@@ -68,6 +74,9 @@ impl Counts {
                 None => (lo, hi),
             });
         }
+        for (object, n) in other.objects {
+            *self.objects.entry(object).or_insert(0) += n;
+        }
         self.problems.extend(other.problems);
     }
 }
@@ -84,7 +93,7 @@ fn count_buffer(trace: &Trace<'_>, i: usize, state: ThreadState) -> BufRun<Count
                 pid: call.pid,
                 tid: call.tid,
             };
-            c.event(key, call.kind, call.tsc);
+            c.event(key, call.kind, call.tsc, call.func_id);
             ControlFlow::Continue(())
         });
         match item {
@@ -95,7 +104,7 @@ fn count_buffer(trace: &Trace<'_>, i: usize, state: ThreadState) -> BufRun<Count
                     pid: call.pid,
                     tid: call.tid,
                 };
-                c.event(key, call.kind, call.tsc);
+                c.event(key, call.kind, call.tsc, call.func_id);
             }
             Some(BufferItem::Event(ev)) => {
                 first_tid.get_or_insert(ev.tid);
@@ -103,7 +112,7 @@ fn count_buffer(trace: &Trace<'_>, i: usize, state: ThreadState) -> BufRun<Count
                     pid: ev.pid,
                     tid: ev.tid,
                 };
-                c.event(key, ev.kind, ev.tsc);
+                c.event(key, ev.kind, ev.tsc, ev.func_id);
             }
             Some(BufferItem::Problem(e)) => c.problems.push(e),
         }
@@ -157,6 +166,7 @@ pub fn summary(trace: &Trace<'_>) -> Summary {
                 },
                 ev.kind,
                 ev.tsc,
+                ev.func_id,
             );
         }
         counts.problems = d.problems;
@@ -164,6 +174,16 @@ pub fn summary(trace: &Trace<'_>) -> Summary {
         truncation = d.truncation;
     }
     let mut details = vec![("mode", Value::from(if fdr { "fdr" } else { "basic" }))];
+    // Shared objects (ids past 2^24): which objects' functions the trace has events of, for
+    // `-m` (the executable first, then each object in registration order, or `-m ID=PATH`).
+    if counts.objects.keys().any(|&o| o != 0) {
+        let list: Vec<String> = counts
+            .objects
+            .iter()
+            .map(|(o, n)| format!("{o} ({n} events)"))
+            .collect();
+        details.push(("objects", list.join(", ").into()));
+    }
     if fdr {
         details.push(("buffers", trace.layout().buffers.len().into()));
         let junk: u64 = trace

@@ -41,8 +41,10 @@ pub struct AccountArgs {
     /// XRay trace (binary or llvm-xray YAML) or Mono log profiler file (`-` for stdin).
     pub file: PathBuf,
     /// The instrumented binary, for function names (without it functions print as `#N`).
+    /// Repeat for instrumented shared objects (`-fxray-shared`), in the order they registered
+    /// (the executable first), or pin an object id with `-m ID=PATH`.
     #[arg(short = 'm', long = "instr-map", value_name = "BIN")]
-    pub instr_map: Option<PathBuf>,
+    pub instr_map: Vec<String>,
     /// Reproduce `llvm-xray account` byte for byte (where llvm-xray is right).
     #[arg(long)]
     pub llvm: bool,
@@ -84,8 +86,10 @@ pub struct StackArgs {
     /// XRay trace (binary or llvm-xray YAML) or Mono log profiler file (`-` for stdin).
     pub file: PathBuf,
     /// The instrumented binary, for function names.
+    /// Repeat for instrumented shared objects (`-fxray-shared`), in the order they registered
+    /// (the executable first), or pin an object id with `-m ID=PATH`.
     #[arg(short = 'm', long = "instr-map", value_name = "BIN")]
-    pub instr_map: Option<PathBuf>,
+    pub instr_map: Vec<String>,
     /// Reproduce `llvm-xray stack` (human output; with --folded, its inclusive flame output).
     #[arg(long)]
     pub llvm: bool,

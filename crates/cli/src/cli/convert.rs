@@ -102,8 +102,10 @@ pub struct ConvertArgs {
     #[arg(long, value_enum)]
     pub endian: Option<EndianArg>,
     /// XRay: the instrumented binary (for function names with --symbolize).
+    /// Repeat for instrumented shared objects (`-fxray-shared`), in the order they registered
+    /// (the executable first), or pin an object id with `-m ID=PATH`.
     #[arg(short = 'm', long = "instr-map", value_name = "BIN")]
-    pub instr_map: Option<PathBuf>,
+    pub instr_map: Vec<String>,
     /// XRay YAML: write function names instead of ids in `function:`.
     #[arg(short = 'y', long)]
     pub symbolize: bool,

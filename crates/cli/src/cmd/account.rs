@@ -15,7 +15,7 @@ use crate::source::Opened;
 
 pub fn run(args: &AccountArgs) -> Result<ExitCode> {
     let opened = Opened::open(&args.file, args.input.input_format)?;
-    let src = opened.source(args.instr_map.as_deref(), "account")?;
+    let src = opened.source(&args.instr_map, "account")?;
     // llvm-xray without -d leaves a mismatched exit alone; profkit deduces sibling calls.
     let policy = if src.format() == "xray" && args.llvm && !args.deduce_sibling_calls {
         MismatchPolicy::Ignore

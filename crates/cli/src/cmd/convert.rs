@@ -8,6 +8,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
+
+use crate::source::instr_maps;
 use profkit_export::{Dest, Format as Out, Options, Output};
 use profkit_jitdump::convert::{
     header_like, jitdump_to_perf_map, perf_map_to_jitdump, perf_map_to_perf_map,
@@ -45,7 +47,7 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
         (Format::Xray | Format::XrayYaml, OutputFormat::Yaml) => {
             let trace = o.trace()?;
             let names = if args.symbolize {
-                Some(names(args.instr_map.as_deref())?)
+                Some(names(&args.instr_map)?)
             } else {
                 None
             };
@@ -165,11 +167,11 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
     if let Some(why) = unsupported_pair(o.format, target) {
         bail!("{}: cannot convert to {target}: {why}", o.name());
     }
-    let mut src = o.source(args.instr_map.as_deref(), "convert")?;
+    let mut src = o.source(&args.instr_map, "convert")?;
     if let Source::Perf { opts, .. } = &mut src {
         opts.jit.dirs = args.jit_dir.clone();
     }
-    if target == Out::PerfMap && matches!(src, Source::Xray { .. }) && args.instr_map.is_none() {
+    if target == Out::PerfMap && matches!(src, Source::Xray { .. }) && args.instr_map.is_empty() {
         bail!(
             "{}: a perf map of an XRay trace lists the instrumented functions: pass the binary with -m BIN",
             o.name()
@@ -209,8 +211,11 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
     };
     let name = display_name(o.name());
     // An XRay trace's process is the instrumented program.
-    let pname = match (&src, args.instr_map.as_deref()) {
-        (Source::Xray { .. }, Some(p)) => display_name(&p.to_string_lossy()),
+    let program = instr_maps(&args.instr_map)?
+        .into_iter()
+        .find(|(object, _)| *object == 0);
+    let pname = match (&src, program) {
+        (Source::Xray { .. }, Some((_, p))) => display_name(&p.to_string_lossy()),
         _ => name.clone(),
     };
     let release = |s, e| o.release(s, e);

@@ -17,7 +17,7 @@ use crate::source::Opened;
 
 pub fn run(args: &StackArgs) -> Result<ExitCode> {
     let opened = Opened::open(&args.file, args.input.input_format)?;
-    let src = opened.source(args.instr_map.as_deref(), "stack")?;
+    let src = opened.source(&args.instr_map, "stack")?;
     if args.llvm {
         return llvm(args, &opened, &src);
     }

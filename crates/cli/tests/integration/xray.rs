@@ -150,6 +150,46 @@ fn wrapped_flight_recorder_is_read_in_time_order() {
 }
 
 #[test]
+fn shared_object_functions_are_named_with_one_map_per_object() {
+    // dso-main calls lib_entry in libdso.so (-fxray-shared): the runtime writes its id packed,
+    // object 1 << 24 | 2. llvm-xray 22 takes one map and prints `(unknown): #16777218`; so does
+    // `--llvm` with the executable's map alone, and with the library's map too it is named.
+    let one = ok(&["account", "--llvm", "-m", "./dso-main", "dso-basic.xray"]);
+    assert_eq!(one, golden("dso-account-22.txt"));
+    if let Some(want) = llvm(&["account", "-m", "./dso-main", "dso-basic.xray"]) {
+        assert_eq!(one, want);
+    }
+    let want = one.replace("(unknown): #16777218", "<invalid>:0:0: lib_entry");
+    let both = ["-m", "./dso-main", "-m", "./libdso.so"];
+    let pinned = ["-m", "./dso-main", "-m", "1=./libdso.so"];
+    for maps in [both, pinned] {
+        let mut a = vec!["account", "--llvm"];
+        a.extend_from_slice(&maps);
+        a.push("dso-basic.xray");
+        assert_eq!(ok(&a), want, "{maps:?}");
+    }
+    let mut a = vec!["stack"];
+    a.extend_from_slice(&both);
+    a.push("dso-basic.xray");
+    assert!(ok(&a).contains("main > lib_entry"));
+    let info = ok(&["info", "dso-basic.xray"]);
+    assert!(
+        info.contains("objects:   0 (2 events), 1 (40 events)"),
+        "{info}"
+    );
+    let (_, err, code) = profkit(&[
+        "account",
+        "-m",
+        "0=./dso-main",
+        "-m",
+        "0=./libdso.so",
+        "dso-basic.xray",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("object id 0 is given twice"), "{err}");
+}
+
+#[test]
 fn empty_basic_log_is_an_empty_trace() {
     // `nodebug` run with patch_premain=false: a 32-byte header and nothing else. llvm-xray 22
     // fails on it ("Unsupported version for Basic/Naive Mode logging: 768", llvm #57657).

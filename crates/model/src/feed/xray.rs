@@ -50,8 +50,23 @@ pub fn call_kind(kind: EventKind) -> Option<CallKind> {
 /// debug column, from `symbolizer` when given (DWARF, then the symbol table).
 pub fn function_table(map: &InstrMap, symbolizer: Option<&Symbolizer>) -> FunctionTable {
     let mut t = FunctionTable::new();
-    for (i, &addr) in map.functions.iter().enumerate() {
-        let id = FuncId(i as u32 + 1);
+    add_object(&mut t, 0, map, symbolizer);
+    t
+}
+
+/// Adds the functions of instrumented object `object` (0: the executable; a shared object
+/// built with `-fxray-shared` gets the next id as the runtime registers it) to `t`, under the
+/// ids the runtime writes for them: `object << 24 | id`.
+pub fn add_object(
+    t: &mut FunctionTable,
+    object: u8,
+    map: &InstrMap,
+    symbolizer: Option<&Symbolizer>,
+) {
+    let base = u32::from(object) << 24;
+    // Ids are 24 bits within an object.
+    for (i, &addr) in map.functions.iter().enumerate().take((1 << 24) - 1) {
+        let id = FuncId(base | (i as u32 + 1));
         let mut info = FuncInfo {
             address: Some(addr),
             ..FuncInfo::default()
@@ -72,7 +87,6 @@ pub fn function_table(map: &InstrMap, symbolizer: Option<&Symbolizer>) -> Functi
         }
         t.insert(id, info);
     }
-    t
 }
 
 /// A thread's event that is not a call, kept in order with its calls.
