@@ -60,6 +60,7 @@ fn print_accounting(
 ) -> Result<()> {
     let mut rows = acc.rows();
     let total = rows.len();
+    warn_unmapped_objects(args, &rows, names);
     let key = match args.sort {
         AccountSort::Funcid => SortKey::FuncId,
         AccountSort::Count => SortKey::Count,
@@ -96,4 +97,24 @@ fn print_accounting(
     }
     out.flush()?;
     Ok(())
+}
+
+/// With `-m`, says which shared objects (`-fxray-shared`: ids past 2^24) have calls but no map.
+fn warn_unmapped_objects(args: &AccountArgs, rows: &[account::Row], names: &FunctionTable) {
+    if args.instr_map.is_empty() {
+        return;
+    }
+    let mut missing: Vec<u32> = rows
+        .iter()
+        .filter(|r| r.func.0 >> 24 != 0 && names.get(r.func).is_none())
+        .map(|r| r.func.0 >> 24)
+        .collect();
+    missing.sort_unstable();
+    missing.dedup();
+    for object in missing {
+        output::print_note(&format!(
+            "{}: shared object {object} has calls but no instrumentation map: give it with -m (after the executable, in registration order) or -m {object}=PATH",
+            args.file.display()
+        ));
+    }
 }
