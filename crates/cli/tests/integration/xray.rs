@@ -26,19 +26,33 @@ fn ok(args: &[&str]) -> String {
 /// Runs llvm-xray (Debian package `llvm`; .ci/run installs it). Without it the live half of a
 /// test is skipped with a note, or fails under `PROFKIT_REQUIRE_EXTERNAL=1`.
 fn llvm(args: &[&str]) -> Option<String> {
-    let tool = profkit_testkit::tool(
-        &format!("llvm-xray {}", args.join(" ")),
+    run_llvm_xray(
         "llvm-xray",
         "llvm-xray (Debian package llvm, LLVM 14)",
-    )?;
-    let o = StdCommand::new(tool)
+        args,
+    )
+}
+
+/// Runs llvm-xray 22 (Debian package `llvm-22`; .ci/run installs it), as [`llvm`].
+fn llvm22(args: &[&str]) -> Option<String> {
+    run_llvm_xray(
+        "llvm-xray-22",
+        "llvm-xray-22 (Debian package llvm-22)",
+        args,
+    )
+}
+
+fn run_llvm_xray(tool: &str, what: &str, args: &[&str]) -> Option<String> {
+    let tool = profkit_testkit::tool(&format!("{tool} {}", args.join(" ")), tool, what)?;
+    let o = StdCommand::new(&tool)
         .current_dir(dir())
         .args(args)
         .output()
         .ok()?;
     assert!(
         o.status.success(),
-        "llvm-xray {args:?}: {}",
+        "{} {args:?}: {}",
+        tool.display(),
         String::from_utf8_lossy(&o.stderr)
     );
     Some(String::from_utf8_lossy(&o.stdout).into_owned())
@@ -112,7 +126,7 @@ fn account_names_functions_of_a_binary_without_debug_info_as_llvm() {
     let got = ok(&ours);
     assert_eq!(got, golden("nodebug-account.txt"));
     assert!(got.contains("nodebug.c:0:0: stat_fn") && got.contains("<invalid>:0:0: fib"));
-    if let Some(want) = llvm(&args) {
+    for want in [llvm(&args), llvm22(&args)].into_iter().flatten() {
         assert_eq!(got, want);
     }
 }
@@ -144,7 +158,8 @@ fn wrapped_flight_recorder_is_read_in_time_order() {
         stderr.contains("0 call(s) never returned, 2 exit(s) had no enter"),
         "{stderr}"
     );
-    if let Some(want) = llvm(&["convert", "-m", "./wrap", "-f", "yaml", "wrap-fdr.xray"]) {
+    let args = ["convert", "-m", "./wrap", "-f", "yaml", "wrap-fdr.xray"];
+    for want in [llvm(&args), llvm22(&args)].into_iter().flatten() {
         assert_eq!(yaml, want);
     }
 }
@@ -160,7 +175,8 @@ fn shared_object_functions_are_named_with_one_map_per_object() {
         err.contains("shared object 1 has calls but no instrumentation map"),
         "{err}"
     );
-    if let Some(want) = llvm(&["account", "-m", "./dso-main", "dso-basic.xray"]) {
+    let args = ["account", "-m", "./dso-main", "dso-basic.xray"];
+    for want in [llvm(&args), llvm22(&args)].into_iter().flatten() {
         assert_eq!(one, want);
     }
     let want = one.replace("(unknown): #16777218", "<invalid>:0:0: lib_entry");
