@@ -342,6 +342,35 @@ fn dwarf_unwinding_reaches_node_start_like_perf() {
 
 /// A recording made now, of node on this machine (the committed ones were made elsewhere):
 /// `perf record -k 1 -g node --perf-prof`, then the same comparison with perf.
+/// Records `program args` with `perf record -k 1 -g -F 999` in a fresh directory holding a copy
+/// of `scripts/fixtures/<script>` (the runtime writes its jitdump there).
+fn record_live(
+    perf: &Path,
+    script: &str,
+    program: &Path,
+    args: &[&str],
+) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture_dir("../../scripts/fixtures").join(script);
+    std::fs::copy(&src, dir.path().join(src.file_name().unwrap())).unwrap();
+    let data = dir.path().join("live.data");
+    let o = Command::new(perf)
+        .args(["record", "-q", "-k", "1", "-g", "-F", "999", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(program)
+        .args(args)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "perf record: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (dir, data)
+}
+
 #[test]
 fn live_node_recording_matches_perf() {
     let test = "perf::live_node_recording_matches_perf";
@@ -351,30 +380,14 @@ fn live_node_recording_matches_perf() {
     let Some(node) = profkit_testkit::tool(test, "node", "Node.js") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let script = fixture_dir("../../scripts/fixtures/node").join("busy.js");
-    std::fs::copy(&script, dir.path().join("busy.js")).unwrap();
-    let data = dir.path().join("live.data");
-    let o = Command::new(&perf)
-        .args(["record", "-q", "-k", "1", "-g", "-F", "999", "-o"])
-        .arg(&data)
-        .arg("--")
-        .arg(&node)
-        .args([
-            "--perf-prof",
-            "--interpreted-frames-native-stack",
-            "busy.js",
-            // About 1,000 samples: one sample is 0.1 point of a share.
-            "1000",
-        ])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "perf record: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    // About 1,000 samples: one sample is 0.1 point of a share.
+    let args = [
+        "--perf-prof",
+        "--interpreted-frames-native-stack",
+        "busy.js",
+        "1000",
+    ];
+    let (_dir, data) = record_live(&perf, "node/busy.js", &node, &args);
     // The dump stays where node wrote it: profkit finds it through perf's marker mmap.
     let ours = folded_self_shares(&convert_folded(&data));
     let injected = run_perf_inject(&perf, &data);
@@ -424,24 +437,7 @@ fn live_wasmtime_recording_matches_perf() {
     ) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let script = fixture_dir("../../scripts/fixtures/wasmtime").join("fib.py");
-    std::fs::copy(&script, dir.path().join("fib.py")).unwrap();
-    let data = dir.path().join("wasm.data");
-    let o = Command::new(&perf)
-        .args(["record", "-q", "-k", "1", "-g", "-F", "999", "-o"])
-        .arg(&data)
-        .arg("--")
-        .arg(&python)
-        .args(["fib.py", "1500"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "perf record: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let (_dir, data) = record_live(&perf, "wasmtime/fib.py", &python, &["fib.py", "1500"]);
     let folded = convert_folded(&data);
     let ours = folded_self_shares(&folded);
     // The wasm functions are named by wasmtime's dump, `fib` under `loop`.
