@@ -126,6 +126,10 @@ pub struct ConvertArgs {
     /// (after the path perf recorded and the perf.data's directory; repeatable).
     #[arg(long = "jit-dir", value_name = "DIR")]
     pub jit_dir: Vec<PathBuf>,
+    /// perf.data: the event whose samples to use (its `perf record -e` name, e.g. cycles or
+    /// page-faults; default: the first event recorded).
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
     /// Folded / SVG / pprof: weigh stacks by call or sample count instead of time (or period).
     #[arg(long)]
     pub counts: bool,

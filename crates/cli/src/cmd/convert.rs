@@ -170,6 +170,7 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
     let mut src = o.source(&args.instr_map, "convert")?;
     if let Source::Perf { opts, .. } = &mut src {
         opts.jit.dirs = args.jit_dir.clone();
+        opts.event = args.event.clone();
     }
     if target == Out::PerfMap && matches!(src, Source::Xray { .. }) && args.instr_map.is_empty() {
         bail!(
@@ -221,12 +222,11 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
     let release = |s, e| o.release(s, e);
     let summary = src
         .feed(&pname, None, Some(&release), &mut *sink)
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::Unsupported {
-                anyhow!("{out_name}: {e}")
-            } else {
-                anyhow!("{out_name}: cannot write: {e}")
-            }
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::Unsupported => anyhow!("{out_name}: {e}"),
+            // What the input cannot give (perf.data: an --event it did not record).
+            std::io::ErrorKind::InvalidInput => anyhow!("{name}: {e}"),
+            _ => anyhow!("{out_name}: cannot write: {e}"),
         })?;
     output::print_feed_problems(&name, &summary);
     if let Some(report) = src.perf_report() {

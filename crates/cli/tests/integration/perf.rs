@@ -342,10 +342,11 @@ fn dwarf_unwinding_reaches_node_start_like_perf() {
 
 /// A recording made now, of node on this machine (the committed ones were made elsewhere):
 /// `perf record -k 1 -g node --perf-prof`, then the same comparison with perf.
-/// Records `program args` with `perf record -k 1 -g -F 999` in a fresh directory holding a copy
-/// of `scripts/fixtures/<script>` (the runtime writes its jitdump there).
+/// Records `program args` with `perf record -k 1 -g -F 999 [events]` in a fresh directory holding
+/// a copy of `scripts/fixtures/<script>` (the runtime writes its jitdump there).
 fn record_live(
     perf: &Path,
+    events: &[&str],
     script: &str,
     program: &Path,
     args: &[&str],
@@ -355,7 +356,9 @@ fn record_live(
     std::fs::copy(&src, dir.path().join(src.file_name().unwrap())).unwrap();
     let data = dir.path().join("live.data");
     let o = Command::new(perf)
-        .args(["record", "-q", "-k", "1", "-g", "-F", "999", "-o"])
+        .args(["record", "-q", "-k", "1", "-g", "-F", "999"])
+        .args(events)
+        .arg("-o")
         .arg(&data)
         .arg("--")
         .arg(program)
@@ -387,7 +390,7 @@ fn live_node_recording_matches_perf() {
         "busy.js",
         "1000",
     ];
-    let (_dir, data) = record_live(&perf, "node/busy.js", &node, &args);
+    let (_dir, data) = record_live(&perf, &[], "node/busy.js", &node, &args);
     // The dump stays where node wrote it: profkit finds it through perf's marker mmap.
     let ours = folded_self_shares(&convert_folded(&data));
     let injected = run_perf_inject(&perf, &data);
@@ -437,7 +440,7 @@ fn live_wasmtime_recording_matches_perf() {
     ) else {
         return;
     };
-    let (_dir, data) = record_live(&perf, "wasmtime/fib.py", &python, &["fib.py", "1500"]);
+    let (_dir, data) = record_live(&perf, &[], "wasmtime/fib.py", &python, &["fib.py", "1500"]);
     let folded = convert_folded(&data);
     let ours = folded_self_shares(&folded);
     // The wasm functions are named by wasmtime's dump, `fib` under `loop`.
@@ -445,4 +448,66 @@ fn live_wasmtime_recording_matches_perf() {
     assert!(folded.lines().any(|l| l.contains(";loop;fib")));
     let injected = run_perf_inject(&perf, &data);
     assert_same_shares(&perf_report_shares(&perf, &injected), &ours, 12);
+}
+
+#[test]
+fn event_picks_which_samples_are_used() {
+    let test = "perf::event_picks_which_samples_are_used";
+    let Some(perf) = profkit_testkit::perf(test) else {
+        return;
+    };
+    let Some(node) = profkit_testkit::tool(test, "node", "Node.js") else {
+        return;
+    };
+    let events = ["-e", "cpu-clock", "-e", "page-faults"];
+    let args = ["--perf-prof", "busy.js", "300"];
+    let (_dir, data) = record_live(&perf, &events, "node/busy.js", &node, &args);
+    // perf's own count of each event's samples.
+    let o = Command::new(&perf)
+        .args(["report", "--stats", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let stats = String::from_utf8_lossy(&o.stdout);
+    let per_event: Vec<u64> = stats
+        .lines()
+        .filter(|l| l.trim_start().starts_with("SAMPLE events:") && !l.contains('%'))
+        .filter_map(|l| l.split_whitespace().last()?.parse().ok())
+        .collect();
+    assert_eq!(per_event.len(), 2, "{stats}");
+    let samples_of = |event: Option<&str>| -> (u64, String) {
+        let out = data.with_extension(format!("{}.folded", event.unwrap_or("first")));
+        let mut c = profkit();
+        c.arg("convert")
+            .arg(&data)
+            .arg("--counts")
+            .arg("-o")
+            .arg(&out);
+        if let Some(e) = event {
+            c.args(["--event", e]);
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let folded = std::fs::read_to_string(out).unwrap();
+        let n = folded
+            .lines()
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum();
+        (n, String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let (first, warn) = samples_of(None);
+    assert_eq!(first, per_event[0]);
+    assert!(warn.contains("only cpu-clock is used"), "{warn}");
+    assert_eq!(samples_of(Some("cpu-clock")).0, per_event[0]);
+    assert_eq!(samples_of(Some("page-faults")).0, per_event[1]);
+    let o = profkit()
+        .arg("convert")
+        .arg(&data)
+        .args(["--event", "cycles", "-o"])
+        .arg(data.with_extension("x.folded"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("has no event \"cycles\" (its events: cpu-clock, page-faults)"));
 }

@@ -55,6 +55,9 @@ pub struct PerfOptions {
     pub binary_dirs: Vec<PathBuf>,
     /// Kernel symbols to use instead of the build-id cache's or `/proc/kallsyms`.
     pub kallsyms: Option<PathBuf>,
+    /// The event whose samples are used (`perf record -e` name, with or without its `:ppp`
+    /// modifiers); `None`: the first event that samples.
+    pub event: Option<String>,
 }
 
 impl PerfOptions {
@@ -117,7 +120,8 @@ pub fn feed(
     sink: &mut dyn EventSink,
 ) -> io::Result<(FeedSummary, PerfReport)> {
     let perf = PerfData::parse(data).map_err(invalid)?;
-    let mut walk = Walk::new(&perf, opts);
+    let attr = sampled_event(&perf, opts.event.as_deref())?;
+    let mut walk = Walk::new(&perf, opts, attr);
     let mut events = perf.events().map_err(invalid)?;
     let functions = FunctionTable::new();
     let mut begun = false;
@@ -188,6 +192,32 @@ pub fn feed(
     let (summary, report) = walk.finish();
     sink.finish()?;
     Ok((summary, report))
+}
+
+/// The attr whose samples are used: the one named `event` (exactly, or before its `:`
+/// modifiers), else the first that samples (perf record's first `-e`).
+fn sampled_event(perf: &PerfData<'_>, event: Option<&str>) -> io::Result<Option<usize>> {
+    let attrs = perf.attrs();
+    let Some(want) = event else {
+        return Ok(attrs.iter().position(|a| a.sample_period_or_freq != 0));
+    };
+    let matches = |name: &str| name == want || name.split(':').next() == Some(want);
+    match attrs
+        .iter()
+        .position(|a| a.name.as_deref().is_some_and(matches))
+    {
+        Some(i) => Ok(Some(i)),
+        None => {
+            let names: Vec<&str> = attrs.iter().filter_map(|a| a.name.as_deref()).collect();
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the recording has no event {want:?} (its events: {})",
+                    names.join(", ")
+                ),
+            ))
+        }
+    }
 }
 
 /// Tells the input which bytes the reader has left behind, in steps of [`Released::STEP`].
@@ -304,15 +334,13 @@ fn kernel_names(perf: &PerfData<'_>, opts: &PerfOptions, binaries: &Binaries) ->
 }
 
 impl<'o> Walk<'o> {
-    fn new(perf: &PerfData<'_>, opts: &'o PerfOptions) -> Walk<'o> {
+    fn new(perf: &PerfData<'_>, opts: &'o PerfOptions, attr: Option<usize>) -> Walk<'o> {
         let mut binaries = Binaries::new();
         for d in &opts.binary_dirs {
             binaries.add_search_dir(d.clone());
         }
         let kernel = kernel_names(perf, opts, &binaries);
         let attrs = perf.attrs();
-        // The first attr that samples (perf record's first -e).
-        let attr = attrs.iter().position(|a| a.sample_period_or_freq != 0);
         let clock_ok = attrs
             .get(attr.unwrap_or(0))
             .is_some_and(|a| a.use_clockid && a.clockid == Some(1));
@@ -323,6 +351,7 @@ impl<'o> Walk<'o> {
             .map(|b| (b.path.clone().into_bytes(), b.build_id.clone()))
             .collect();
         let report = PerfReport {
+            event: attr.and_then(|i| attrs.get(i)).and_then(|a| a.name.clone()),
             clock: if clock_ok {
                 ClockCheck::Monotonic
             } else {

@@ -89,6 +89,8 @@ pub struct PerfReport {
     pub samples: u64,
     /// Samples of events other than the first sampled one (not used).
     pub other_event_samples: u64,
+    /// The event whose samples were used (its recorded name).
+    pub event: Option<String>,
     /// Records perf reported lost.
     pub lost: u64,
     /// The clocks.
@@ -155,8 +157,9 @@ impl PerfReport {
         }
         if self.other_event_samples > 0 {
             out.push(format!(
-                "{} samples of other events were left out (only the first event is used)",
-                self.other_event_samples
+                "{} samples of other events were left out (only {} is used; --event picks another)",
+                self.other_event_samples,
+                self.event.as_deref().unwrap_or("the first event")
             ));
         }
         if self.lost > 0 {
