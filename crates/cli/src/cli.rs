@@ -4,11 +4,13 @@ use std::path::PathBuf;
 
 mod analysis;
 mod convert;
+mod graph;
 
 pub use analysis::{
     AccountArgs, AccountFormat, AccountSort, ReportArgs, SortOrder, StackAggregation, StackArgs,
 };
 pub use convert::{ConvertArgs, EndianArg, OutputFormat};
+pub use graph::{DiffArgs, DiffFormat, DiffSort, GraphArgs};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -47,6 +49,12 @@ pub enum Command {
     /// Aggregated call stacks of an XRay trace or a Mono file (`--folded`: exclusive-time
     /// flame graph input).
     Stack(StackArgs),
+    /// The call graph of an XRay trace or Mono `calls` file as DOT, with per-edge latency
+    /// statistics (llvm-xray graph).
+    Graph(GraphArgs),
+    /// Per-function changes between two profiles (table, CSV, JSON), a differential flame
+    /// graph (`-f folded|svg`), or the difference of their call graphs (`--graph`: DOT).
+    Diff(DiffArgs),
     /// The XRay instrumentation map of a binary as YAML (llvm-xray extract's output).
     Extract(ExtractArgs),
     /// Mono log profiler report (mprof-report's sections, with its bugs fixed; --json).

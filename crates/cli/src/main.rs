@@ -6,6 +6,7 @@ mod cli;
 mod cmd;
 mod detect;
 mod formats;
+mod graphs;
 mod input;
 mod output;
 mod progress;
@@ -24,6 +25,8 @@ fn main() -> ExitCode {
         cli::Command::Convert(a) => cmd::convert::run(&a),
         cli::Command::Account(a) => cmd::account::run(&a),
         cli::Command::Stack(a) => cmd::stack::run(&a),
+        cli::Command::Graph(a) => cmd::graph::run(&a),
+        cli::Command::Diff(a) => cmd::diff::run(&a),
         cli::Command::Extract(a) => cmd::extract::run(&a),
         cli::Command::Report(a) => cmd::report::run(&a),
         cli::Command::Symbolize(a) => cmd::symbolize::run(&a),

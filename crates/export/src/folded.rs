@@ -208,3 +208,84 @@ impl<W: Write + Send> EventSink for FoldedWriter<W> {
         self.out.flush()
     }
 }
+
+/// Differential folded lines (`stack A B`, sorted by stack) from the folded lines of two
+/// profiles (`stack value`): the input of a differential flame graph (inferno and
+/// flamegraph.pl's `difffolded` layout). With `normalize`, A's values are scaled so that both
+/// totals are equal (compare shapes rather than amounts). Lines without a value are skipped.
+pub fn differential(a: &[String], b: &[String], normalize: bool) -> Vec<String> {
+    use std::collections::BTreeMap;
+    let mut stacks: BTreeMap<&str, [u64; 2]> = BTreeMap::new();
+    let mut totals = [0u128; 2];
+    for (side, lines) in [a, b].iter().enumerate() {
+        for line in lines.iter() {
+            let Some((stack, value)) = line.rsplit_once(' ') else {
+                continue;
+            };
+            let Ok(v) = value.parse::<u64>() else {
+                continue;
+            };
+            if let Some(slot) = stacks.entry(stack).or_default().get_mut(side) {
+                *slot = slot.saturating_add(v);
+            }
+            if let Some(t) = totals.get_mut(side) {
+                *t += u128::from(v);
+            }
+        }
+    }
+    let scale = |v: u64| -> u64 {
+        let [ta, tb] = totals;
+        if !normalize || ta == 0 || ta == tb {
+            return v;
+        }
+        u64::try_from(u128::from(v) * tb / ta).unwrap_or(u64::MAX)
+    };
+    stacks
+        .into_iter()
+        .map(|(stack, [va, vb])| format!("{stack} {} {vb}", scale(va)))
+        .collect()
+}
+
+/// A differential flame graph (SVG, feature `svg`) of [`differential`] lines: frames sized by
+/// B, red where B grew, blue where it shrank.
+pub fn write_differential_svg(
+    out: &mut dyn Write,
+    lines: &[String],
+    title: &str,
+    count_name: &str,
+) -> io::Result<()> {
+    #[cfg(feature = "svg")]
+    {
+        let mut opts = inferno::flamegraph::Options::default();
+        opts.title = title.to_string();
+        opts.count_name = count_name.to_string();
+        opts.deterministic = true;
+        inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
+    }
+    #[cfg(not(feature = "svg"))]
+    {
+        let _ = (out, lines, title, count_name);
+        Err(crate::unsupported(
+            "this profkit was built without the `svg` feature (inferno)",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn differential_lines_merge_and_normalize() {
+        let a = vec!["main;f 10".to_string(), "main;g 30".to_string()];
+        let b = vec!["main;g 10".to_string(), "main;h 10".to_string()];
+        assert_eq!(
+            differential(&a, &b, false),
+            ["main;f 10 0", "main;g 30 10", "main;h 0 10"]
+        );
+        assert_eq!(
+            differential(&a, &b, true),
+            ["main;f 5 0", "main;g 15 10", "main;h 0 10"]
+        );
+    }
+}

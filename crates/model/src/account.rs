@@ -220,6 +220,22 @@ pub struct Row {
     pub sum: u64,
 }
 
+impl Row {
+    /// A function without completed calls (every statistic 0).
+    pub fn empty(func: FuncId) -> Self {
+        Row {
+            func,
+            count: 0,
+            min: 0,
+            median: 0,
+            p90: 0,
+            p99: 0,
+            max: 0,
+            sum: 0,
+        }
+    }
+}
+
 impl Accounting {
     /// An empty accounting.
     pub fn new() -> Self {

@@ -13,6 +13,9 @@
 //!   tail exits, recursion and missing exits ([`MismatchPolicy`], llvm-xray's `-d` rule).
 //! * [`account`]: exact per-function accounting (count, min, median, p90, p99, max, sum) with
 //!   llvm-xray's percentile definitions, and its text / CSV / JSON writers.
+//! * [`graph`]: call graphs (per caller → callee edge and per function, the durations of the
+//!   calls) and their DOT output, llvm-xray graph's and graph-diff's.
+//! * [`diff`]: per-function differences of two profiles' stacks (self, total, calls).
 //! * [`stack`]: aggregated call stacks (inclusive and exclusive time, counts, per thread) and
 //!   the one folded-stacks writer.
 //! * [`llvm`]: helpers that reproduce llvm-xray's formatting and hash-map iteration order.
@@ -42,9 +45,11 @@
 pub mod account;
 pub mod clock;
 pub mod codemap;
+pub mod diff;
 pub mod events;
 pub mod feed;
 pub mod func;
+pub mod graph;
 pub mod llvm;
 pub mod llvm_stack;
 pub mod mono_report;

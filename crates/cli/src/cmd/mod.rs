@@ -6,8 +6,10 @@
 pub mod account;
 pub mod completions;
 pub mod convert;
+pub mod diff;
 pub mod dump;
 pub mod extract;
+pub mod graph;
 pub mod info;
 pub mod inject;
 pub mod report;

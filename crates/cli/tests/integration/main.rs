@@ -8,6 +8,7 @@
 )]
 
 mod export;
+mod graph;
 mod jitdump;
 mod mlpd;
 mod perf;

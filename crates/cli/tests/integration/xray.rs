@@ -7,25 +7,25 @@ use std::process::Command as StdCommand;
 
 use crate::support;
 
-fn dir() -> PathBuf {
+pub(crate) fn dir() -> PathBuf {
     support::fixture_dir("xray")
 }
 
-fn golden(name: &str) -> String {
+pub(crate) fn golden(name: &str) -> String {
     std::fs::read_to_string(dir().join("llvm-xray").join(name)).unwrap()
 }
 
-fn profkit(args: &[&str]) -> (String, String, i32) {
+pub(crate) fn profkit(args: &[&str]) -> (String, String, i32) {
     support::run_in("xray", args)
 }
 
-fn ok(args: &[&str]) -> String {
+pub(crate) fn ok(args: &[&str]) -> String {
     support::ok_in("xray", args)
 }
 
 /// Runs llvm-xray (Debian package `llvm`; .ci/run installs it). Without it the live half of a
 /// test is skipped with a note, or fails under `PROFKIT_REQUIRE_EXTERNAL=1`.
-fn llvm(args: &[&str]) -> Option<String> {
+pub(crate) fn llvm(args: &[&str]) -> Option<String> {
     run_llvm_xray(
         "llvm-xray",
         "llvm-xray (Debian package llvm, LLVM 14)",
@@ -34,7 +34,7 @@ fn llvm(args: &[&str]) -> Option<String> {
 }
 
 /// Runs llvm-xray 22 (Debian package `llvm-22`; .ci/run installs it), as [`llvm`].
-fn llvm22(args: &[&str]) -> Option<String> {
+pub(crate) fn llvm22(args: &[&str]) -> Option<String> {
     run_llvm_xray(
         "llvm-xray-22",
         "llvm-xray-22 (Debian package llvm-22)",

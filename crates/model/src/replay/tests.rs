@@ -7,6 +7,7 @@ use super::pipeline::{self, Workers};
 use super::*;
 use crate::account::Accounting;
 use crate::func::FuncId;
+use crate::graph::{CallGraph, GraphStats};
 use crate::span::{BuilderStats, CallKind, MismatchPolicy, SpanBuilder};
 use crate::stack::{PathStats, StackTree};
 
@@ -15,15 +16,18 @@ use crate::stack::{PathStats, StackTree};
 struct Both {
     acc: Accounting,
     tree: StackTree,
+    graph: CallGraph,
 }
 
 impl SpanSink for Both {
     fn enter(&mut self, func: FuncId, time: u64, depth: u32) {
         self.tree.enter(func, time, depth);
+        self.graph.enter(func, time, depth);
     }
     fn span(&mut self, span: &crate::span::Span) {
         self.acc.span(span);
         self.tree.span(span);
+        self.graph.span(span);
     }
 }
 
@@ -32,22 +36,25 @@ impl Fold for Both {
     fn resolve(&mut self, part: Both) {
         self.acc.resolve(part.acc);
         self.tree.resolve(part.tree);
+        self.graph.resolve(part.graph);
     }
 }
 
 type Rows = Vec<(u32, u64, u64, u64)>;
 
-fn summary(mut b: Both, stats: BuilderStats) -> (Rows, Vec<PathStats>, BuilderStats) {
+type Summary = (Rows, Vec<PathStats>, BuilderStats, GraphStats);
+
+fn summary(mut b: Both, stats: BuilderStats) -> Summary {
     let rows = b
         .acc
         .rows()
         .iter()
         .map(|r| (r.func.0, r.count, r.sum, r.max))
         .collect();
-    (rows, b.tree.paths(), stats)
+    (rows, b.tree.paths(), stats, b.graph.stats())
 }
 
-fn sequential(calls: &[Call], policy: MismatchPolicy) -> (Rows, Vec<PathStats>, BuilderStats) {
+fn sequential(calls: &[Call], policy: MismatchPolicy) -> Summary {
     let mut b = SpanBuilder::new(0, policy);
     let mut f = Both::default();
     for c in calls {
@@ -58,12 +65,7 @@ fn sequential(calls: &[Call], policy: MismatchPolicy) -> (Rows, Vec<PathStats>, 
 }
 
 /// Cuts `calls` at `cuts`, builds every piece on its own, applies them in order.
-fn pieces(
-    calls: &[Call],
-    cuts: &[usize],
-    mode: Mode,
-    policy: MismatchPolicy,
-) -> (Rows, Vec<PathStats>, BuilderStats) {
+fn pieces(calls: &[Call], cuts: &[usize], mode: Mode, policy: MismatchPolicy) -> Summary {
     let mut bounds: Vec<usize> = cuts.iter().map(|&c| c % (calls.len() + 1)).collect();
     bounds.push(0);
     bounds.push(calls.len());
