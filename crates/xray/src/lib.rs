@@ -78,6 +78,7 @@ pub use instr_map::{InstrMap, Sled, SymbolInfo, Symbolizer};
 pub use profkit_common::{Finding, Severity, Summary, Validation};
 pub use raw::{BasicRecordType, Endian, FunctionKind, MetadataKind, SledKind, TraceType};
 pub use read::basic::{BasicItem, BasicRecord, BasicRecords};
+pub use read::basic_layout::{BasicChunk, BasicLayout, ChunkItem, CHUNK_RECORDS};
 pub use read::events::{
     Args, BufferEvents, BufferItem, CallRecord, Decoded, Event, EventKind, ThreadEvents, ThreadKey,
     ThreadState, Trace,

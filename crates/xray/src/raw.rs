@@ -67,6 +67,7 @@ pub(crate) fn bytes_at<const N: usize>(data: &[u8], off: usize) -> Option<[u8; N
 }
 
 /// `N` bytes at a constant offset of a fixed-size record (zero-filled past the end).
+#[inline(always)]
 pub(crate) fn field<const N: usize, const M: usize>(rec: &[u8; M], at: usize) -> [u8; N] {
     let mut out = [0u8; N];
     for (i, o) in out.iter_mut().enumerate() {

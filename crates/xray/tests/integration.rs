@@ -61,6 +61,8 @@ mod common {
     }
 }
 
+#[path = "integration/basic_chunks.rs"]
+mod basic_chunks;
 #[path = "integration/fuzz_regressions.rs"]
 mod fuzz_regressions;
 #[path = "integration/instr.rs"]

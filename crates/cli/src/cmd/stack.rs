@@ -96,9 +96,11 @@ fn samples(args: &StackArgs, opened: &Opened, src: &Source<'_>) -> Result<ExitCo
 
 /// `llvm-xray stack`'s layouts, with its rules.
 fn llvm(args: &StackArgs, opened: &Opened, src: &Source<'_>) -> Result<ExitCode> {
+    let release = |s, e| opened.release(s, e);
     let opts = FoldOptions {
         policy: MismatchPolicy::UnwindAll,
         mode: Mode::Ordered,
+        release: Some(&release),
         ..FoldOptions::default()
     };
     let folded = src.fold(&opts, |k| LlvmThreadStack::new(k.tid as u32));

@@ -4,7 +4,9 @@
 //! buffers in time order, [`profkit_xray::Trace::thread_buffers`]) and replayed through the [`replay`](crate::replay): the jobs are the
 //! buffers, thread after thread, decoded on every core. A buffer that uses the TSC before
 //! setting it depends on the previous buffer's state; the stitcher decodes it again with that
-//! state. Basic logs are decoded whole and replayed thread after thread.
+//! state. Basic logs are cut into chunks of whole records ([`BasicLayout`]); a job is one thread's
+//! records in one chunk, thread after thread, so nothing is materialised and memory stays
+//! bounded by the chunks in flight.
 //!
 //! Enter and EnterArg are [`CallKind::Enter`]; custom and typed events become instants of the
 //! stream. The stream's origin is the earliest first event of any thread.
@@ -14,8 +16,8 @@ use std::io;
 use std::ops::ControlFlow;
 
 use profkit_xray::{
-    BufferItem, Error, Event, EventKind, FileHeader, InstrMap, Symbolizer, ThreadKey, ThreadState,
-    Trace, TraceType,
+    BasicLayout, BufferItem, ChunkItem, Error, Event, EventKind, FileHeader, InstrMap, Symbolizer,
+    ThreadKey, ThreadState, Trace, TraceType, CHUNK_RECORDS,
 };
 
 use super::{fold_replays, FeedSummary, FoldOptions, Folded, Timeline, ToNs};
@@ -96,11 +98,11 @@ enum Other<'a> {
     Problem(Error),
 }
 
-/// A job: one FDR buffer, or one thread of a basic log.
+/// A job: one FDR buffer, or one thread's records in one chunk of a basic log.
 #[derive(Clone, Copy, Debug)]
 struct Job {
     thread: u32,
-    /// FDR buffer index (basic: unused).
+    /// FDR buffer index, or basic chunk index.
     buffer: usize,
     /// The thread's first buffer (it cannot depend on an earlier one).
     first: bool,
@@ -121,21 +123,43 @@ struct XPiece<'a, P> {
 /// The decoded trace, ready to be replayed.
 struct Plan<'t, 'a> {
     trace: &'t Trace<'a>,
-    /// FDR: per thread its key and buffers.
+    /// Per thread its key and buffers (FDR) or chunks (basic).
     threads: Vec<(ThreadKey, Vec<usize>)>,
-    /// Basic: the whole log decoded.
-    basic: Option<profkit_xray::Decoded<'a>>,
+    /// Basic: the log's chunks.
+    basic: Option<BasicLayout>,
     mode: Mode,
     policy: MismatchPolicy,
 }
 
 impl<'t, 'a> Plan<'t, 'a> {
-    fn new(trace: &'t Trace<'a>, mode: Mode, policy: MismatchPolicy) -> Self {
+    fn new(
+        trace: &'t Trace<'a>,
+        mode: Mode,
+        policy: MismatchPolicy,
+        release: Option<&(dyn Fn(u64, u64) + Sync)>,
+    ) -> Self {
         let basic = trace.header.trace_type == TraceType::BASIC;
         let (threads, basic) = if basic {
-            let d = trace.decode();
-            let keys = d.threads.iter().map(|t| (t.key, Vec::new())).collect();
-            (keys, Some(d))
+            let mut scanned = |s, e| {
+                if let Some(r) = release {
+                    r(s, e);
+                }
+            };
+            let layout =
+                BasicLayout::scan(trace.data(), &trace.header, CHUNK_RECORDS, &mut scanned);
+            let mut threads: Vec<(ThreadKey, Vec<usize>)> = layout
+                .threads
+                .iter()
+                .map(|(k, _)| (*k, Vec::new()))
+                .collect();
+            for (c, chunk) in layout.chunks.iter().enumerate() {
+                for &t in &chunk.threads {
+                    if let Some((_, chunks)) = threads.get_mut(t as usize) {
+                        chunks.push(c);
+                    }
+                }
+            }
+            (threads, Some(layout))
         } else {
             (trace.thread_buffers(), None)
         };
@@ -153,13 +177,6 @@ impl<'t, 'a> Plan<'t, 'a> {
         let mut jobs = Vec::new();
         for (t, (_, bufs)) in self.threads.iter().enumerate() {
             let thread = t as u32;
-            if self.basic.is_some() {
-                jobs.push(Job {
-                    thread,
-                    buffer: 0,
-                    first: true,
-                });
-            }
             for (i, &buffer) in bufs.iter().enumerate() {
                 jobs.push(Job {
                     thread,
@@ -174,11 +191,7 @@ impl<'t, 'a> Plan<'t, 'a> {
     /// The earliest first event of any thread (raw TSC).
     fn origin(&self) -> u64 {
         match &self.basic {
-            Some(d) => d
-                .threads
-                .iter()
-                .filter_map(|t| t.events.first().map(|e| e.tsc))
-                .min(),
+            Some(layout) => layout.threads.iter().map(|(_, tsc)| *tsc).min(),
             None => self
                 .threads
                 .iter()
@@ -206,30 +219,30 @@ impl<'t, 'a> Plan<'t, 'a> {
         let mut pb: PieceBuilder<P, Other<'a>> =
             PieceBuilder::new(self.mode, self.policy, job.thread);
         let mut other_events = 0u64;
-        if let Some(d) = &self.basic {
-            let events = d
-                .threads
-                .get(job.thread as usize)
-                .map_or(&[][..], |t| &t.events);
-            for ev in events {
-                match call_kind(ev.kind) {
-                    Some(k) => pb.call(k, FuncId(ev.func_id), ev.tsc),
-                    None => {
-                        other_events += 1;
-                        if self.mode == Mode::Ordered {
-                            pb.other(Other::Event(*ev));
+        if let Some(layout) = &self.basic {
+            // Function records only: a basic log has no custom or typed events.
+            let key = self.threads.get(job.thread as usize).map(|t| t.0);
+            if let (Some(c), Some(key)) = (layout.chunks.get(job.buffer), key) {
+                BasicLayout::visit_calls(
+                    self.trace.data(),
+                    &self.trace.header,
+                    c,
+                    key,
+                    |k, f, tsc| {
+                        if let Some(k) = call_kind(k) {
+                            pb.call(k, FuncId(f), tsc);
                         }
-                    }
-                }
-                if chunk > 0 && pb.len() >= chunk {
-                    emit(XPiece {
-                        job,
-                        piece: pb.take(),
-                        other_events: std::mem::take(&mut other_events),
-                        end: None,
-                        redo: false,
-                    });
-                }
+                        if chunk > 0 && pb.len() >= chunk {
+                            emit(XPiece {
+                                job,
+                                piece: pb.take(),
+                                other_events: 0,
+                                end: None,
+                                redo: false,
+                            });
+                        }
+                    },
+                );
             }
             emit(XPiece {
                 job,
@@ -331,9 +344,20 @@ impl<'t, 'a> Plan<'t, 'a> {
                 if let Some(c) = carry.get_mut(job.thread as usize) {
                     *c = st;
                 }
-                if let (Some(r), None) = (release, &self.basic) {
-                    if let Some(b) = self.trace.layout().buffers.get(job.buffer) {
-                        r(b.start, b.end);
+                if let Some(r) = release {
+                    match &self.basic {
+                        // Another thread may read the chunk again: its pages come back from
+                        // the page cache.
+                        Some(layout) => {
+                            if let Some(c) = layout.chunks.get(job.buffer) {
+                                r(c.start as u64, c.end as u64);
+                            }
+                        }
+                        None => {
+                            if let Some(b) = self.trace.layout().buffers.get(job.buffer) {
+                                r(b.start, b.end);
+                            }
+                        }
                     }
                 }
             }
@@ -366,11 +390,11 @@ impl<'t, 'a> Plan<'t, 'a> {
     /// Layout problems and the cut (FDR), or the basic decoder's.
     fn file_problems(&self, summary: &mut FeedSummary) {
         match &self.basic {
-            Some(d) => {
+            Some(layout) => {
                 summary
                     .problems
-                    .extend(d.problems.iter().map(|p| p.to_string()));
-                summary.truncation = d.truncation.clone();
+                    .extend(layout.problems.iter().map(|p| p.to_string()));
+                summary.truncation = layout.truncation.clone();
             }
             None => summary.truncation = self.trace.truncation().cloned(),
         }
@@ -391,7 +415,10 @@ where
     F: Fold,
     F::Part: Send,
 {
-    let plan = Plan::new(trace, opts.mode, opts.policy);
+    if trace.header.trace_type == TraceType::BASIC {
+        return fold_basic(trace, opts, make);
+    }
+    let plan = Plan::new(trace, opts.mode, opts.policy, opts.release);
     let mut summary = FeedSummary::default();
     let keys = || plan.threads.iter().map(|(k, _)| *k);
     let mut replays = fold_replays(keys(), opts.policy, make);
@@ -409,6 +436,111 @@ where
     let _ = r;
     plan.file_problems(&mut summary);
     Folded::finish(keys(), replays, opts.close_unfinished, summary)
+}
+
+/// What a worker made of one chunk of a basic log: a piece per thread with records in it (in
+/// order of first appearance there), and the records that are not calls.
+struct ChunkPieces<P> {
+    range: (usize, usize),
+    pieces: Vec<(ThreadKey, Piece<P, Other<'static>>)>,
+    problems: Vec<Error>,
+}
+
+/// [`fold`] of a basic log, in one pass: the jobs are chunks of the file
+/// ([`BasicLayout::chunk_bounds`]); a worker splits its chunk's calls per thread, each into
+/// a piece of its own; the pieces are applied in file order, so each thread's calls stay in
+/// order and threads are numbered in order of first appearance. Nothing is materialised
+/// beyond the chunks in flight, and each chunk's pages are released once applied.
+fn fold_basic<F>(
+    trace: &Trace<'_>,
+    opts: &FoldOptions<'_>,
+    make: impl Fn(ThreadKey) -> F,
+) -> Folded<ThreadKey, F>
+where
+    F: Fold,
+    F::Part: Send,
+{
+    let (data, header) = (trace.data(), &trace.header);
+    let bounds = BasicLayout::chunk_bounds(data, header, CHUNK_RECORDS);
+    let mut jobs = bounds.iter().copied();
+    let (mode, policy) = (opts.mode, opts.policy);
+    let mut summary = FeedSummary {
+        truncation: trace.truncation().cloned(),
+        ..FeedSummary::default()
+    };
+    let mut keys: Vec<ThreadKey> = Vec::new();
+    let mut index_of: std::collections::HashMap<ThreadKey, usize> = Default::default();
+    let mut replays: Vec<crate::replay::ThreadReplay<F>> = Vec::new();
+    let r: Result<_, ()> = pipeline::run(
+        opts.workers,
+        move || jobs.next(),
+        || (),
+        |(), (start, end), emit| {
+            let mut builders: Vec<(ThreadKey, PieceBuilder<F::Part, Other<'static>>)> = Vec::new();
+            let mut problems = Vec::new();
+            let mut last = usize::MAX;
+            BasicLayout::visit_chunk(data, header, start, end, |item| match item {
+                ChunkItem::Call {
+                    key,
+                    kind,
+                    func_id,
+                    tsc,
+                } => {
+                    if builders.get(last).is_none_or(|(k, _)| *k != key) {
+                        last = match builders.iter().position(|(k, _)| *k == key) {
+                            Some(i) => i,
+                            None => {
+                                builders.push((key, PieceBuilder::new(mode, policy, 0)));
+                                builders.len() - 1
+                            }
+                        };
+                    }
+                    if let (Some(k), Some((_, pb))) = (call_kind(kind), builders.get_mut(last)) {
+                        pb.call(k, FuncId(func_id), tsc);
+                    }
+                }
+                ChunkItem::Problem(e) => problems.push(e),
+            });
+            emit(ChunkPieces {
+                range: (start, end),
+                pieces: builders
+                    .into_iter()
+                    .map(|(k, pb)| (k, pb.finish()))
+                    .collect(),
+                problems,
+            });
+        },
+        |c: ChunkPieces<F::Part>| {
+            for (key, piece) in c.pieces {
+                let t = *index_of.entry(key).or_insert_with(|| {
+                    keys.push(key);
+                    replays.push(crate::replay::ThreadReplay::new(
+                        replays.len() as u32,
+                        policy,
+                        make(key),
+                        false,
+                    ));
+                    replays.len() - 1
+                });
+                summary.call_events += piece.calls;
+                if let Some(replay) = replays.get_mut(t) {
+                    replay.apply(piece, |_, other| match other {
+                        Other::Problem(e) => note_problem(&mut summary, &e),
+                        Other::Event(_) => summary.other_events += 1,
+                    });
+                }
+            }
+            for e in &c.problems {
+                note_problem(&mut summary, e);
+            }
+            if let Some(release) = opts.release {
+                release(c.range.0 as u64, c.range.1 as u64);
+            }
+            Ok(())
+        },
+    );
+    let _ = r;
+    Folded::finish(keys.into_iter(), replays, opts.close_unfinished, summary)
 }
 
 /// Options of [`feed`].
@@ -433,7 +565,7 @@ pub fn feed(
     sink: &mut dyn EventSink,
 ) -> io::Result<FeedSummary> {
     let clk = clock(&trace.header);
-    let plan = Plan::new(trace, Mode::Ordered, MismatchPolicy::Unwind);
+    let plan = Plan::new(trace, Mode::Ordered, MismatchPolicy::Unwind, opts.release);
     let origin_raw = plan.origin();
     sink.begin(&TraceInfo {
         format: "xray",

@@ -36,7 +36,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// The kind of a function record (FDR or basic) at `offset`; kinds 4-7 are invalid.
-    fn of_function(kind: FunctionKind, offset: usize) -> Result<EventKind> {
+    pub(crate) fn of_function(kind: FunctionKind, offset: usize) -> Result<EventKind> {
         match kind {
             FunctionKind::ENTER => Ok(EventKind::Enter),
             FunctionKind::EXIT => Ok(EventKind::Exit),

@@ -1,0 +1,260 @@
+//! A basic-mode log cut into chunks, for analyses that stream it on every core.
+//!
+//! A basic log is one run of 32-byte records whose threads are interleaved (the runtime writes
+//! each thread's buffer when it fills). [`BasicLayout::scan`] walks the records once, reading
+//! only their type and thread, and cuts them into chunks of about `chunk_records` records
+//! (never between a function record and its arg payloads). It keeps per chunk the threads
+//! that have records in it, per thread its first TSC, and the records that are not valid
+//! function records or arg payloads (the problems [`Trace::decode`](crate::Trace::decode)
+//! reports). [`BasicLayout::visit_calls`] then decodes one thread's function records of one
+//! chunk without materialising anything: memory stays bounded by the chunk, whatever the file.
+
+use crate::error::{Error, Truncation};
+use crate::raw::{bytes_at, field, BasicRecordType, FunctionKind, BASIC_RECORD_SIZE, HEADER_SIZE};
+use crate::read::basic::basic_truncation;
+use crate::read::events::{EventKind, ThreadKey};
+use crate::read::header::FileHeader;
+
+/// Records at which a chunk is cut by default (2 MiB).
+pub const CHUNK_RECORDS: usize = 1 << 16;
+
+/// A run of whole records.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BasicChunk {
+    /// Byte offset of its first record.
+    pub start: usize,
+    /// Byte offset after its last record.
+    pub end: usize,
+    /// Indices into [`BasicLayout::threads`] of the threads with function records in it, in
+    /// order of first appearance in the chunk.
+    pub threads: Vec<u32>,
+}
+
+/// The chunks and threads of a basic log. See the [module docs](self).
+#[derive(Clone, Debug, Default)]
+pub struct BasicLayout {
+    /// Threads in order of first appearance, with the TSC of their first function record.
+    pub threads: Vec<(ThreadKey, u64)>,
+    /// Chunks in file order.
+    pub chunks: Vec<BasicChunk>,
+    /// Records that are neither function records of a valid kind nor arg payloads following
+    /// their function record, with their record index.
+    pub problems: Vec<Error>,
+    /// Complete records.
+    pub records: u64,
+    /// Where the file is cut, if it ends inside a record.
+    pub truncation: Option<Truncation>,
+}
+
+/// One record of a chunk, as [`BasicLayout::visit_chunk`] hands it on.
+#[derive(Clone, Debug)]
+pub enum ChunkItem {
+    /// A function record of a valid kind (with arg payloads of its own: [`EventKind::EnterArg`]).
+    Call {
+        /// Its thread.
+        key: ThreadKey,
+        /// Enter, exit, tail exit, enter with args.
+        kind: EventKind,
+        /// Function id.
+        func_id: u32,
+        /// Absolute TSC.
+        tsc: u64,
+    },
+    /// A record that is not a valid function record or a payload of the one before it.
+    Problem(Error),
+}
+
+impl BasicLayout {
+    /// Byte ranges of chunks of about `chunk_records` records covering every complete record
+    /// of `data`, none starting with an arg payload (a payload's function record is in its
+    /// chunk, so each chunk decodes on its own). Reads one record per chunk.
+    pub fn chunk_bounds(
+        data: &[u8],
+        header: &FileHeader,
+        chunk_records: usize,
+    ) -> Vec<(usize, usize)> {
+        let e = header.endian;
+        let body = data.len().saturating_sub(HEADER_SIZE);
+        let end = HEADER_SIZE + body - body % BASIC_RECORD_SIZE;
+        let step = chunk_records.max(1).saturating_mul(BASIC_RECORD_SIZE);
+        let is_payload = |pos: usize| {
+            bytes_at::<2>(data, pos)
+                .is_some_and(|t| BasicRecordType(e.u16(t)) == BasicRecordType::ARG_PAYLOAD)
+        };
+        let mut out = Vec::new();
+        let mut start = HEADER_SIZE;
+        while start < end {
+            let mut cut = start.saturating_add(step).min(end);
+            while cut < end && is_payload(cut) {
+                cut += BASIC_RECORD_SIZE;
+            }
+            out.push((start, cut));
+            start = cut;
+        }
+        out
+    }
+
+    /// Walks the records of `data` once; `scanned(start, end)` is told each chunk's byte
+    /// range once it has been read (a mapped input can drop those pages).
+    pub fn scan(
+        data: &[u8],
+        header: &FileHeader,
+        chunk_records: usize,
+        scanned: &mut dyn FnMut(u64, u64),
+    ) -> BasicLayout {
+        let mut out = BasicLayout {
+            truncation: basic_truncation(data.len()),
+            ..BasicLayout::default()
+        };
+        let mut index_of = std::collections::HashMap::<ThreadKey, u32>::new();
+        for (start, end) in Self::chunk_bounds(data, header, chunk_records) {
+            let mut chunk = BasicChunk {
+                start,
+                end,
+                threads: Vec::new(),
+            };
+            // The last record's thread, to skip the map while a run of one thread lasts.
+            let mut last: Option<(ThreadKey, u32)> = None;
+            Self::visit_chunk(data, header, start, end, |item| match item {
+                ChunkItem::Call { key, tsc, .. } => {
+                    if last.is_some_and(|(k, _)| k == key) {
+                        return;
+                    }
+                    let next = out.threads.len() as u32;
+                    let t = *index_of.entry(key).or_insert(next);
+                    if t == next {
+                        out.threads.push((key, tsc));
+                    }
+                    if !chunk.threads.contains(&t) {
+                        chunk.threads.push(t);
+                    }
+                    last = Some((key, t));
+                }
+                ChunkItem::Problem(e) => out.problems.push(e),
+            });
+            scanned(start as u64, end as u64);
+            out.chunks.push(chunk);
+        }
+        out.records = out
+            .chunks
+            .last()
+            .map_or(0, |c| ((c.end - HEADER_SIZE) / BASIC_RECORD_SIZE) as u64);
+        out
+    }
+
+    /// Hands `f` every record of the chunk `start..end` of `data` (a range from
+    /// [`BasicLayout::chunk_bounds`]) in file order: valid function records as calls, the
+    /// rest as problems with their offset and record index. Arg payloads of the function
+    /// record before them are not handed on.
+    pub fn visit_chunk(
+        data: &[u8],
+        header: &FileHeader,
+        start: usize,
+        end: usize,
+        mut f: impl FnMut(ChunkItem),
+    ) {
+        let e = header.endian;
+        let v3 = header.version >= 3;
+        let Some(bytes) = data.get(start..end) else {
+            return;
+        };
+        let pid_of = |v: u32| if v3 { v } else { 0 };
+        let (records, _) = bytes.as_chunks::<BASIC_RECORD_SIZE>();
+        // The function record the next arg payloads must match.
+        let mut prev: Option<(u32, ThreadKey)> = None;
+        let mut pending: Option<ChunkItem> = None;
+        for (i, rec) in records.iter().enumerate() {
+            let pos = start + i * BASIC_RECORD_SIZE;
+            let index = ((pos - HEADER_SIZE) / BASIC_RECORD_SIZE) as u64;
+            let record_type = BasicRecordType(e.u16(field(rec, 0)));
+            if record_type == BasicRecordType::ARG_PAYLOAD {
+                let key = ThreadKey {
+                    pid: pid_of(e.u32(field(rec, 12))),
+                    tid: e.u32(field(rec, 8)),
+                };
+                if prev.is_some() && prev == Some((e.u32(field(rec, 4)), key)) {
+                    if let Some(ChunkItem::Call { kind, .. }) = &mut pending {
+                        *kind = EventKind::EnterArg;
+                    }
+                } else {
+                    prev = None;
+                    f(ChunkItem::Problem(
+                        Error::invalid(
+                            pos,
+                            "an arg payload right after a function record with the same function id, tid (and pid)",
+                            "a non-matching arg payload",
+                        )
+                        .with_record(index),
+                    ));
+                }
+                continue;
+            }
+            if let Some(item) = pending.take() {
+                f(item);
+            }
+            prev = None;
+            if record_type != BasicRecordType::FUNCTION {
+                f(ChunkItem::Problem(
+                    Error::invalid(
+                        pos,
+                        "basic record type 0 or 1",
+                        format!("type {}", record_type.0),
+                    )
+                    .with_record(index),
+                ));
+                continue;
+            }
+            let kind = match rec[3] {
+                0 => EventKind::Enter,
+                1 => EventKind::Exit,
+                2 => EventKind::TailExit,
+                3 => EventKind::EnterArg,
+                k => {
+                    if let Err(err) = EventKind::of_function(FunctionKind(k), pos) {
+                        f(ChunkItem::Problem(err.with_record(index)));
+                    }
+                    continue;
+                }
+            };
+            let key = ThreadKey {
+                pid: pid_of(e.u32(field(rec, 20))),
+                tid: e.u32(field(rec, 16)),
+            };
+            let func_id = e.u32(field(rec, 4));
+            prev = Some((func_id, key));
+            pending = Some(ChunkItem::Call {
+                key,
+                kind,
+                func_id,
+                tsc: e.u64(field(rec, 8)),
+            });
+        }
+        if let Some(item) = pending.take() {
+            f(item);
+        }
+    }
+
+    /// Hands `f` the kind, function id and TSC of every valid function record of thread `key`
+    /// in `chunk`, in file order.
+    pub fn visit_calls(
+        data: &[u8],
+        header: &FileHeader,
+        chunk: &BasicChunk,
+        key: ThreadKey,
+        mut f: impl FnMut(EventKind, u32, u64),
+    ) {
+        Self::visit_chunk(data, header, chunk.start, chunk.end, |item| {
+            if let ChunkItem::Call {
+                key: k,
+                kind,
+                func_id,
+                tsc,
+            } = item
+            {
+                if k == key {
+                    f(kind, func_id, tsc);
+                }
+            }
+        });
+    }
+}
