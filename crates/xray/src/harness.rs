@@ -33,6 +33,7 @@ pub fn check_read(data: &[u8]) {
         for bi in 0..trace.layout().buffers.len() {
             check_visit(&trace, bi);
         }
+        check_basic_chunks(&trace, &decoded);
         let _ = trace.fdr_records().count();
         let _ = trace.basic_records().count();
         let v = crate::verify(&trace);
@@ -42,6 +43,41 @@ pub fn check_read(data: &[u8]) {
         check_yaml_paths(&trace);
     }
     let _ = crate::InstrMap::from_yaml(&String::from_utf8_lossy(data));
+}
+
+/// A basic log read in chunks gives the whole-file decoder's threads, calls and problems.
+fn check_basic_chunks(trace: &Trace<'_>, decoded: &crate::Decoded<'_>) {
+    if trace.header.trace_type != crate::TraceType::BASIC {
+        return;
+    }
+    for chunk in [1, 3, crate::CHUNK_RECORDS] {
+        let layout = crate::BasicLayout::scan(trace.data(), &trace.header, chunk, &mut |_, _| {});
+        let keys: Vec<_> = layout.threads.iter().map(|t| t.0).collect();
+        let want: Vec<_> = decoded.threads.iter().map(|t| t.key).collect();
+        assert_eq!(keys, want);
+        for (t, key) in keys.iter().enumerate() {
+            let mut calls = Vec::new();
+            for c in &layout.chunks {
+                crate::BasicLayout::visit_calls(
+                    trace.data(),
+                    &trace.header,
+                    c,
+                    *key,
+                    |k, f, tsc| {
+                        calls.push((k, f, tsc));
+                    },
+                );
+            }
+            let want: Vec<_> = decoded.threads[t]
+                .events
+                .iter()
+                .map(|e| (e.kind, e.func_id, e.tsc))
+                .collect();
+            assert_eq!(calls, want);
+        }
+        assert_eq!(layout.problems, decoded.problems);
+        assert_eq!(layout.truncation, decoded.truncation);
+    }
 }
 
 /// [`crate::BufferEvents::visit`] gives the iterator's items and ends in the same state.
