@@ -165,6 +165,47 @@ fn wrapped_flight_recorder_is_read_in_time_order() {
 }
 
 #[test]
+fn shared_object_functions_are_named_in_an_fdr_trace() {
+    // The same library traced in FDR mode (clang-22, dso-fdr.cc): llvm-xray 22 names only the
+    // executable's function; profkit with both maps names all three.
+    let one = ok(&["account", "--llvm", "-m", "./dso-fdr", "dso-fdr.xray"]);
+    assert_eq!(one, golden("dso-fdr-account-22.txt"));
+    let args = ["account", "-m", "./dso-fdr", "dso-fdr.xray"];
+    if let Some(want) = llvm22(&args) {
+        assert_eq!(one, want);
+    }
+    let want = one
+        .replace("(unknown): #16777217", "<invalid>:0:0: lib_leaf")
+        .replace("(unknown): #16777218", "<invalid>:0:0: lib_entry");
+    let both = ok(&[
+        "account",
+        "--llvm",
+        "-m",
+        "./dso-fdr",
+        "-m",
+        "./libdso.so",
+        "dso-fdr.xray",
+    ]);
+    assert_eq!(both, want);
+    let info = ok(&["info", "dso-fdr.xray"]);
+    assert!(
+        info.contains("objects:   0 (40 events), 1 (1240 events)"),
+        "{info}"
+    );
+    let folded = ok(&[
+        "stack",
+        "--folded",
+        "-m",
+        "./dso-fdr",
+        "-m",
+        "./libdso.so",
+        "dso-fdr.xray",
+    ]);
+    // main began before the recorder started: its calls are the roots.
+    assert!(folded.contains("\nlib_entry;lib_leaf "), "{folded}");
+}
+
+#[test]
 fn shared_object_functions_are_named_with_one_map_per_object() {
     // dso-main calls lib_entry in libdso.so (-fxray-shared): the runtime writes its id packed,
     // object 1 << 24 | 2. llvm-xray 22 takes one map and prints `(unknown): #16777218`; so does
