@@ -69,6 +69,8 @@ pub enum InputFormat {
     PerfMap,
     /// LLVM XRay trace (basic or FDR).
     Xray,
+    /// LLVM XRay profiling-mode profile (`xray_mode=xray-profiling`).
+    XrayProfile,
     /// Mono log profiler (`.mlpd`).
     Mlpd,
     /// ELF binary (XRay instrumentation map).

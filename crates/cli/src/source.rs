@@ -34,7 +34,7 @@ impl Opened {
             Some(f) => Format::from(f),
             None => detect(&input.data).ok_or_else(|| {
                 anyhow!(
-                    "{}: unknown format: not a jitdump (magic \"DTiJ\"/\"JiTD\"), perf map, perf.data, XRay trace, Mono log profiler file or ELF binary (use --input-format to force one)",
+                    "{}: unknown format: not a jitdump (magic \"DTiJ\"/\"JiTD\"), perf map, perf.data, XRay trace or profile, Mono log profiler file or ELF binary (use --input-format to force one)",
                     input.name
                 )
             })?,
@@ -96,6 +96,12 @@ impl Opened {
         Trace::parse(self.bytes()).map_err(|e| anyhow!("{}: {e}", self.input.name))
     }
 
+    /// An XRay profiling-mode profile.
+    pub fn profile(&self) -> Result<profkit_xray::profile::Profile<'_>> {
+        profkit_xray::profile::Profile::parse(self.bytes())
+            .map_err(|e| anyhow!("{}: {e}", self.input.name))
+    }
+
     /// A jitdump.
     pub fn jitdump(&self) -> Result<profkit_jitdump::JitDump<'_>> {
         profkit_jitdump::JitDump::parse(self.bytes())
@@ -120,7 +126,9 @@ impl Opened {
             Format::Mlpd => Source::mlpd(self.mlpd()?),
             Format::Jitdump => Source::jitdump(self.bytes()),
             Format::Perf => Source::perf(self.bytes(), PerfOptions::new(self.path(), Vec::new())),
-            Format::PerfMap | Format::Elf => return Err(self.unsupported(what)),
+            Format::PerfMap | Format::Elf | Format::XrayProfile => {
+                return Err(self.unsupported(what))
+            }
         })
     }
 }
