@@ -1,6 +1,6 @@
 //! What `profkit info` shows of a profiling-mode file: [`summary`].
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use profkit_common::{Summary, ThreadSummary, Value};
 
@@ -41,22 +41,21 @@ pub fn summary(profile: &Profile<'_>) -> Summary {
     let mut problems = Vec::new();
     // The thread of the block being read (an index into `s.threads`).
     let mut current = 0usize;
+    let mut thread_index: HashMap<u64, usize> = HashMap::new();
     let mut it = profile.entries();
     for entry in it.by_ref() {
         match entry {
             ProfileEntry::Block(b) => {
-                current = match s.threads.iter().position(|t| t.tid == b.tid) {
-                    Some(i) => i,
-                    None => {
-                        s.threads.push(ThreadSummary {
-                            pid,
-                            tid: b.tid,
-                            name: None,
-                            records: 0,
-                        });
-                        s.threads.len() - 1
-                    }
-                };
+                let threads = &mut s.threads;
+                current = *thread_index.entry(b.tid).or_insert_with(|| {
+                    threads.push(ThreadSummary {
+                        pid,
+                        tid: b.tid,
+                        name: None,
+                        records: 0,
+                    });
+                    threads.len() - 1
+                });
             }
             ProfileEntry::Record(r) => {
                 s.records += 1;

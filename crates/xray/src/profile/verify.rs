@@ -1,6 +1,8 @@
 //! Checks of a profiling-mode file, with exact offsets: [`verify`]. The codes are
 //! [`codes::ALL`], documented in docs/xray.md ("Profiling mode").
 
+use std::collections::HashSet;
+
 use profkit_common::{Findings, Validation};
 
 use crate::profile::{Profile, ProfileEntry};
@@ -44,7 +46,7 @@ pub mod codes {
 /// checked). `records` counts the records read.
 pub fn verify(profile: &Profile<'_>) -> Validation {
     let mut f = Findings::new(codes::ALL);
-    let mut tids: Vec<u64> = Vec::new();
+    let mut tids: HashSet<u64> = HashSet::new();
     // The previous record's path in this block (root first), and the current one's.
     let mut chain: Vec<u32> = Vec::new();
     let mut path: Vec<u32> = Vec::new();
@@ -61,15 +63,13 @@ pub fn verify(profile: &Profile<'_>) -> Validation {
                         format!("block #{} of the file is numbered {}", b.index, b.number),
                     );
                 }
-                if tids.contains(&b.tid) {
+                if !tids.insert(b.tid) {
                     f.push(
                         codes::THREAD_REPEATED,
                         b.offset,
                         None,
                         format!("thread {} already had a block", b.tid),
                     );
-                } else {
-                    tids.push(b.tid);
                 }
             }
             ProfileEntry::Record(r) => {
