@@ -86,6 +86,16 @@ pub struct InputOpts {
     pub input_format: Option<InputFormat>,
 }
 
+/// How to read the times of an XRay profiling-mode file.
+#[derive(Debug, Args)]
+pub struct ProfileClockOpts {
+    /// XRay profiling mode: ticks per second of the TSC that timed the calls (the file records
+    /// none; e.g. `2596120000`, the kernel's `tsc: Refined TSC clocksource calibration` on the
+    /// machine that ran the program). Without it, times are shown in ticks.
+    #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u64).range(1..))]
+    pub tsc_hz: Option<u64>,
+}
+
 #[derive(Debug, Args)]
 pub struct InfoArgs {
     /// Input files (`-` for stdin).
