@@ -10,6 +10,10 @@
 //! [`EventSink`] through [`EventSink::call_path`] (nanoseconds through the clock, which is
 //! unknown unless the user gives the TSC frequency: then the values stay ticks).
 //!
+//! A cumulative time of 2^63 ticks or more wrapped below zero in the runtime (frames an
+//! exception or `longjmp` left without an exit: the exit that closes them subtracts their time
+//! from their callers'); it counts as 0, with a problem saying so.
+//!
 //! What it cannot give: times of calls (no timeline; `origin_ns` is 0), single durations
 //! (min, median, percentiles), calls still running when the profile was written (count 0).
 
@@ -40,6 +44,9 @@ struct Node {
 }
 
 const ROOT: u32 = u32::MAX;
+
+/// Cumulative times from here on wrapped below zero (`profile-time-wrapped` of `validate`).
+const WRAPPED: u64 = 1 << 63;
 
 /// One thread's call paths.
 #[derive(Debug, Default)]
@@ -121,6 +128,7 @@ fn read(profile: &Profile<'_>) -> Read {
     let mut calls = 0u64;
     let mut problems = Vec::new();
     let mut empty = 0u64;
+    let mut wrapped = 0u64;
     let mut it = profile.entries();
     for entry in it.by_ref() {
         match entry {
@@ -143,8 +151,22 @@ fn read(profile: &Profile<'_>) -> Read {
                     continue;
                 }
                 calls = calls.saturating_add(r.call_count);
+                // A time that wrapped below zero (the runtime's unwinding after an exception
+                // or longjmp) is no time at all.
+                let time = if r.cumulative_time >= WRAPPED {
+                    wrapped += 1;
+                    if wrapped == 1 {
+                        problems.push(format!(
+                            "record #{} at offset {:#x}: cumulative time {} wrapped below zero (frames left by an exception or longjmp; the runtime subtracts their time from their callers'): counted as 0",
+                            r.index, r.offset, r.cumulative_time
+                        ));
+                    }
+                    0
+                } else {
+                    r.cumulative_time
+                };
                 if let Some((_, t)) = threads.get_mut(current) {
-                    t.add(r.path.root_first(), r.call_count, r.cumulative_time);
+                    t.add(r.path.root_first(), r.call_count, time);
                 }
             }
             ProfileEntry::Problem(e) => problems.push(e.to_string()),
@@ -327,6 +349,28 @@ mod tests {
         rows.sort_by_key(|r| r.func.0);
         let got: Vec<(u32, u64, u64)> = rows.iter().map(|r| (r.func.0, r.count, r.sum)).collect();
         assert_eq!(got, [(1, 2, 110), (2, 5, 69), (3, 5, 25)]);
+    }
+
+    #[test]
+    fn wrapped_times_count_as_zero_and_are_reported() {
+        let mut w = ProfileWriter::new(&ProfileHeader::default());
+        let wrapped = u64::MAX - 99;
+        w.block(
+            1,
+            &[
+                PathRecord::new(&[1], 1, wrapped),
+                PathRecord::new(&[1, 2], 1, 30),
+            ],
+        )
+        .unwrap();
+        let bytes = w.finish();
+        let p = Profile::parse(&bytes).unwrap();
+        let folded = fold(&p, |_| StackTree::new());
+        assert_eq!(folded.summary.problems.len(), 1);
+        assert!(folded.summary.problems[0].contains("wrapped below zero"));
+        let paths = folded.threads[0].1.paths();
+        assert_eq!((paths[0].inclusive, paths[0].exclusive), (0, 0));
+        assert_eq!((paths[1].inclusive, paths[1].exclusive), (30, 30));
     }
 
     #[test]
