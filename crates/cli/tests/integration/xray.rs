@@ -1015,3 +1015,35 @@ fn profile_of_a_fresh_run_counts_what_the_program_calls() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// C++ exceptions leave frames without an exit: the runtime nests later calls under them and
+/// its unwinding wraps times below zero (scripts/fixtures/xray/profiling-exceptions.cc).
+#[test]
+fn profile_of_exceptions_reports_wrapped_times_and_counts_them_as_zero() {
+    let (out, _, code) = profkit(&["validate", "--json", "profiling-exceptions.xprof"]);
+    assert_eq!(code, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let warnings = v["warnings"].as_array().unwrap();
+    assert!(!warnings.is_empty(), "{out}");
+    assert!(
+        warnings.iter().all(|w| w["code"] == "profile-time-wrapped"),
+        "{out}"
+    );
+    let (out, err, code) = profkit(&["account", "--json", "profiling-exceptions.xprof"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("wrapped below zero"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for f in v["functions"].as_array().unwrap() {
+        assert!(f["sum_ns"].as_u64().unwrap() < 1 << 62, "{f}");
+    }
+    let folded = ok(&[
+        "stack",
+        "--folded",
+        "--inclusive",
+        "profiling-exceptions.xprof",
+    ]);
+    for l in folded.lines() {
+        let v: u64 = l.rsplit_once(' ').unwrap().1.parse().unwrap();
+        assert!(v < 1 << 62, "{l}");
+    }
+}
