@@ -77,6 +77,8 @@ pub enum InputFormat {
     PerfMap,
     /// LLVM XRay trace (basic or FDR).
     Xray,
+    /// LLVM XRay profiling-mode profile (`xray_mode=xray-profiling`).
+    XrayProfile,
     /// Mono log profiler (`.mlpd`).
     Mlpd,
     /// ELF binary (XRay instrumentation map).
@@ -90,6 +92,16 @@ pub struct InputOpts {
     /// Treat the input as this format instead of detecting it.
     #[arg(long, value_enum, global = true)]
     pub input_format: Option<InputFormat>,
+}
+
+/// How to read the times of an XRay profiling-mode file.
+#[derive(Debug, Args)]
+pub struct ProfileClockOpts {
+    /// XRay profiling mode: ticks per second of the TSC that timed the calls (the file records
+    /// none; e.g. `2596120000`, the kernel's `tsc: Refined TSC clocksource calibration` on the
+    /// machine that ran the program). Without it, times are shown in ticks.
+    #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u64).range(1..))]
+    pub tsc_hz: Option<u64>,
 }
 
 #[derive(Debug, Args)]

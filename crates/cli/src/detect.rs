@@ -8,6 +8,7 @@ pub enum Format {
     Jitdump,
     PerfMap,
     Xray,
+    XrayProfile,
     XrayYaml,
     Mlpd,
     Elf,
@@ -21,6 +22,7 @@ impl Format {
             Format::Jitdump => "jitdump",
             Format::PerfMap => "perf-map",
             Format::Xray => "xray",
+            Format::XrayProfile => "xray-profile",
             Format::XrayYaml => "xray-yaml",
             Format::Mlpd => "mlpd",
             Format::Elf => "elf",
@@ -34,6 +36,7 @@ impl Format {
             Format::Jitdump => "a perf jitdump",
             Format::PerfMap => "a perf map",
             Format::Xray => "an LLVM XRay trace",
+            Format::XrayProfile => "an LLVM XRay profiling-mode profile",
             Format::XrayYaml => "an llvm-xray YAML trace",
             Format::Mlpd => "a Mono log profiler file",
             Format::Elf => "an ELF binary",
@@ -48,6 +51,7 @@ impl From<InputFormat> for Format {
             InputFormat::Jitdump => Format::Jitdump,
             InputFormat::PerfMap => Format::PerfMap,
             InputFormat::Xray => Format::Xray,
+            InputFormat::XrayProfile => Format::XrayProfile,
             InputFormat::Mlpd => Format::Mlpd,
             InputFormat::Elf => Format::Elf,
             InputFormat::Perf => Format::Perf,
@@ -70,6 +74,10 @@ pub fn detect(data: &[u8]) -> Option<Format> {
     }
     if head4 == b"\x7fELF" {
         return Some(Format::Elf);
+    }
+    // XRay profiling mode: the magic "xrayprof" as a u64, either byte order.
+    if profkit_xray::profile::ProfileHeader::is_profile(data) {
+        return Some(Format::XrayProfile);
     }
     if is_xray_header(data) {
         return Some(Format::Xray);

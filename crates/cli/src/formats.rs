@@ -16,6 +16,7 @@ pub fn summary(o: &Opened) -> Result<Summary> {
         Format::Jitdump => profkit_jitdump::summary(&o.jitdump()?),
         Format::PerfMap => profkit_jitdump::perfmap::summary(o.bytes()),
         Format::Xray => profkit_xray::summary(&o.trace()?),
+        Format::XrayProfile => profkit_xray::profile::summary::summary(&o.profile()?),
         Format::XrayYaml => {
             let mut s = profkit_xray::summary(&o.trace()?);
             s.format = "xray-yaml";
@@ -66,6 +67,7 @@ pub fn validate(o: &Opened) -> Result<Validation> {
         Format::Jitdump => profkit_jitdump::validate(o.bytes()),
         Format::PerfMap => profkit_jitdump::perfmap::validate(o.bytes()),
         Format::Xray | Format::XrayYaml => profkit_xray::verify(&o.trace()?),
+        Format::XrayProfile => profkit_xray::profile::verify::verify(&o.profile()?),
         Format::Mlpd => profkit_mlpd::validate::validate_bytes(o.bytes()),
         Format::Perf => profkit_perf::validate(o.bytes()),
         Format::Elf => return Err(o.unsupported("validate")),
@@ -120,6 +122,11 @@ pub fn dump(o: &Opened, args: &DumpArgs, out: &mut dyn Write) -> Result<Dumped> 
                 verify: args.verify,
             };
             let r = profkit_xray::dump::dump(&o.trace()?, &opts, out)?;
+            d.problems = r.problems.iter().map(|p| p.to_string()).collect();
+            d.truncation = r.truncation;
+        }
+        Format::XrayProfile => {
+            let r = profkit_xray::profile::dump::dump(&o.profile()?, args.json, out)?;
             d.problems = r.problems.iter().map(|p| p.to_string()).collect();
             d.truncation = r.truncation;
         }

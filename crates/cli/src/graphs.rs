@@ -30,7 +30,13 @@ impl Built {
 /// that does not match the top frame is skipped (llvm-xray -k); with it, the frames above a
 /// matching one are closed (-d).
 pub fn call_graph(opened: &Opened, instr_maps: &[String], deduce: bool) -> Result<Built> {
-    let src = opened.source(instr_maps, "graph")?;
+    if opened.format == crate::detect::Format::XrayProfile {
+        return Err(anyhow!(
+            "{}: an XRay profiling-mode file keeps per-path totals, not the single calls a call graph's latency statistics need (use `stack` or `account`)",
+            opened.name()
+        ));
+    }
+    let src = opened.source(instr_maps, None, "graph")?;
     let policy = if deduce {
         MismatchPolicy::Unwind
     } else {

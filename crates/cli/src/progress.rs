@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant as Clock};
 
 use profkit_model::events::{
-    CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo, TraceInfo,
+    CallPath, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo, TraceInfo,
 };
 use profkit_model::{FuncId, FuncInfo, Span};
 
@@ -91,6 +91,10 @@ impl<S: EventSink> EventSink for Progress<S> {
     fn code(&mut self, c: &CodeRegion<'_>) -> std::io::Result<()> {
         self.tick();
         self.inner.code(c)
+    }
+    fn call_path(&mut self, p: &CallPath<'_>) -> std::io::Result<()> {
+        self.tick();
+        self.inner.call_path(p)
     }
     fn finish(&mut self) -> std::io::Result<()> {
         if let Some(b) = self.bar.take() {

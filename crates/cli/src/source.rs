@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Result};
 use profkit_model::feed::perf::PerfOptions;
 use profkit_model::feed::xray::add_object;
-use profkit_model::{FunctionTable, Source};
+use profkit_model::{Clock, FunctionTable, Source};
 use profkit_xray::{yaml, InstrMap, Symbolizer, Trace};
 
 use crate::cli::InputFormat;
@@ -34,7 +34,7 @@ impl Opened {
             Some(f) => Format::from(f),
             None => detect(&input.data).ok_or_else(|| {
                 anyhow!(
-                    "{}: unknown format: not a jitdump (magic \"DTiJ\"/\"JiTD\"), perf map, perf.data, XRay trace, Mono log profiler file or ELF binary (use --input-format to force one)",
+                    "{}: unknown format: not a jitdump (magic \"DTiJ\"/\"JiTD\"), perf map, perf.data, XRay trace or profile, Mono log profiler file or ELF binary (use --input-format to force one)",
                     input.name
                 )
             })?,
@@ -96,6 +96,12 @@ impl Opened {
         Trace::parse(self.bytes()).map_err(|e| anyhow!("{}: {e}", self.input.name))
     }
 
+    /// An XRay profiling-mode profile.
+    pub fn profile(&self) -> Result<profkit_xray::profile::Profile<'_>> {
+        profkit_xray::profile::Profile::parse(self.bytes())
+            .map_err(|e| anyhow!("{}: {e}", self.input.name))
+    }
+
     /// A jitdump.
     pub fn jitdump(&self) -> Result<profkit_jitdump::JitDump<'_>> {
         profkit_jitdump::JitDump::parse(self.bytes())
@@ -113,10 +119,27 @@ impl Opened {
     }
 
     /// The model's view of the input for command `what`; `instr_maps` (`-m`) name XRay
-    /// function ids.
-    pub fn source(&self, instr_maps: &[String], what: &str) -> Result<Source<'_>> {
+    /// function ids; `tsc_hz` (`--tsc-hz`) is the clock of an XRay profile's ticks.
+    pub fn source(
+        &self,
+        instr_maps: &[String],
+        tsc_hz: Option<u64>,
+        what: &str,
+    ) -> Result<Source<'_>> {
+        if tsc_hz.is_some() && self.format != Format::XrayProfile {
+            bail!(
+                "{}: --tsc-hz applies to XRay profiling-mode files (which record no clock); this is {}",
+                self.input.name,
+                self.format.description()
+            );
+        }
         Ok(match self.format {
             Format::Xray | Format::XrayYaml => Source::xray(self.trace()?, names(instr_maps)?),
+            Format::XrayProfile => Source::xray_profile(
+                self.profile()?,
+                names(instr_maps)?,
+                Clock::new(tsc_hz.unwrap_or(0)),
+            ),
             Format::Mlpd => Source::mlpd(self.mlpd()?),
             Format::Jitdump => Source::jitdump(self.bytes()),
             Format::Perf => Source::perf(self.bytes(), PerfOptions::new(self.path(), Vec::new())),

@@ -10,6 +10,10 @@
 //!   since the previous enter/exit of the thread becomes one sample weighted by that time in
 //!   nanoseconds. The profile's interval is 1 ns, so the call tree's *running time* is traced
 //!   inclusive time and its *self* time is exclusive (self) time, exactly;
+//! * **call-path totals** (XRay profiling mode) as weighted samples on the traced thread: each
+//!   path whose exclusive time is not 0 is one stack weighted by that time in nanoseconds, the
+//!   paths laid end to end from time 0. The call tree (running and self time per path) and
+//!   the flame graph are exact; the file has no times, so the timeline shows no order;
 //! * **sampled stacks** (Mono sample hits, perf.data samples) on a thread of their own (named
 //!   `<thread> (samples)` when the thread also has traced calls), each hit weighted by the
 //!   thread's median sampling period (1 ms when it cannot be estimated), so its times are
@@ -50,8 +54,8 @@ use fx::{
 };
 use fxprof_processed_profile as fx;
 use profkit_model::events::{
-    ArgValue, CodeEvent, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo,
-    TraceInfo,
+    ArgValue, CallPath, CodeEvent, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample,
+    ThreadInfo, TraceInfo,
 };
 use profkit_model::span::Span;
 use profkit_model::{FuncId, FuncInfo, FuncKind, FunctionTable};
@@ -857,6 +861,29 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
         let th = self.traced_thread(span.thread)?;
         self.advance(span.thread, th, span.end)?;
         self.state(span.thread).stack.pop();
+        Ok(())
+    }
+
+    fn call_path(&mut self, path: &CallPath<'_>) -> io::Result<()> {
+        if path.exclusive == 0 || path.stack.is_empty() {
+            return Ok(());
+        }
+        let th = self.traced_thread(path.thread)?;
+        let mut stack = None;
+        for &f in path.stack {
+            let frame = self.frame(path.thread, th, f, false)?;
+            let p = self.profile.as_mut().ok_or_else(not_begun)?;
+            stack = Some(p.intern_stack(th, stack, frame));
+        }
+        // No times: the paths follow each other on the thread's timeline.
+        let mut at = self.state(path.thread).last;
+        let p = self.profile.as_mut().ok_or_else(not_begun)?;
+        for w in chunks(path.exclusive) {
+            let w64 = u64::try_from(w).unwrap_or(0);
+            p.add_sample(th, ts(at), stack, CpuDelta::from_nanos(w64), w);
+            at = at.saturating_add(w64);
+        }
+        self.state(path.thread).last = at;
         Ok(())
     }
 

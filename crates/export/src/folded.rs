@@ -15,6 +15,9 @@
 //!   flame graph input, since parents would count their children twice);
 //! * for samples, their weight, whatever the options.
 //!
+//! Call-path totals (XRay profiling mode) add their calls, inclusive and exclusive time to the
+//! node of their stack, so the options mean the same for them as for traced calls.
+//!
 //! Stacks are aggregated by the model's [`StackSink`] and written by the one folded writer,
 //! [`StackTree::folded_lines`](profkit_model::stack::StackTree::folded_lines): lines sorted,
 //! stacks whose value is 0 left out, frame names with `;` replaced by `:` and line breaks by
@@ -23,7 +26,7 @@
 use std::io::{self, Write};
 
 use profkit_model::events::{
-    CodeRegion, Counter, EventSink, Instant, Sample, ThreadInfo, TraceInfo,
+    CallPath, CodeRegion, Counter, EventSink, Instant, Sample, ThreadInfo, TraceInfo,
 };
 use profkit_model::func::{FuncId, FuncInfo};
 use profkit_model::span::Span;
@@ -81,6 +84,8 @@ pub struct FoldedWriter<W: Write> {
     svg: bool,
     title: Option<String>,
     stacks: StackSink,
+    /// Whether the trace's clock converts to nanoseconds (else times are raw ticks).
+    clock_known: bool,
     finished: bool,
 }
 
@@ -93,6 +98,7 @@ impl<W: Write> FoldedWriter<W> {
             svg: false,
             title: options.title.clone(),
             stacks: StackSink::new(),
+            clock_known: true,
             finished: false,
         }
     }
@@ -140,6 +146,7 @@ impl<W: Write> FoldedWriter<W> {
         opts.count_name = match self.weight {
             Weight::Counts if self.stacks.samples == 0 => "calls",
             _ if self.stacks.samples > 0 && !self.stacks.calls => "samples",
+            _ if !self.clock_known => "ticks",
             _ => "ns",
         }
         .to_string();
@@ -160,6 +167,7 @@ impl<W: Write + Send> EventSink for FoldedWriter<W> {
         if self.title.is_none() && !trace.name.is_empty() {
             self.title = Some(trace.name.to_string());
         }
+        self.clock_known = trace.clock.ticks_per_second != 0;
         self.stacks.begin(trace)
     }
     fn thread(&mut self, t: &ThreadInfo<'_>) -> io::Result<()> {
@@ -185,6 +193,9 @@ impl<W: Write + Send> EventSink for FoldedWriter<W> {
     }
     fn code(&mut self, c: &CodeRegion<'_>) -> io::Result<()> {
         self.stacks.code(c)
+    }
+    fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {
+        self.stacks.call_path(p)
     }
 
     fn finish(&mut self) -> io::Result<()> {

@@ -25,7 +25,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use profkit_jitdump::perfmap::MapBuilder;
-use profkit_model::events::{CodeEvent, CodeRegion, EventSink, ProcessInfo, TraceInfo};
+use profkit_model::events::{CallPath, CodeEvent, CodeRegion, EventSink, ProcessInfo, TraceInfo};
 
 use crate::{Dest, Options, Output};
 
@@ -72,6 +72,11 @@ impl PerfMapSink {
 }
 
 impl EventSink for PerfMapSink {
+    /// A perf map lists code: call-path totals add nothing to it (the function table does).
+    fn call_path(&mut self, _path: &CallPath<'_>) -> io::Result<()> {
+        Ok(())
+    }
+
     fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
         let mut with_addr: Vec<(u64, String)> = trace
             .functions

@@ -11,6 +11,10 @@
 //!   (recursion counted once per stack, as pprof does);
 //! * `samples/count` for sampled stacks (Mono sample hits, perf.data samples), their weights.
 //!
+//! Call-path totals (XRay profiling mode) count as traced calls: a path adds its calls and its
+//! exclusive time to its stack. When the trace's clock is unknown (a profiling-mode file
+//! without `--tsc-hz`) the time type is `time/ticks`.
+//!
 //! `default_sample_type` is `time` (or `calls` with [`Options::counts`]) when calls were
 //! traced, else `samples`. Each sample has a `thread` (name) string label and `pid` / `tid`
 //! numeric labels, so `pprof -tagfocus` selects threads. There is one function per function of
@@ -25,7 +29,7 @@ use std::io::{self, Write};
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
-use profkit_model::events::{EventSink, Sample, ThreadInfo, TraceInfo};
+use profkit_model::events::{CallPath, EventSink, Sample, ThreadInfo, TraceInfo};
 use profkit_model::span::Span;
 use profkit_model::{FuncId, FuncInfo, FunctionTable};
 
@@ -89,6 +93,8 @@ pub struct PprofSink<W: Write> {
     traced: bool,
     sampled: bool,
     last_time: u64,
+    /// The unit of `time` values: `nanoseconds`, or `ticks` when the trace's clock is unknown.
+    time_unit: &'static str,
 }
 
 impl<W: Write> PprofSink<W> {
@@ -107,6 +113,7 @@ impl<W: Write> PprofSink<W> {
             traced: false,
             sampled: false,
             last_time: 0,
+            time_unit: "nanoseconds",
         }
     }
 
@@ -149,7 +156,7 @@ impl<W: Write> PprofSink<W> {
         let mut types: Vec<(&str, &str)> = Vec::new();
         if self.traced {
             types.push(("calls", "count"));
-            types.push(("time", "nanoseconds"));
+            types.push(("time", self.time_unit));
         }
         if self.sampled || !self.traced {
             types.push(("samples", "count"));
@@ -336,6 +343,22 @@ impl Strings {
 impl<W: Write + Send> EventSink for PprofSink<W> {
     fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
         self.functions = trace.functions.clone();
+        if trace.clock.ticks_per_second == 0 {
+            self.time_unit = "ticks";
+        }
+        Ok(())
+    }
+
+    fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {
+        self.traced = true;
+        let mut node = self.root(p.thread);
+        for &f in p.stack {
+            node = self.child(node, f, 0, p.thread);
+        }
+        if let Some(n) = self.nodes.get_mut(node as usize) {
+            n.calls = n.calls.saturating_add(p.calls);
+            n.time = n.time.saturating_add(p.exclusive);
+        }
         Ok(())
     }
 

@@ -10,6 +10,10 @@
 //!   `startValue`/`endValue` the thread's first and last event times;
 //! * one **sampled** profile per thread with samples: each sample's stack (root first) and its
 //!   weight, `unit` `"none"` (weights are counts);
+//! * one **sampled** profile per thread with call-path totals (XRay profiling mode), named
+//!   `<thread> (call paths)`: each path whose exclusive time is not 0 is a sample weighted by
+//!   that time, `unit` `"nanoseconds"` (`"none"` when the trace's clock is unknown: raw ticks),
+//!   so speedscope's left-heavy and sandwich views show self and total time per function;
 //! * `name` (the trace's), `activeProfileIndex` 0 and `exporter`;
 //! * a trace without calls or samples (a jitdump) gets one empty evented profile, since the
 //!   speedscope app hangs on a file with none.
@@ -25,7 +29,7 @@
 
 use std::io::{self, Write};
 
-use profkit_model::events::{EventSink, ProcessInfo, Sample, ThreadInfo, TraceInfo};
+use profkit_model::events::{CallPath, EventSink, ProcessInfo, Sample, ThreadInfo, TraceInfo};
 use profkit_model::func::{FuncId, FuncInfo, FunctionTable};
 use profkit_model::span::Span;
 
@@ -59,6 +63,10 @@ struct ThreadProfile {
     samples: Vec<u8>,
     sample_count: u64,
     total_weight: u64,
+    /// Call-path totals, encoded as samples (stack, exclusive time).
+    paths: Vec<u8>,
+    path_count: u64,
+    path_weight: u64,
 }
 
 impl ThreadProfile {
@@ -86,6 +94,8 @@ pub struct SpeedscopeWriter<W: Write> {
     /// Functions in frame order.
     frames: Vec<FuncId>,
     threads: IdMap<ThreadProfile>,
+    /// Whether the trace's clock converts to nanoseconds (else call-path times are raw).
+    clock_known: bool,
     finished: bool,
 }
 
@@ -99,6 +109,7 @@ impl<W: Write> SpeedscopeWriter<W> {
             frame_of: IdMap::default(),
             frames: Vec::new(),
             threads: IdMap::default(),
+            clock_known: true,
             finished: false,
         }
     }
@@ -169,7 +180,29 @@ impl<W: Write> SpeedscopeWriter<W> {
             }
             if t.sample_count > 0 {
                 profile_sep(&mut buf, &mut first_profile);
-                write_sampled(&mut self.out, &mut buf, t)?;
+                let s = Sampled {
+                    name: format!("{} (samples)", t.name),
+                    unit: "none",
+                    data: &t.samples,
+                    count: t.sample_count,
+                    total: t.total_weight,
+                };
+                write_sampled(&mut self.out, &mut buf, &s)?;
+            }
+            if t.path_count > 0 {
+                profile_sep(&mut buf, &mut first_profile);
+                let s = Sampled {
+                    name: format!("{} (call paths)", t.name),
+                    unit: if self.clock_known {
+                        "nanoseconds"
+                    } else {
+                        "none"
+                    },
+                    data: &t.paths,
+                    count: t.path_count,
+                    total: t.path_weight,
+                };
+                write_sampled(&mut self.out, &mut buf, &s)?;
             }
         }
         if first_profile {
@@ -256,14 +289,25 @@ fn write_evented<W: Write>(
     Ok(())
 }
 
-fn write_sampled<W: Write>(out: &mut W, buf: &mut Vec<u8>, t: &ThreadProfile) -> io::Result<()> {
+/// A sampled profile to write: its stacks and weights as varints (length, frames, weight).
+struct Sampled<'a> {
+    name: String,
+    unit: &'static str,
+    data: &'a [u8],
+    count: u64,
+    total: u64,
+}
+
+fn write_sampled<W: Write>(out: &mut W, buf: &mut Vec<u8>, s: &Sampled<'_>) -> io::Result<()> {
     buf.extend_from_slice(b"\"type\":\"sampled\",\"name\":");
-    push_json_str(buf, &format!("{} (samples)", t.name));
-    buf.extend_from_slice(b",\"unit\":\"none\",\"startValue\":0,\"endValue\":");
-    push_u64(buf, t.total_weight);
+    push_json_str(buf, &s.name);
+    buf.extend_from_slice(b",\"unit\":");
+    push_json_str(buf, s.unit);
+    buf.extend_from_slice(b",\"startValue\":0,\"endValue\":");
+    push_u64(buf, s.total);
     buf.extend_from_slice(b",\"samples\":[");
-    let mut weights = Vec::with_capacity(t.sample_count.min(1 << 20) as usize);
-    let mut rest = t.samples.as_slice();
+    let mut weights = Vec::with_capacity(s.count.min(1 << 20) as usize);
+    let mut rest = s.data;
     let mut first = true;
     while let Some(len) = get_varint(&mut rest) {
         buf.extend_from_slice(if first { b"\n[" } else { b",\n[" });
@@ -297,6 +341,7 @@ impl<W: Write + Send> EventSink for SpeedscopeWriter<W> {
     fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
         self.functions = trace.functions.clone();
         self.trace_name = trace.name.to_string();
+        self.clock_known = trace.clock.ticks_per_second != 0;
         Ok(())
     }
 
@@ -343,6 +388,22 @@ impl<W: Write + Send> EventSink for SpeedscopeWriter<W> {
         put_varint(&mut t.samples, s.weight);
         t.sample_count += 1;
         t.total_weight = t.total_weight.saturating_add(s.weight);
+        Ok(())
+    }
+
+    fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {
+        if p.exclusive == 0 || p.stack.is_empty() {
+            return Ok(());
+        }
+        let frames: Vec<u32> = p.stack.iter().map(|&f| self.frame(f)).collect();
+        let t = self.thread_mut(p.thread);
+        put_varint(&mut t.paths, frames.len() as u64);
+        for f in frames {
+            put_varint(&mut t.paths, u64::from(f));
+        }
+        put_varint(&mut t.paths, p.exclusive);
+        t.path_count += 1;
+        t.path_weight = t.path_weight.saturating_add(p.exclusive);
         Ok(())
     }
 

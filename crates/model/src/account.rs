@@ -24,11 +24,16 @@ const HIST_AFTER: usize = 1024;
 /// The durations of one function's calls, stored exactly but compactly: a plain list while
 /// short, then a histogram of the values below 4096 ticks (counts by value) plus a list of the
 /// larger ones. Order statistics, sums and extremes are exact either way.
+///
+/// Calls known only by their number and total duration (XRay profiling mode) are kept apart
+/// ([`Durations::add_totals`]): they add to the count and the sum, not to the order statistics.
 #[derive(Clone, Debug, Default)]
 pub struct Durations {
     hist: Vec<u64>,
     hist_on: bool,
     list: Vec<u64>,
+    /// Calls without a duration of their own, and their total duration.
+    totals: (u64, u64),
 }
 
 impl Durations {
@@ -80,13 +85,20 @@ impl Durations {
         self.hist_count() + self.list.len() as u64
     }
 
-    /// Whether there are none.
+    /// Whether there are none (and no totals).
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len() == 0 && self.totals.0 == 0
+    }
+
+    /// Adds `calls` calls whose durations are known only as their total `sum`.
+    pub fn add_totals(&mut self, calls: u64, sum: u64) {
+        self.totals.0 = self.totals.0.saturating_add(calls);
+        self.totals.1 = self.totals.1.saturating_add(sum);
     }
 
     /// Adds all of `other`'s durations.
     pub fn merge(&mut self, other: Durations) {
+        self.add_totals(other.totals.0, other.totals.1);
         if !other.hist_on {
             for d in other.list {
                 self.push(d);
@@ -109,8 +121,17 @@ impl Durations {
         }
     }
 
-    /// The statistics (reorders the stored list).
+    /// The statistics (reorders the stored list). Calls known only by their totals add to the
+    /// count and the sum; min, median, p90, p99 and max are those of the single durations (0
+    /// when there are none).
     pub fn row(&mut self, func: FuncId) -> Row {
+        let mut row = self.row_of_durations(func);
+        row.count = row.count.saturating_add(self.totals.0);
+        row.sum = row.sum.saturating_add(self.totals.1);
+        row
+    }
+
+    fn row_of_durations(&mut self, func: FuncId) -> Row {
         if !self.hist_on {
             return stats(func, &mut self.list);
         }
@@ -172,7 +193,8 @@ impl Durations {
     }
 }
 
-/// Collects the duration of every completed call, per function. A [`SpanSink`].
+/// Collects the duration of every completed call, per function. A [`SpanSink`], and a
+/// [`Fold`] that also takes call-path totals (XRay profiling mode: counts and sums only).
 #[derive(Clone, Debug, Default)]
 pub struct Accounting {
     dense: Vec<u32>,
@@ -196,6 +218,14 @@ impl Fold for Accounting {
         if !part.is_empty() {
             self.merge(part);
         }
+    }
+
+    /// The path's calls and inclusive time count for its last function.
+    fn call_path(&mut self, path: &crate::events::CallPath<'_>) -> bool {
+        if let Some(&f) = path.stack.last() {
+            self.record_totals(f, path.calls, path.inclusive);
+        }
+        true
     }
 }
 
@@ -280,6 +310,14 @@ impl Accounting {
         let i = self.slot(func);
         if let Some((_, v)) = self.funcs.get_mut(i) {
             v.push(duration);
+        }
+    }
+
+    /// Records `calls` calls of `func` whose durations are known only as their total `sum`.
+    pub fn record_totals(&mut self, func: FuncId, calls: u64, sum: u64) {
+        let i = self.slot(func);
+        if let Some((_, v)) = self.funcs.get_mut(i) {
+            v.add_totals(calls, sum);
         }
     }
 
@@ -424,6 +462,10 @@ pub struct Report<'a> {
     pub unfinished: u64,
     /// Exits without an enter.
     pub unmatched_exits: u64,
+    /// Whether each call's duration is known, so that min, median, p90, p99 and max mean
+    /// something. `false` for XRay profiling mode (only counts and sums per call path): the
+    /// text table shows `-` and JSON `null` for those columns.
+    pub latencies: bool,
 }
 
 fn llvm_debug(names: &FunctionTable, f: FuncId) -> &str {
@@ -489,9 +531,26 @@ pub fn human_ns(ns: u64) -> String {
     }
 }
 
+/// A raw duration with a unit: converted by `clock` and shown as [`human_ns`], or `N ticks`
+/// when the clock is unknown (frequency 0: an XRay header that says 0, a profiling-mode file).
+pub fn human_time(clock: &Clock, raw: u64) -> String {
+    if clock.ticks_per_second == 0 {
+        format!("{raw} ticks")
+    } else {
+        human_ns(clock.to_ns(raw))
+    }
+}
+
 /// profkit's text table: aligned columns, times with units.
 pub fn write_table(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
-    let ns = |v: u64| human_ns(r.clock.to_ns(v));
+    let ns = |v: u64| human_time(&r.clock, v);
+    let lat = |v: u64| {
+        if r.latencies {
+            ns(v)
+        } else {
+            "-".to_string()
+        }
+    };
     let cells: Vec<[String; 9]> = r
         .rows
         .iter()
@@ -500,11 +559,11 @@ pub fn write_table(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
                 row.func.0.to_string(),
                 r.names.name(row.func),
                 row.count.to_string(),
-                ns(row.min),
-                ns(row.median),
-                ns(row.p90),
-                ns(row.p99),
-                ns(row.max),
+                lat(row.min),
+                lat(row.median),
+                lat(row.p90),
+                lat(row.p99),
+                lat(row.max),
                 ns(row.sum),
             ]
         })
@@ -545,10 +604,19 @@ pub fn write_table(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     Ok(())
 }
 
-/// `{"schema":"profkit.account/1","functions":[…],"unfinished":N,"unmatched_exits":N}`.
+/// `{"schema":"profkit.account/1","functions":[…],"unfinished":N,"unmatched_exits":N,
+/// "time_unit":"ns"}`. Without [`Report::latencies`], `min_ns` … `max_ns` are `null`; when the
+/// clock is unknown (frequency 0) the `*_ns` values are raw ticks and `time_unit` is `ticks`.
 pub fn write_json(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     out.write_all(b"{\"schema\":\"profkit.account/1\",\"functions\":[")?;
     let ns = |v: u64| r.clock.to_ns(v);
+    let lat = |v: u64| {
+        if r.latencies {
+            ns(v).to_string()
+        } else {
+            "null".to_string()
+        }
+    };
     for (i, row) in r.rows.iter().enumerate() {
         if i > 0 {
             out.write_all(b",")?;
@@ -564,17 +632,23 @@ pub fn write_json(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             profkit_common::json::quoted(&r.names.name(row.func)),
             debug,
             row.count,
-            ns(row.min),
-            ns(row.median),
-            ns(row.p90),
-            ns(row.p99),
-            ns(row.max),
+            lat(row.min),
+            lat(row.median),
+            lat(row.p90),
+            lat(row.p99),
+            lat(row.max),
             ns(row.sum)
         )?;
     }
     writeln!(
         out,
-        "],\"unfinished\":{},\"unmatched_exits\":{}}}",
-        r.unfinished, r.unmatched_exits
+        "],\"unfinished\":{},\"unmatched_exits\":{},\"time_unit\":\"{}\"}}",
+        r.unfinished,
+        r.unmatched_exits,
+        if r.clock.ticks_per_second == 0 {
+            "ticks"
+        } else {
+            "ns"
+        }
     )
 }

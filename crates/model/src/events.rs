@@ -9,7 +9,9 @@
 //! 2. [`EventSink::process`] and [`EventSink::thread`] declare a process or thread before any
 //!    event refers to it;
 //! 3. events: [`EventSink::enter`] / [`EventSink::exit`] (calls), [`EventSink::instant`],
-//!    [`EventSink::counter`], [`EventSink::sample`], [`EventSink::code`];
+//!    [`EventSink::counter`], [`EventSink::sample`], [`EventSink::code`], or
+//!    [`EventSink::call_path`] (totals of the calls of one call path, from a format that keeps
+//!    no single calls: XRay profiling mode);
 //! 4. [`EventSink::finish`] once.
 //!
 //! Ordering guarantees (what lets exporters stream): the events of one thread arrive in time
@@ -138,6 +140,28 @@ impl Sample<'_> {
     }
 }
 
+/// The totals of the calls of one call path, from a format that aggregates calls per path and
+/// keeps no single call (XRay profiling mode). No time is attached: the path's calls happened
+/// somewhere in the trace.
+///
+/// In a stream ([`EventSink::call_path`]) times are nanoseconds (durations, not instants); a
+/// fold ([`crate::replay::Fold::call_path`]) sees the format's raw units and ignores `thread`
+/// (each thread has its own fold). A call path comes after its thread is declared, and a
+/// thread's paths may come in any order (a caller's before or after its callees').
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallPath<'a> {
+    /// The thread whose calls these are.
+    pub thread: u32,
+    /// Functions, outermost first; the last one is the function whose calls these are.
+    pub stack: &'a [FuncId],
+    /// Calls on this path that returned.
+    pub calls: u64,
+    /// Their total duration, callees included.
+    pub inclusive: u64,
+    /// Their total duration less their callees' on the paths below this one (self time).
+    pub exclusive: u64,
+}
+
 /// What happened to a region of JIT code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CodeEvent {
@@ -231,8 +255,22 @@ pub trait EventSink {
     fn code(&mut self, _code: &CodeRegion<'_>) -> io::Result<()> {
         Ok(())
     }
+    /// The totals of one call path (XRay profiling mode). Unlike the other events, the
+    /// default is an error of kind [`io::ErrorKind::Unsupported`]: an output that cannot show
+    /// them must not silently write an empty file.
+    fn call_path(&mut self, _path: &CallPath<'_>) -> io::Result<()> {
+        Err(call_paths_unsupported())
+    }
     /// Called once after the last event; writers flush here.
     fn finish(&mut self) -> io::Result<()>;
+}
+
+/// The error of an output that cannot show [`CallPath`]s.
+pub fn call_paths_unsupported() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "this output cannot show call-path totals (an XRay profiling-mode file has no single calls or times); convert to folded, svg, speedscope, pprof or firefox",
+    )
 }
 
 /// Forwards every method to the sink behind a pointer type.
@@ -268,6 +306,9 @@ macro_rules! forward_sink {
             }
             fn code(&mut self, code: &CodeRegion<'_>) -> io::Result<()> {
                 (**self).code(code)
+            }
+            fn call_path(&mut self, path: &CallPath<'_>) -> io::Result<()> {
+                (**self).call_path(path)
             }
             fn finish(&mut self) -> io::Result<()> {
                 (**self).finish()
@@ -363,6 +404,19 @@ pub enum RecordedEvent {
         lines: Vec<u32>,
         /// Weight.
         weight: u64,
+    },
+    /// [`EventSink::call_path`].
+    CallPath {
+        /// Thread index.
+        thread: u32,
+        /// Frames, outermost first.
+        stack: Vec<FuncId>,
+        /// Calls.
+        calls: u64,
+        /// Inclusive time.
+        inclusive: u64,
+        /// Exclusive time.
+        exclusive: u64,
     },
     /// [`EventSink::code`].
     Code {
@@ -480,6 +534,16 @@ impl EventSink for Recorded {
             name: c.name.to_string(),
             event: c.event,
             tier: c.tier.map(|t| t.name.to_string()),
+        });
+        Ok(())
+    }
+    fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {
+        self.events.push(RecordedEvent::CallPath {
+            thread: p.thread,
+            stack: p.stack.to_vec(),
+            calls: p.calls,
+            inclusive: p.inclusive,
+            exclusive: p.exclusive,
         });
         Ok(())
     }

@@ -4,6 +4,7 @@
 use std::io;
 
 use profkit_mlpd::File as MlpdFile;
+use profkit_xray::profile::Profile;
 use profkit_xray::Trace;
 
 use crate::clock::Clock;
@@ -30,6 +31,16 @@ pub enum Source<'a> {
         trace: Trace<'a>,
         /// Names from the instrumentation map.
         functions: FunctionTable,
+    },
+    /// An XRay profiling-mode file (call-path totals, no single calls), with the names of its
+    /// function ids and the clock of its TSC ticks (unknown unless the user gives it).
+    XrayProfile {
+        /// The profile.
+        profile: Profile<'a>,
+        /// Names from the instrumentation map.
+        functions: FunctionTable,
+        /// Ticks per second of the TSC that timed the calls (the file records none).
+        clock: Clock,
     },
     /// A Mono log profiler file, with its methods' ids and names.
     Mlpd {
@@ -64,6 +75,22 @@ impl<'a> Source<'a> {
         Source::Xray { trace, functions }
     }
 
+    /// An XRay profiling-mode file whose function ids `functions` names; `clock` converts its
+    /// TSC ticks (`Clock::new(0)`: unknown, values stay ticks).
+    pub fn xray_profile(profile: Profile<'a>, functions: FunctionTable, clock: Clock) -> Self {
+        Source::XrayProfile {
+            profile,
+            functions,
+            clock,
+        }
+    }
+
+    /// Whether the input has only call-path totals (no single calls, no times): XRay
+    /// profiling mode.
+    pub fn has_only_call_paths(&self) -> bool {
+        matches!(self, Source::XrayProfile { .. })
+    }
+
     /// A Mono file (its methods are collected in a first parallel pass).
     pub fn mlpd(file: MlpdFile<'a>) -> Self {
         let methods = feed::mlpd::methods(&file);
@@ -96,10 +123,11 @@ impl<'a> Source<'a> {
         }
     }
 
-    /// The input format's name (`xray`, `mlpd`, `jitdump`, `perf`).
+    /// The input format's name (`xray`, `xray-profile`, `mlpd`, `jitdump`, `perf`).
     pub fn format(&self) -> &'static str {
         match self {
             Source::Xray { .. } => "xray",
+            Source::XrayProfile { .. } => "xray-profile",
             Source::Mlpd { .. } => "mlpd",
             Source::Jitdump { .. } => "jitdump",
             Source::Perf { .. } => "perf",
@@ -110,6 +138,7 @@ impl<'a> Source<'a> {
     pub fn functions(&self) -> &FunctionTable {
         match self {
             Source::Xray { functions, .. }
+            | Source::XrayProfile { functions, .. }
             | Source::Jitdump { functions, .. }
             | Source::Perf { functions, .. } => functions,
             Source::Mlpd { methods, .. } => &methods.table,
@@ -120,6 +149,7 @@ impl<'a> Source<'a> {
     pub fn clock(&self) -> Clock {
         match self {
             Source::Xray { trace, .. } => feed::xray::clock(&trace.header),
+            Source::XrayProfile { clock, .. } => *clock,
             Source::Mlpd { .. } | Source::Jitdump { .. } | Source::Perf { .. } => {
                 Clock::NANOSECONDS
             }
@@ -144,7 +174,8 @@ impl<'a> Source<'a> {
     }
 
     /// Runs `make`'s fold on every thread (see [`crate::feed`]). A jitdump has no calls:
-    /// no threads.
+    /// no threads. An XRay profile gives each thread's call paths to
+    /// [`Fold::call_path`] (the options do not apply: there is nothing to replay).
     pub fn fold<F>(
         &self,
         opts: &FoldOptions<'_>,
@@ -162,6 +193,7 @@ impl<'a> Source<'a> {
                 };
                 feed::xray::fold(trace, opts, |k| make(id(k))).map_keys(id)
             }
+            Source::XrayProfile { profile, .. } => feed::xray_profile::fold(profile, make),
             Source::Mlpd { file, methods } => {
                 let pid = file.header.pid;
                 let id = |tid: u64| ThreadId { pid, tid };
@@ -188,6 +220,11 @@ impl<'a> Source<'a> {
                 let opts = feed::xray::FeedOptions { workers, release };
                 feed::xray::feed(trace, functions, name, &opts, sink)
             }
+            Source::XrayProfile {
+                profile,
+                functions,
+                clock,
+            } => feed::xray_profile::feed(profile, functions, *clock, name, sink),
             Source::Mlpd { file, methods } => feed::mlpd::feed(file, methods, name, workers, sink),
             Source::Jitdump { data, .. } => feed::jitdump::feed(data, name, sink),
             Source::Perf {

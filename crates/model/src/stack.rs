@@ -4,15 +4,16 @@
 //!   number of calls, inclusive time and exclusive (self) time. Folded output of exclusive time
 //!   gives correct flame graphs (llvm-xray's flame output is inclusive,
 //!   llvm/llvm-project#63676).
-//! * [`StackSink`]: an [`EventSink`] that aggregates every thread's calls and samples of a
-//!   stream into one [`StackTree`] (what `convert -f folded` and flame graphs draw).
+//! * [`StackSink`]: an [`EventSink`] that aggregates every thread's calls, samples and call-path
+//!   totals (XRay profiling mode) of a stream into one [`StackTree`] (what `convert -f folded`
+//!   and flame graphs draw).
 //! * [`StackTree::write_folded`]: *the* folded-stacks writer (`a;b;c 123` lines, sorted; frame
 //!   names with `;` → `:` and line breaks → spaces, so that every name stays one frame).
 
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::events::{EventSink, Sample, TraceInfo};
+use crate::events::{CallPath, EventSink, Sample, TraceInfo};
 use crate::func::{FuncId, FuncInfo, FunctionTable};
 use crate::replay::Fold;
 use crate::span::{Span, SpanSink};
@@ -69,6 +70,12 @@ impl Fold for StackTree {
         let at = self.path.last().copied().unwrap_or(0);
         self.merge_under(at, &part);
     }
+
+    /// Adds the path's calls and times to its node.
+    fn call_path(&mut self, path: &CallPath<'_>) -> bool {
+        self.add_call_path(path);
+        true
+    }
 }
 
 /// What a folded line's value is.
@@ -121,6 +128,17 @@ impl StackTree {
         }
         if node != 0 {
             self.add(node, 1, weight, weight);
+        }
+    }
+
+    /// Adds the totals of a call path (XRay profiling mode) to the node of its stack.
+    pub fn add_call_path(&mut self, path: &CallPath<'_>) {
+        let mut node = 0;
+        for &f in path.stack {
+            node = self.child(node, f);
+        }
+        if node != 0 {
+            self.add(node, path.calls, path.inclusive, path.exclusive);
         }
     }
 
@@ -204,13 +222,14 @@ impl StackTree {
         out
     }
 
-    /// The `n` call paths with the most exclusive time, as an aligned table with units.
+    /// The `n` call paths with the most exclusive time, as an aligned table; `time` shows a raw
+    /// value with its unit (e.g. [`crate::account::human_time`]).
     pub fn write_top(
         &self,
         out: &mut dyn Write,
         names: &FunctionTable,
         n: usize,
-        to_ns: &dyn Fn(u64) -> u64,
+        time: &dyn Fn(u64) -> String,
     ) -> io::Result<()> {
         let mut paths = self.paths();
         paths.sort_by_key(|p| std::cmp::Reverse(p.exclusive));
@@ -231,8 +250,8 @@ impl StackTree {
             writeln!(
                 out,
                 "{:>12} {:>12} {:>10}  {}",
-                crate::account::human_ns(to_ns(p.exclusive)),
-                crate::account::human_ns(to_ns(p.inclusive)),
+                time(p.exclusive),
+                time(p.inclusive),
                 p.count,
                 stack.join(" > ")
             )?;
@@ -517,6 +536,12 @@ impl EventSink for StackSink {
     fn sample(&mut self, s: &Sample<'_>) -> io::Result<()> {
         self.samples += 1;
         self.tree.add_sample(s.stack, s.weight);
+        Ok(())
+    }
+
+    fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {
+        self.calls = true;
+        self.tree.add_call_path(p);
         Ok(())
     }
 

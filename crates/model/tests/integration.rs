@@ -213,6 +213,7 @@ fn account_text(file: &str, policy: MismatchPolicy) -> String {
             clock: fx::clock(&trace.header),
             unfinished: st.unfinished,
             unmatched_exits: st.unmatched_exits,
+            latencies: true,
         },
     )
     .unwrap();

@@ -198,3 +198,83 @@ pub fn check_yaml_paths(trace: &Trace<'_>) {
         }
     }
 }
+
+/// The profiling-mode reader on `data`: header parse, the block/record walk, `verify`,
+/// `summary` and `dump` (text and NDJSON) must agree on the records and the cut; every finding
+/// code must be in the table with its severity; records lie inside the file, in order. A file
+/// read without problems or cut is written back byte for byte by the writer.
+pub fn check_profile(data: &[u8]) {
+    use crate::profile::write::{PathRecord, ProfileWriter};
+    use crate::profile::{self, Profile, ProfileEntry, RECORD_TAIL_SIZE};
+
+    let _ = profile::ProfileHeader::is_profile(data);
+    let Ok(p) = Profile::parse(data) else {
+        return;
+    };
+    let mut blocks: Vec<(u32, u64, Vec<PathRecord>)> = Vec::new();
+    let mut problems = 0usize;
+    let mut records = 0u64;
+    let mut last_end = profile::PROFILE_HEADER_SIZE as u64;
+    let mut it = p.entries();
+    for e in it.by_ref() {
+        match e {
+            ProfileEntry::Block(b) => {
+                assert!(b.offset >= last_end, "blocks go forward");
+                last_end = b.offset + profile::BLOCK_HEADER_SIZE as u64;
+                blocks.push((b.number, b.tid, Vec::new()));
+            }
+            ProfileEntry::Record(r) => {
+                assert_eq!(r.index, records);
+                assert!(r.offset >= last_end, "records go forward");
+                let end = r.offset + (r.path.len() * 4 + RECORD_TAIL_SIZE) as u64;
+                assert!(end <= data.len() as u64, "a record inside the file");
+                last_end = end;
+                records += 1;
+                let rec = PathRecord {
+                    path: r.path.root_first().collect(),
+                    call_count: r.call_count,
+                    cumulative_time: r.cumulative_time,
+                };
+                blocks
+                    .last_mut()
+                    .expect("a record follows its block")
+                    .2
+                    .push(rec);
+            }
+            ProfileEntry::Problem(_) => problems += 1,
+        }
+    }
+    let truncation = it.truncation().cloned();
+    assert_eq!(it.records(), records);
+    let v = profile::verify::verify(&p);
+    assert_eq!(v.records, records);
+    assert_eq!(v.truncation, truncation);
+    for f in &v.findings {
+        let known = profile::verify::codes::ALL
+            .iter()
+            .chain(profkit_common::finding::COMMON_CODES)
+            .any(|(c, s, _)| *c == f.code && *s == f.severity);
+        assert!(known, "finding code {} with its severity", f.code);
+    }
+    let s = profile::summary::summary(&p);
+    assert_eq!(s.records, records);
+    assert_eq!(s.problems, problems as u64);
+    assert_eq!(s.truncation, truncation);
+    for json in [false, true] {
+        let mut out = Vec::new();
+        let d = profile::dump::dump(&p, json, &mut out).unwrap();
+        assert_eq!(d.records, records);
+        assert_eq!(d.problems.len(), problems);
+        assert_eq!(d.truncation, truncation);
+    }
+    if problems == 0 && truncation.is_none() {
+        let mut w = ProfileWriter::new(&p.header);
+        for (number, tid, recs) in &blocks {
+            w.block_numbered(*number, *tid, recs).unwrap();
+        }
+        assert!(
+            w.finish() == data,
+            "the writer writes a clean file back byte for byte"
+        );
+    }
+}

@@ -36,6 +36,9 @@
 //! * [`instr_map`]: the instrumentation map from an ELF file (x86-64, aarch64, …; sled
 //!   versions 0–2; relocations in PIE), symbolization (DWARF, then the symbol table; demangled),
 //!   and llvm-xray `extract` YAML in and out.
+//! * [`profile`]: **profiling mode** (`xray_mode=xray-profiling`), a format of its own:
+//!   per-thread call trees with call counts and inclusive TSC time per call path. Read
+//!   ([`profile::Profile`]), write, verify, summary, dump.
 //! * [`yaml`]: traces as llvm-xray's YAML ([`yaml::write_yaml`], parallel and streaming; read
 //!   back with [`yaml::read_yaml`], payloads lossless), and the flow-map subset of YAML
 //!   llvm-xray writes, with LLVM's quoting rules.
@@ -66,6 +69,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod harness;
 pub mod instr_map;
+pub mod profile;
 pub mod raw;
 pub mod read;
 mod summary;

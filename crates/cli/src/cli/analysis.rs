@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::InputOpts;
+use super::{InputOpts, ProfileClockOpts};
 
 /// Sort column of `account` (llvm-xray's names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -71,6 +71,8 @@ pub struct AccountArgs {
     #[arg(short = 'k', long = "keep-going")]
     pub keep_going: bool,
     #[command(flatten)]
+    pub clock: ProfileClockOpts,
+    #[command(flatten)]
     pub input: InputOpts,
 }
 
@@ -122,6 +124,8 @@ pub struct StackArgs {
     /// Accepted for llvm-xray compatibility; profkit always keeps going.
     #[arg(short = 'k', long = "keep-going")]
     pub keep_going: bool,
+    #[command(flatten)]
+    pub clock: ProfileClockOpts,
     #[command(flatten)]
     pub input: InputOpts,
 }

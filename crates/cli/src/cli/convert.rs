@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::InputOpts;
+use super::{InputOpts, ProfileClockOpts};
 
 /// Output format of `convert`: a viewer or tool format written by profkit-export, or a format
 /// a format crate writes.
@@ -142,6 +142,8 @@ pub struct ConvertArgs {
     /// No progress bar, even on a terminal.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    #[command(flatten)]
+    pub clock: ProfileClockOpts,
     #[command(flatten)]
     pub input: InputOpts,
 }

@@ -1,10 +1,10 @@
 //! `profkit account FILE [-m BIN]`: per-function latencies of the calls of an XRay trace or a
-//! Mono `calls` file.
+//! Mono `calls` file; counts and sums of an XRay profiling-mode file.
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use profkit_model::account::{self, Accounting, Report, SortKey};
 use profkit_model::feed::FoldOptions;
 use profkit_model::{BuilderStats, Clock, FunctionTable, MismatchPolicy};
@@ -15,7 +15,14 @@ use crate::source::Opened;
 
 pub fn run(args: &AccountArgs) -> Result<ExitCode> {
     let opened = Opened::open(&args.file, args.input.input_format)?;
-    let src = opened.source(&args.instr_map, "account")?;
+    let src = opened.source(&args.instr_map, args.clock.tsc_hz, "account")?;
+    let paths_only = src.has_only_call_paths();
+    if paths_only && args.llvm {
+        bail!(
+            "{}: --llvm reproduces llvm-xray account, which cannot read XRay profiling-mode files (llvm #88761); use the default table or --json",
+            opened.name()
+        );
+    }
     // llvm-xray without -d leaves a mismatched exit alone; profkit deduces sibling calls.
     let policy = if src.format() == "xray" && args.llvm && !args.deduce_sibling_calls {
         MismatchPolicy::Ignore
@@ -32,7 +39,25 @@ pub fn run(args: &AccountArgs) -> Result<ExitCode> {
     let summary = folded.summary.clone();
     output::print_feed_problems(opened.name(), &summary);
     let acc = folded.merged(Accounting::merge).unwrap_or_default();
-    print_accounting(args, acc, src.functions(), src.clock(), &summary.calls)?;
+    print_accounting(
+        args,
+        acc,
+        src.functions(),
+        src.clock(),
+        &summary.calls,
+        !paths_only,
+    )?;
+    if paths_only && summary.call_events > 0 && !args.json {
+        output::print_note(&format!(
+            "{}: an XRay profiling-mode file keeps per call path only the number of calls and their total time: min, median, p90, p99 and max are not available; sum is inclusive time{}",
+            opened.name(),
+            if src.clock().ticks_per_second == 0 {
+                ", in TSC ticks (give --tsc-hz to convert)"
+            } else {
+                ""
+            }
+        ));
+    }
     if summary.call_events == 0 {
         output::print_note(&format!(
             "{}: no function calls in the input (Mono: profile with `--profile=log:calls`)",
@@ -57,6 +82,7 @@ fn print_accounting(
     names: &FunctionTable,
     clock: Clock,
     stats: &BuilderStats,
+    latencies: bool,
 ) -> Result<()> {
     let mut rows = acc.rows();
     let total = rows.len();
@@ -83,6 +109,7 @@ fn print_accounting(
         clock,
         unfinished: stats.unfinished,
         unmatched_exits: stats.unmatched_exits,
+        latencies,
     };
     let mut out = output::stdout();
     if args.json {

@@ -158,6 +158,9 @@ fn unsupported_pair(format: Format, target: Out) -> Option<&'static str> {
         (Format::Perf, Out::PerfMap) => Some(
             "a perf map lists JIT code, which a perf.data recording does not hold; convert the runtime's jitdump (jit-<pid>.dump) to a perf map instead",
         ),
+        (Format::XrayProfile, Out::Chrome | Out::Perfetto | Out::Parquet) => Some(
+            "an XRay profiling-mode file holds call-path totals, no single calls or times, so it has no timeline; convert it to folded, svg, speedscope, pprof or firefox",
+        ),
         _ => None,
     }
 }
@@ -167,12 +170,21 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
     if let Some(why) = unsupported_pair(o.format, target) {
         bail!("{}: cannot convert to {target}: {why}", o.name());
     }
-    let mut src = o.source(&args.instr_map, "convert")?;
+    let mut src = o.source(&args.instr_map, args.clock.tsc_hz, "convert")?;
+    if src.has_only_call_paths() && args.time.is_some() {
+        bail!(
+            "{}: --time selects a time window, and an XRay profiling-mode file has no times (only call-path totals)",
+            o.name()
+        );
+    }
     if let Source::Perf { opts, .. } = &mut src {
         opts.jit.dirs = args.jit_dir.clone();
         opts.event = args.event.clone();
     }
-    if target == Out::PerfMap && matches!(src, Source::Xray { .. }) && args.instr_map.is_empty() {
+    if target == Out::PerfMap
+        && matches!(src, Source::Xray { .. } | Source::XrayProfile { .. })
+        && args.instr_map.is_empty()
+    {
         bail!(
             "{}: a perf map of an XRay trace lists the instrumented functions: pass the binary with -m BIN",
             o.name()
@@ -216,7 +228,9 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
         .into_iter()
         .find(|(object, _)| *object == 0);
     let pname = match (&src, program) {
-        (Source::Xray { .. }, Some((_, p))) => display_name(&p.to_string_lossy()),
+        (Source::Xray { .. } | Source::XrayProfile { .. }, Some((_, p))) => {
+            display_name(&p.to_string_lossy())
+        }
         _ => name.clone(),
     };
     let release = |s, e| o.release(s, e);
@@ -229,6 +243,11 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
             _ => anyhow!("{out_name}: cannot write: {e}"),
         })?;
     output::print_feed_problems(&name, &summary);
+    if src.has_only_call_paths() && src.clock().ticks_per_second == 0 && target != Out::PerfMap {
+        output::print_note(&format!(
+            "{name}: times are TSC ticks (an XRay profiling-mode file records no TSC frequency; give --tsc-hz to convert)"
+        ));
+    }
     if let Some(report) = src.perf_report() {
         for w in report.warnings() {
             output::print_warning(&format!("{name}: {w}"));

@@ -83,7 +83,13 @@ fn kind(s: &StackSink) -> &'static str {
 
 /// Every thread's stacks of `opened` (calls, else samples), values in ns or sample weight.
 fn stacks(opened: &Opened, instr_maps: &[String]) -> Result<StackSink> {
-    let src = opened.source(instr_maps, "diff")?;
+    if opened.format == crate::detect::Format::XrayProfile {
+        bail!(
+            "{}: `diff` does not compare XRay profiling-mode files yet (their ticks have no clock; compare `stack --folded --tsc-hz HZ` outputs)",
+            opened.name()
+        );
+    }
+    let src = opened.source(instr_maps, None, "diff")?;
     let release = |s, e| opened.release(s, e);
     let mut sink = StackSink::new();
     let summary = src.feed(opened.name(), None, Some(&release), &mut sink)?;

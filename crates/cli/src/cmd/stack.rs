@@ -5,6 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
+use profkit_model::account::human_time;
 use profkit_model::feed::FoldOptions;
 use profkit_model::llvm_stack::{Aggregation, LlvmStackTrie, LlvmThreadStack};
 use profkit_model::replay::Mode;
@@ -17,8 +18,14 @@ use crate::source::Opened;
 
 pub fn run(args: &StackArgs) -> Result<ExitCode> {
     let opened = Opened::open(&args.file, args.input.input_format)?;
-    let src = opened.source(&args.instr_map, "stack")?;
+    let src = opened.source(&args.instr_map, args.clock.tsc_hz, "stack")?;
     if args.llvm {
+        if src.has_only_call_paths() {
+            return Err(anyhow!(
+                "{}: --llvm reproduces llvm-xray stack, which cannot read XRay profiling-mode files (llvm #88761); use the default output or --folded",
+                opened.name()
+            ));
+        }
         return llvm(args, &opened, &src);
     }
     let release = |s, e| opened.release(s, e);
@@ -34,6 +41,7 @@ pub fn run(args: &StackArgs) -> Result<ExitCode> {
     let names = src.functions();
     let clock = src.clock();
     let to_ns = |v: u64| clock.to_ns(v);
+    let time = |v: u64| human_time(&clock, v);
     let value = match (args.aggregation, args.inclusive) {
         (StackAggregation::Count, _) => Value::Count,
         (StackAggregation::Time, true) => Value::Inclusive,
@@ -47,7 +55,7 @@ pub fn run(args: &StackArgs) -> Result<ExitCode> {
                 tree.write_folded(&mut out, names, value, Some(&prefix), &to_ns)?;
             } else {
                 writeln!(out, "{}:", src.thread_title(key))?;
-                tree.write_top(&mut out, names, 20, &to_ns)?;
+                tree.write_top(&mut out, names, 20, &time)?;
                 writeln!(out)?;
             }
         }
@@ -59,10 +67,16 @@ pub fn run(args: &StackArgs) -> Result<ExitCode> {
         if args.folded {
             all.write_folded(&mut out, names, value, None, &to_ns)?;
         } else {
-            all.write_top(&mut out, names, 20, &to_ns)?;
+            all.write_top(&mut out, names, 20, &time)?;
         }
     }
     out.flush()?;
+    if src.has_only_call_paths() && clock.ticks_per_second == 0 && value != Value::Count {
+        output::print_note(&format!(
+            "{}: times are TSC ticks (an XRay profiling-mode file records no TSC frequency; give --tsc-hz to convert)",
+            opened.name()
+        ));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -78,12 +92,14 @@ fn samples(args: &StackArgs, opened: &Opened, src: &Source<'_>) -> Result<ExitCo
     }
     let mut out = output::stdout();
     let ident = |v: u64| v;
+    // Values are sample weights; the table has always shown them as nanoseconds.
+    let time = |v: u64| profkit_model::account::human_ns(v);
     if args.folded {
         sink.tree()
             .write_folded(&mut out, src.functions(), Value::Exclusive, None, &ident)?;
     } else {
         sink.tree()
-            .write_top(&mut out, src.functions(), 20, &ident)?;
+            .write_top(&mut out, src.functions(), 20, &time)?;
     }
     out.flush()?;
     output::print_note(&format!(

@@ -361,6 +361,16 @@ fn diff_of_perf_recordings_and_of_different_kinds() {
     let (_, err, code) = profkit(&["diff", "demo-basic.xray", a.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("same kind"), "{err}");
+    // A profiling-mode file has no single calls: refused, not an empty graph.
+    for cmd in ["graph", "diff"] {
+        let mut args = vec![cmd, "profiling.xprof"];
+        if cmd == "diff" {
+            args.push("profiling.xprof");
+        }
+        let (out, err, code) = profkit(&args);
+        assert_eq!((code, out.as_str()), (2, ""), "{cmd}: {err}");
+        assert!(err.contains("profiling-mode"), "{err}");
+    }
 }
 
 #[test]

@@ -591,3 +591,500 @@ fn dump_reports_a_cut_file() {
         }
     }
 }
+
+// ---- Profiling mode (xray_mode=xray-profiling): tests/fixtures/xray/profiling{,.xprof} ----
+//
+// llvm-xray cannot read these files (llvm #88761): the oracle is the program
+// (scripts/fixtures/xray/profiling.c), whose call counts follow from its code.
+
+/// Calls per function of `profiling` (3 worker threads and the main thread, 4 rounds each;
+/// fib(10..13)); `main` is entered before profiling starts and is not in the profile.
+const PROFILE_CALLS: [(&str, u64); 11] = [
+    ("fill_block", 16),
+    ("emit_run", 4096),
+    ("rle_encode", 16),
+    ("expand_run", 4096),
+    ("rle_decode", 16),
+    ("checksum", 32),
+    ("fib", 1682),
+    ("leaf", 16),
+    ("tail_caller", 16),
+    ("worker", 4),
+    ("run", 1),
+];
+
+/// `account --json` rows of `file`: name → (count, sum).
+fn profile_account(file: &str, extra: &[&str]) -> (serde_json::Value, Vec<(String, u64, u64)>) {
+    let mut args = vec!["account", "--json", "-m", "profiling", file];
+    args.extend_from_slice(extra);
+    let v: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
+    let rows = v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap().to_string(),
+                f["count"].as_u64().unwrap(),
+                f["sum_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    (v, rows)
+}
+
+/// Per function (the leaf of each line), the values of folded lines.
+fn folded_by_leaf(folded: &str) -> std::collections::BTreeMap<String, u64> {
+    let mut m = std::collections::BTreeMap::new();
+    for l in folded.lines() {
+        let (stack, v) = l.rsplit_once(' ').unwrap();
+        let leaf = stack.rsplit(';').next().unwrap().to_string();
+        *m.entry(leaf).or_insert(0) += v.parse::<u64>().unwrap();
+    }
+    m
+}
+
+#[test]
+fn profile_info_dump_and_validate() {
+    let info = ok(&["info", "profiling.xprof"]);
+    assert!(
+        info.contains("LLVM XRay profiling mode version 0x20180424, little-endian, 3496 bytes"),
+        "{info}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(&["info", "--json", "profiling.xprof"])).unwrap();
+    assert_eq!(v["format"], "xray-profile");
+    assert_eq!(v["records"], 83);
+    assert_eq!(v["header"]["version"], 0x2018_0424);
+    assert_eq!(v["details"]["blocks"], 4);
+    assert_eq!(v["details"]["calls"], 9991);
+    assert_eq!(v["time"], serde_json::Value::Null);
+    let tids: Vec<u64> = v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tid"].as_u64().unwrap())
+        .collect();
+    // Three workers, then the main thread (tid = pid), which hands its data over at exit.
+    assert_eq!(tids.len(), 4);
+    assert_eq!(tids[3], v["header"]["pid"].as_u64().unwrap());
+
+    let (out, _, code) = profkit(&["validate", "profiling.xprof"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("0 errors, 0 warnings"), "{out}");
+
+    let dump = ok(&["dump", "profiling.xprof"]);
+    let mut lines = dump.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        format!("block #0 at 0x20: thread {}, number 0, 732 bytes", tids[0])
+    );
+    assert!(lines
+        .next()
+        .unwrap()
+        .starts_with("  #0 at 0x30: 10 calls 1 time "));
+    let json = ok(&["dump", "--json", "profiling.xprof"]);
+    let kinds: Vec<String> = json
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["type"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(kinds.iter().filter(|k| *k == "Block").count(), 4);
+    assert_eq!(kinds.iter().filter(|k| *k == "Path").count(), 83);
+}
+
+#[test]
+fn profile_account_counts_what_the_program_calls() {
+    let (v, rows) = profile_account("profiling.xprof", &[]);
+    assert_eq!(v["time_unit"], "ticks");
+    let got: Vec<(&str, u64)> = rows.iter().map(|r| (r.0.as_str(), r.1)).collect();
+    assert_eq!(got, PROFILE_CALLS);
+    // No single durations: the latency columns are null, the sums are there.
+    for f in v["functions"].as_array().unwrap() {
+        for k in ["min_ns", "median_ns", "p90_ns", "p99_ns", "max_ns"] {
+            assert!(f[k].is_null(), "{f}");
+        }
+        assert!(f["sum_ns"].as_u64().unwrap() > 0, "{f}");
+    }
+    // run calls everything on the main thread: its inclusive time covers its worker's.
+    let sum = |name: &str| rows.iter().find(|r| r.0 == name).unwrap().2;
+    assert!(sum("run") > sum("worker") / 4);
+    // --tsc-hz converts ticks: at 2 GHz every sum halves (rounded down).
+    let (v2, rows2) = profile_account("profiling.xprof", &["--tsc-hz", "2000000000"]);
+    assert_eq!(v2["time_unit"], "ns");
+    for (a, b) in rows.iter().zip(&rows2) {
+        assert_eq!(b.2, a.2 / 2, "{}", a.0);
+    }
+    // The table says which columns it cannot fill, and why.
+    let (table, err, code) = profkit(&["account", "-m", "profiling", "profiling.xprof"]);
+    assert_eq!(code, 0);
+    assert!(table.lines().nth(7).unwrap().contains(" fib "), "{table}");
+    assert!(
+        table
+            .lines()
+            .all(|l| l.starts_with("id") || l.contains("  -  ")),
+        "{table}"
+    );
+    assert!(table.contains(" ticks"), "{table}");
+    assert!(
+        err.contains("min, median, p90, p99 and max are not available"),
+        "{err}"
+    );
+    // llvm-xray's layout is for what llvm-xray reads.
+    let (_, err, code) = profkit(&["account", "--llvm", "-m", "profiling", "profiling.xprof"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("cannot read XRay profiling-mode files"),
+        "{err}"
+    );
+    // --tsc-hz is for profiles only.
+    let (_, err, code) = profkit(&["account", "--tsc-hz", "1000", "demo-fdr.xray"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--tsc-hz applies to XRay profiling-mode files"),
+        "{err}"
+    );
+}
+
+#[test]
+fn profile_stack_gives_counts_and_exclusive_time_per_path() {
+    let counts = ok(&[
+        "stack",
+        "--folded",
+        "--aggregation",
+        "count",
+        "-m",
+        "profiling",
+        "profiling.xprof",
+    ]);
+    let by_leaf = folded_by_leaf(&counts);
+    for (name, n) in PROFILE_CALLS {
+        assert_eq!(by_leaf[name], n, "{name}");
+    }
+    // A path per recursion depth: fib(13) on the main thread recurses 13 deep.
+    let deepest = format!("run;worker{}", ";fib".repeat(13));
+    assert!(
+        counts
+            .lines()
+            .any(|l| l.starts_with(&format!("{deepest} "))),
+        "{counts}"
+    );
+    assert!(!counts.contains(&format!("{deepest};fib")));
+    // The tail call: leaf's caller is worker, whom tail_caller left.
+    assert!(counts.contains("\nrun;worker;leaf 4\n"), "{counts}");
+    assert!(counts.contains("\nrun;worker;tail_caller 4\n"), "{counts}");
+    // Exclusive times add up to the roots' inclusive times.
+    let excl = ok(&["stack", "--folded", "-m", "profiling", "profiling.xprof"]);
+    let incl = ok(&[
+        "stack",
+        "--folded",
+        "--inclusive",
+        "-m",
+        "profiling",
+        "profiling.xprof",
+    ]);
+    let total = |t: &str, roots_only: bool| -> u64 {
+        t.lines()
+            .filter(|l| !roots_only || !l.contains(';'))
+            .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+            .sum()
+    };
+    assert_eq!(total(&excl, false), total(&incl, true));
+    // Per thread: one prefix per thread, the main thread's paths under run.
+    let per = ok(&[
+        "stack",
+        "--folded",
+        "--per-thread",
+        "-m",
+        "profiling",
+        "profiling.xprof",
+    ]);
+    let threads: std::collections::BTreeSet<&str> =
+        per.lines().map(|l| l.split(';').next().unwrap()).collect();
+    assert_eq!(threads.len(), 4);
+    let table = ok(&["stack", "-m", "profiling", "profiling.xprof"]);
+    assert!(
+        table.starts_with("Unique stacks: 44; top 20 by self time:"),
+        "{table}"
+    );
+    let (_, err, code) = profkit(&["stack", "--llvm", "-m", "profiling", "profiling.xprof"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("cannot read XRay profiling-mode files"),
+        "{err}"
+    );
+}
+
+#[test]
+fn profile_converts_to_flame_graph_viewers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = |name: &str| tmp.path().join(name).display().to_string();
+    // Folded: the one folded writer, so convert and stack agree line for line.
+    let conv = ok(&[
+        "convert",
+        "-m",
+        "profiling",
+        "profiling.xprof",
+        "-f",
+        "folded",
+        "--counts",
+        "-o",
+        "-",
+    ]);
+    let stack = ok(&[
+        "stack",
+        "--folded",
+        "--aggregation",
+        "count",
+        "-m",
+        "profiling",
+        "profiling.xprof",
+    ]);
+    assert_eq!(conv, stack);
+    // speedscope: a sampled profile per thread, weights = exclusive time.
+    let ss = out("p.speedscope.json");
+    let (_, err, code) = profkit(&[
+        "convert",
+        "-m",
+        "profiling",
+        "--tsc-hz",
+        "1000000000",
+        "profiling.xprof",
+        "-o",
+        &ss,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&ss).unwrap()).unwrap();
+    let profiles = v["profiles"].as_array().unwrap();
+    assert_eq!(profiles.len(), 4);
+    let excl = ok(&["stack", "--folded", "-m", "profiling", "profiling.xprof"]);
+    let weights: u64 = profiles
+        .iter()
+        .inspect(|p| {
+            assert_eq!(p["type"], "sampled");
+            assert_eq!(p["unit"], "nanoseconds");
+        })
+        .flat_map(|p| p["weights"].as_array().unwrap())
+        .map(|w| w.as_u64().unwrap())
+        .sum();
+    let folded_total: u64 = excl
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(weights, folded_total);
+    // Without --tsc-hz the unit is not claimed, and a note says so.
+    let (_, err, code) = profkit(&["convert", "profiling.xprof", "-o", &ss]);
+    assert_eq!(code, 0);
+    assert!(err.contains("times are TSC ticks"), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&ss).unwrap()).unwrap();
+    assert_eq!(v["profiles"][0]["unit"], "none");
+    // pprof and Firefox are written.
+    for name in ["p.pb.gz", "p.firefox.json.gz"] {
+        let (_, err, code) = profkit(&[
+            "convert",
+            "-m",
+            "profiling",
+            "profiling.xprof",
+            "-o",
+            &out(name),
+        ]);
+        assert_eq!(code, 0, "{name}: {err}");
+        assert!(std::fs::metadata(out(name)).unwrap().len() > 100, "{name}");
+    }
+    // Timelines cannot be drawn from call-path totals: refused before anything is written.
+    for f in ["chrome", "perfetto", "parquet"] {
+        let o = out(&format!("p.{f}"));
+        let (_, err, code) = profkit(&["convert", "profiling.xprof", "-f", f, "-o", &o]);
+        assert_eq!(code, 2, "{f}");
+        assert!(err.contains("no timeline"), "{f}: {err}");
+        assert!(!std::path::Path::new(&o).exists(), "{f}");
+    }
+    let (_, err, code) = profkit(&[
+        "convert",
+        "profiling.xprof",
+        "-f",
+        "folded",
+        "--time",
+        "0-1",
+        "-o",
+        "-",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("has no times"), "{err}");
+}
+
+#[test]
+fn truncated_profiles_give_what_is_complete() {
+    let data = std::fs::read(dir().join("profiling.xprof")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    for cut in (20..data.len()).step_by(211) {
+        let p = tmp.path().join(format!("c{cut}.xprof"));
+        std::fs::write(&p, &data[..cut]).unwrap();
+        let p = p.to_str().unwrap();
+        for cmd in ["account", "stack", "dump", "info", "validate"] {
+            let (_, err, code) = profkit(&[cmd, p]);
+            assert!(code <= 2, "{cmd} at {cut}: {err}");
+            assert!(!err.contains("panicked"), "{cmd} at {cut}: {err}");
+            if cut >= 32 && cmd != "validate" {
+                assert!(
+                    err.contains("truncated at offset") || code == 2,
+                    "{cmd} at {cut}: {err}"
+                );
+            }
+        }
+    }
+    // A cut inside the main thread's block: the workers' calls are all there.
+    let p = tmp.path().join("cut.xprof");
+    std::fs::write(&p, &data[..data.len() - 100]).unwrap();
+    let (v, rows) = profile_account(p.to_str().unwrap(), &[]);
+    let _ = v;
+    let workers = rows.iter().find(|r| r.0 == "worker").unwrap().1;
+    assert!(workers >= 3, "{rows:?}");
+    let (out, _, code) = profkit(&["validate", p.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(out.contains("error[truncated]"), "{out}");
+}
+
+/// llvm-xray 22 names the function ids profkit names (`extract`), and still cannot read a
+/// profiling-mode file (llvm #88761: when it can, compare its numbers here).
+#[test]
+fn profile_function_ids_agree_with_llvm_xray_extract() {
+    let ours = ok(&["extract", "--symbolize", "profiling"]);
+    let Some(theirs) = llvm22(&["extract", "--symbolize", "profiling"]) else {
+        return;
+    };
+    let names = |t: &str| -> Vec<(u64, String)> {
+        t.lines()
+            .filter(|l| l.contains("kind: function-enter"))
+            .map(|l| {
+                let f = profkit_xray::yaml::parse_flow_map(l.trim_start_matches("- "), 1).unwrap();
+                let get = |k: &str| f.iter().find(|(key, _)| key == k).unwrap().1.clone();
+                (get("id").parse().unwrap(), get("function-name"))
+            })
+            .collect()
+    };
+    assert_eq!(names(&ours), names(&theirs));
+    let want: Vec<(u64, String)> = PROFILE_CALLS
+        .iter()
+        .enumerate()
+        .map(|(i, (n, _))| (i as u64 + 1, n.to_string()))
+        .chain([(12, "main".to_string())])
+        .collect();
+    assert_eq!(names(&ours), want);
+    let o = StdCommand::new("llvm-xray-22")
+        .current_dir(dir())
+        .args(["account", "-m", "profiling", "profiling.xprof"])
+        .output()
+        .unwrap();
+    assert!(
+        !o.status.success(),
+        "llvm-xray 22 reads profiling mode now: compare with it"
+    );
+}
+
+/// A fresh run of the program (clang-22 and its XRay profiling runtime): the counts are the
+/// program's, whatever the TIDs and times of this run.
+#[test]
+fn profile_of_a_fresh_run_counts_what_the_program_calls() {
+    let test = "profile_of_a_fresh_run_counts_what_the_program_calls";
+    let Some(clang) = profkit_testkit::tool(test, "clang-22", "clang-22 and libclang-rt-22-dev")
+    else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let src = support::fixture_dir("..").join("../scripts/fixtures/xray/profiling.c");
+    let bin = tmp.path().join("profiling");
+    let o = StdCommand::new(clang)
+        .args([
+            "-O1",
+            "-g",
+            "-fxray-instrument",
+            "-fxray-instruction-threshold=1",
+            "-fxray-modes=xray-profiling",
+            "-pthread",
+        ])
+        .arg(&src)
+        .arg("-o")
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = StdCommand::new(&bin)
+        .current_dir(tmp.path())
+        .env(
+            "XRAY_OPTIONS",
+            "patch_premain=true xray_mode=xray-profiling xray_logfile_base=run.",
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("MISMATCH"));
+    let profile = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("run."))
+        .expect("the runtime wrote a profile at exit");
+    let out = support::ok_in(
+        "xray",
+        &[
+            "account",
+            "--json",
+            "-m",
+            bin.to_str().unwrap(),
+            profile.to_str().unwrap(),
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let got: Vec<(String, u64)> = v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap().to_string(),
+                f["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, u64)> = PROFILE_CALLS
+        .iter()
+        .map(|(n, c)| (n.to_string(), *c))
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// C++ exceptions leave frames without an exit: the runtime nests later calls under them and
+/// its unwinding wraps times below zero (scripts/fixtures/xray/profiling-exceptions.cc).
+#[test]
+fn profile_of_exceptions_reports_wrapped_times_and_counts_them_as_zero() {
+    let (out, _, code) = profkit(&["validate", "--json", "profiling-exceptions.xprof"]);
+    assert_eq!(code, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let warnings = v["warnings"].as_array().unwrap();
+    assert!(!warnings.is_empty(), "{out}");
+    assert!(
+        warnings.iter().all(|w| w["code"] == "profile-time-wrapped"),
+        "{out}"
+    );
+    let (out, err, code) = profkit(&["account", "--json", "profiling-exceptions.xprof"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("wrapped below zero"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for f in v["functions"].as_array().unwrap() {
+        assert!(f["sum_ns"].as_u64().unwrap() < 1 << 62, "{f}");
+    }
+    let folded = ok(&[
+        "stack",
+        "--folded",
+        "--inclusive",
+        "profiling-exceptions.xprof",
+    ]);
+    for l in folded.lines() {
+        let v: u64 = l.rsplit_once(' ').unwrap().1.parse().unwrap();
+        assert!(v < 1 << 62, "{l}");
+    }
+}

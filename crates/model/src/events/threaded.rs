@@ -13,8 +13,8 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
 use super::{
-    ArgValue, CodeEvent, CodeRegion, CodeTier, Counter, EventSink, Instant, ProcessInfo, Sample,
-    ThreadInfo, TraceInfo,
+    ArgValue, CallPath, CodeEvent, CodeRegion, CodeTier, Counter, EventSink, Instant, ProcessInfo,
+    Sample, ThreadInfo, TraceInfo,
 };
 use crate::clock::Clock;
 use crate::func::{FuncId, FuncInfo, FuncTier, FunctionTable};
@@ -63,6 +63,14 @@ enum Event {
         stack: (usize, usize),
         lines: (usize, usize),
         weight: u64,
+    },
+    /// The stack is `stacks[stack.0..stack.1]` of its batch.
+    CallPath {
+        thread: u32,
+        stack: (usize, usize),
+        calls: u64,
+        inclusive: u64,
+        exclusive: u64,
     },
     Code {
         thread: Option<u32>,
@@ -253,6 +261,19 @@ fn deliver<S: EventSink>(
             lines: all_lines.get(lines.0..lines.1).unwrap_or_default(),
             weight,
         }),
+        Event::CallPath {
+            thread,
+            stack,
+            calls,
+            inclusive,
+            exclusive,
+        } => inner.call_path(&CallPath {
+            thread,
+            stack: stacks.get(stack.0..stack.1).unwrap_or_default(),
+            calls,
+            inclusive,
+            exclusive,
+        }),
         Event::Code {
             thread,
             pid,
@@ -361,6 +382,18 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
                 color: t.color,
                 js: t.js,
             }),
+        })
+    }
+    fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {
+        let b = &mut self.batch;
+        let stack = (b.stacks.len(), b.stacks.len() + p.stack.len());
+        b.stacks.extend_from_slice(p.stack);
+        self.push(Event::CallPath {
+            thread: p.thread,
+            stack,
+            calls: p.calls,
+            inclusive: p.inclusive,
+            exclusive: p.exclusive,
         })
     }
     fn finish(&mut self) -> io::Result<()> {

@@ -5,7 +5,7 @@
 use std::io;
 
 use crate::events::{
-    CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo, TraceInfo,
+    CallPath, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo, TraceInfo,
 };
 use crate::func::{FuncId, FuncInfo};
 use crate::span::Span;
@@ -205,6 +205,15 @@ impl<S: EventSink> EventSink for Filter<S> {
     fn sample(&mut self, s: &Sample<'_>) -> io::Result<()> {
         if self.kept(s.thread) && self.in_window(s.time) {
             self.inner.sample(s)
+        } else {
+            Ok(())
+        }
+    }
+    fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {
+        // Call paths have no time: only the thread selection applies (`convert` refuses a
+        // time window on an input that has only call paths).
+        if self.kept(p.thread) {
+            self.inner.call_path(p)
         } else {
             Ok(())
         }

@@ -1,6 +1,7 @@
 //! The drivers: one per input format, the only code that turns a file into calls and events.
 //!
 //! * [`xray`]: XRay traces (FDR buffers and basic logs).
+//! * [`xray_profile`]: XRay profiling-mode files (call-path totals, no single calls).
 //! * [`mlpd`]: Mono log profiler files.
 //! * [`jitdump`]: jitdump code loads and moves.
 //!
@@ -29,6 +30,7 @@ pub mod jitdump;
 pub mod mlpd;
 pub mod perf;
 pub mod xray;
+pub mod xray_profile;
 
 pub use filter::{Filter, Selection};
 

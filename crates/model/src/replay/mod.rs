@@ -56,6 +56,13 @@ pub trait Fold: SpanSink {
     fn push_open(&mut self, func: crate::func::FuncId, start: u64, depth: u32) {
         self.enter(func, start, depth);
     }
+
+    /// Adds the totals of one call path, from a format that keeps no single calls (XRay
+    /// profiling mode; raw time units, `path.thread` unused). Returns whether the fold can use
+    /// them: by default it cannot (it needs single calls with times) and keeps nothing.
+    fn call_path(&mut self, _path: &crate::events::CallPath<'_>) -> bool {
+        false
+    }
 }
 
 /// The fold that keeps nothing (the replay's counters are all it gives).

@@ -1,5 +1,6 @@
 //! Inputs that once made a fuzz target fail (`fuzz/regressions/xray_read/`,
-//! `fuzz/regressions/xray_yaml/`) run through the same checks as the targets
+//! `fuzz/regressions/xray_yaml/`, `fuzz/regressions/xray_profile/`) run through the same
+//! checks as the targets
 //! (`profkit_xray::harness`).
 
 use std::path::PathBuf;
@@ -11,9 +12,10 @@ type Check = fn(&[u8]);
 #[test]
 fn fuzz_regressions_stay_fixed() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions");
-    let targets: [(&str, Check); 2] = [
+    let targets: [(&str, Check); 3] = [
         ("xray_read", profkit_xray::harness::check_read),
         ("xray_yaml", profkit_xray::harness::check_yaml),
+        ("xray_profile", profkit_xray::harness::check_profile),
     ];
     let mut n = 0;
     for (target, check) in targets {

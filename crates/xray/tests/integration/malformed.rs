@@ -522,9 +522,15 @@ fn docs_list_every_validation_code() {
             Some((code.to_string(), cells.get(2)?.to_string()))
         })
         .collect();
+    // The traces' table (with the common codes), then profiling mode's (with `truncated`).
+    let truncated = profkit_common::finding::COMMON_CODES
+        .iter()
+        .filter(|(c, _, _)| *c == profkit_common::finding::TRUNCATED);
     let table = profkit_xray::verify::codes::ALL
         .iter()
         .chain(profkit_common::finding::COMMON_CODES)
+        .chain(profkit_xray::profile::verify::codes::ALL)
+        .chain(truncated)
         .map(|(c, s, _)| (c.to_string(), s.name().to_string()))
         .collect::<Vec<_>>();
     assert_eq!(rows, table);

@@ -1,0 +1,449 @@
+//! XRay profiling-mode files → call-path totals per thread: the one profiling-mode driver.
+//!
+//! A profile holds no single calls, only per thread and call path the number of calls that
+//! returned and their total inclusive time (see [`profkit_xray::profile`]). The driver merges
+//! each thread's records into one tree (blocks of one thread id, and records of one path, add
+//! up; the runtime starts a new root whenever the thread's stack is empty), derives each
+//! path's exclusive time (its time less its callees' on the paths one deeper, never below 0),
+//! and hands every path that has calls or time to the analysis as a
+//! [`CallPath`]: to a [`Fold`] through [`Fold::call_path`] (raw TSC ticks), to an
+//! [`EventSink`] through [`EventSink::call_path`] (nanoseconds through the clock, which is
+//! unknown unless the user gives the TSC frequency: then the values stay ticks).
+//!
+//! A cumulative time of 2^63 ticks or more wrapped below zero in the runtime (frames an
+//! exception or `longjmp` left without an exit: the exit that closes them subtracts their time
+//! from their callers'); it counts as 0, with a problem saying so.
+//!
+//! What it cannot give: times of calls (no timeline; `origin_ns` is 0), single durations
+//! (min, median, percentiles), calls still running when the profile was written (count 0).
+
+use std::collections::HashMap;
+use std::io;
+
+use profkit_xray::profile::{Profile, ProfileEntry};
+use profkit_xray::Truncation;
+
+use super::{FeedSummary, Folded};
+use crate::clock::Clock;
+use crate::events::{CallPath, EventSink, ProcessInfo, ThreadInfo, TraceInfo};
+use crate::func::{FuncId, FunctionTable};
+use crate::replay::Fold;
+use crate::source::ThreadId;
+use crate::span::BuilderStats;
+
+/// A call path of a thread's tree.
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    func: FuncId,
+    /// Index of the caller's node; `u32::MAX` for a root.
+    parent: u32,
+    calls: u64,
+    inclusive: u64,
+    /// Inclusive time of the callees (the nodes one deeper).
+    callees: u64,
+}
+
+const ROOT: u32 = u32::MAX;
+
+/// Cumulative times from here on wrapped below zero (`profile-time-wrapped` of `validate`).
+const WRAPPED: u64 = 1 << 63;
+
+/// One thread's call paths.
+#[derive(Debug, Default)]
+struct ThreadTree {
+    nodes: Vec<Node>,
+    index: HashMap<(u32, FuncId), u32>,
+}
+
+impl ThreadTree {
+    fn add(&mut self, path: impl Iterator<Item = u32>, calls: u64, time: u64) {
+        let mut at = ROOT;
+        for id in path {
+            let func = FuncId(id);
+            let next = self.nodes.len() as u32;
+            let n = *self.index.entry((at, func)).or_insert(next);
+            if n == next {
+                self.nodes.push(Node {
+                    func,
+                    parent: at,
+                    calls: 0,
+                    inclusive: 0,
+                    callees: 0,
+                });
+            }
+            at = n;
+        }
+        if let Some(node) = self.nodes.get_mut(at as usize) {
+            node.calls = node.calls.saturating_add(calls);
+            node.inclusive = node.inclusive.saturating_add(time);
+        }
+    }
+
+    /// Sums each node's callees' time into it (children come after their parents).
+    fn finish(&mut self) {
+        for i in (0..self.nodes.len()).rev() {
+            let Some(&n) = self.nodes.get(i) else {
+                continue;
+            };
+            if let Some(p) = self.nodes.get_mut(n.parent as usize) {
+                p.callees = p.callees.saturating_add(n.inclusive);
+            }
+        }
+    }
+
+    /// Calls `f` with every path that has calls or time, callers before callees.
+    fn paths(&self, mut f: impl FnMut(&[FuncId], &Node)) {
+        let mut stack: Vec<FuncId> = Vec::new();
+        for n in &self.nodes {
+            if n.calls == 0 && n.inclusive == 0 {
+                continue;
+            }
+            stack.clear();
+            stack.push(n.func);
+            let mut p = n.parent;
+            while let Some(up) = self.nodes.get(p as usize) {
+                stack.push(up.func);
+                p = up.parent;
+            }
+            stack.reverse();
+            f(&stack, n);
+        }
+    }
+}
+
+/// A profile read into per-thread trees.
+struct Read {
+    threads: Vec<(ThreadId, ThreadTree)>,
+    /// Returned calls over all paths.
+    calls: u64,
+    problems: Vec<String>,
+    truncation: Option<Truncation>,
+}
+
+fn read(profile: &Profile<'_>) -> Read {
+    let pid = u32::try_from(profile.header.pid).unwrap_or(0);
+    let mut threads: Vec<(ThreadId, ThreadTree)> = Vec::new();
+    let mut thread_index: HashMap<ThreadId, usize> = HashMap::new();
+    let mut current = 0usize;
+    let mut calls = 0u64;
+    let mut problems = Vec::new();
+    let mut empty = 0u64;
+    let mut wrapped = 0u64;
+    let mut it = profile.entries();
+    for entry in it.by_ref() {
+        match entry {
+            ProfileEntry::Block(b) => {
+                let key = ThreadId { pid, tid: b.tid };
+                current = *thread_index.entry(key).or_insert_with(|| {
+                    threads.push((key, ThreadTree::default()));
+                    threads.len() - 1
+                });
+            }
+            ProfileEntry::Record(r) => {
+                if r.path.is_empty() {
+                    empty += 1;
+                    if empty == 1 {
+                        problems.push(format!(
+                            "record #{} at offset {:#x}: an empty call path (skipped)",
+                            r.index, r.offset
+                        ));
+                    }
+                    continue;
+                }
+                calls = calls.saturating_add(r.call_count);
+                // A time that wrapped below zero (the runtime's unwinding after an exception
+                // or longjmp) is no time at all.
+                let time = if r.cumulative_time >= WRAPPED {
+                    wrapped += 1;
+                    if wrapped == 1 {
+                        problems.push(format!(
+                            "record #{} at offset {:#x}: cumulative time {} wrapped below zero (frames left by an exception or longjmp; the runtime subtracts their time from their callers'): counted as 0",
+                            r.index, r.offset, r.cumulative_time
+                        ));
+                    }
+                    0
+                } else {
+                    r.cumulative_time
+                };
+                if let Some((_, t)) = threads.get_mut(current) {
+                    t.add(r.path.root_first(), r.call_count, time);
+                }
+            }
+            ProfileEntry::Problem(e) => problems.push(e.to_string()),
+        }
+    }
+    if empty > 1 {
+        problems.push(format!(
+            "{empty} records with an empty call path in all (skipped)"
+        ));
+    }
+    for (_, t) in &mut threads {
+        t.finish();
+    }
+    Read {
+        threads,
+        calls,
+        problems,
+        truncation: it.truncation().cloned(),
+    }
+}
+
+fn summary_of(r: &Read) -> FeedSummary {
+    FeedSummary {
+        calls: BuilderStats::default(),
+        threads: r.threads.len() as u32,
+        call_events: r.calls,
+        other_events: 0,
+        problems: r.problems.clone(),
+        truncation: r.truncation.clone(),
+    }
+}
+
+/// Runs `make`'s fold on every thread of `profile`: each path that has calls or time goes to
+/// [`Fold::call_path`] (raw ticks). `call_events` of the summary counts the returned calls. A
+/// fold that needs single calls (it refuses the paths) gets nothing, and a problem says so.
+pub fn fold<F: Fold>(profile: &Profile<'_>, make: impl Fn(ThreadId) -> F) -> Folded<ThreadId, F> {
+    let r = read(profile);
+    let mut summary = summary_of(&r);
+    let mut refused = 0u64;
+    let mut threads = Vec::with_capacity(r.threads.len());
+    for (key, tree) in &r.threads {
+        let mut f = make(*key);
+        tree.paths(|stack, n| {
+            let path = CallPath {
+                thread: 0,
+                stack,
+                calls: n.calls,
+                inclusive: n.inclusive,
+                exclusive: n.inclusive.saturating_sub(n.callees),
+            };
+            if !f.call_path(&path) {
+                refused += 1;
+            }
+        });
+        threads.push((*key, f, BuilderStats::default()));
+    }
+    if refused > 0 {
+        summary.problems.push(format!(
+            "{refused} call path(s) not used: this analysis needs single calls with times, which an XRay profiling-mode file does not have"
+        ));
+    }
+    Folded { threads, summary }
+}
+
+/// Feeds `profile` to `sink`: the process (the header's pid, named `name`), its threads in
+/// order of first appearance (`thread <tid>`), then each thread's call paths (callers before
+/// callees) in nanoseconds through `clock` (raw ticks when the clock is unknown). There are no
+/// calls, samples or instants, and the origin is 0.
+pub fn feed(
+    profile: &Profile<'_>,
+    functions: &FunctionTable,
+    clock: Clock,
+    name: &str,
+    sink: &mut dyn EventSink,
+) -> io::Result<FeedSummary> {
+    let r = read(profile);
+    let summary = summary_of(&r);
+    let pid = u32::try_from(profile.header.pid).unwrap_or(0);
+    sink.begin(&TraceInfo {
+        format: "xray-profile",
+        functions,
+        clock,
+        origin_ns: 0,
+        name,
+    })?;
+    sink.process(&ProcessInfo { pid, name })?;
+    for (i, (key, _)) in r.threads.iter().enumerate() {
+        sink.thread(&ThreadInfo {
+            index: i as u32,
+            pid: key.pid,
+            tid: key.tid,
+            name: &format!("thread {}", key.tid),
+        })?;
+    }
+    for (i, (_, tree)) in r.threads.iter().enumerate() {
+        let mut result = Ok(());
+        tree.paths(|stack, n| {
+            if result.is_err() {
+                return;
+            }
+            result = sink.call_path(&CallPath {
+                thread: i as u32,
+                stack,
+                calls: n.calls,
+                inclusive: clock.to_ns(n.inclusive),
+                exclusive: clock.to_ns(n.inclusive.saturating_sub(n.callees)),
+            });
+        });
+        result?;
+    }
+    sink.finish()?;
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::account::Accounting;
+    use crate::events::{Recorded, RecordedEvent};
+    use crate::stack::StackTree;
+    use profkit_xray::profile::write::{PathRecord, ProfileWriter};
+    use profkit_xray::profile::ProfileHeader;
+
+    /// main (1) → work (2) → leaf (3), work twice, plus a second root `main` (runtime: a new
+    /// root each time the stack is empty) and a second block of the same thread.
+    fn sample() -> Vec<u8> {
+        let mut w = ProfileWriter::new(&ProfileHeader {
+            pid: 77,
+            ..ProfileHeader::default()
+        });
+        w.block(
+            5,
+            &[
+                PathRecord::new(&[1], 1, 100),
+                PathRecord::new(&[1, 2], 2, 60),
+                PathRecord::new(&[1, 2, 3], 4, 20),
+                PathRecord::new(&[1], 1, 10),
+            ],
+        )
+        .unwrap();
+        w.block(6, &[PathRecord::new(&[2], 3, 9)]).unwrap();
+        w.block(5, &[PathRecord::new(&[1, 2, 3], 1, 5)]).unwrap();
+        w.finish()
+    }
+
+    #[test]
+    fn paths_add_up_and_exclusive_is_inclusive_less_callees() {
+        let bytes = sample();
+        let p = Profile::parse(&bytes).unwrap();
+        let folded = fold(&p, |_| StackTree::new());
+        assert_eq!(folded.summary.call_events, 1 + 2 + 4 + 1 + 3 + 1);
+        assert_eq!(folded.threads.len(), 2);
+        assert_eq!(folded.threads[0].0, ThreadId { pid: 77, tid: 5 });
+        let paths = folded.threads[0].1.paths();
+        let got: Vec<(Vec<u32>, u64, u64, u64)> = paths
+            .iter()
+            .map(|p| {
+                let ids = p.path.iter().map(|f| f.0).collect();
+                (ids, p.count, p.inclusive, p.exclusive)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (vec![1], 2, 110, 50),
+                (vec![1, 2], 2, 60, 35),
+                (vec![1, 2, 3], 5, 25, 25),
+            ]
+        );
+    }
+
+    #[test]
+    fn accounting_gets_counts_and_sums() {
+        let bytes = sample();
+        let p = Profile::parse(&bytes).unwrap();
+        let folded = fold(&p, |_| Accounting::new());
+        assert!(folded.summary.problems.is_empty());
+        let mut acc = folded.merged(Accounting::merge).unwrap();
+        let mut rows = acc.rows();
+        rows.sort_by_key(|r| r.func.0);
+        let got: Vec<(u32, u64, u64)> = rows.iter().map(|r| (r.func.0, r.count, r.sum)).collect();
+        assert_eq!(got, [(1, 2, 110), (2, 5, 69), (3, 5, 25)]);
+    }
+
+    #[test]
+    fn wrapped_times_count_as_zero_and_are_reported() {
+        let mut w = ProfileWriter::new(&ProfileHeader::default());
+        let wrapped = u64::MAX - 99;
+        w.block(
+            1,
+            &[
+                PathRecord::new(&[1], 1, wrapped),
+                PathRecord::new(&[1, 2], 1, 30),
+            ],
+        )
+        .unwrap();
+        let bytes = w.finish();
+        let p = Profile::parse(&bytes).unwrap();
+        let folded = fold(&p, |_| StackTree::new());
+        assert_eq!(folded.summary.problems.len(), 1);
+        assert!(folded.summary.problems[0].contains("wrapped below zero"));
+        let paths = folded.threads[0].1.paths();
+        assert_eq!((paths[0].inclusive, paths[0].exclusive), (0, 0));
+        assert_eq!((paths[1].inclusive, paths[1].exclusive), (30, 30));
+    }
+
+    #[test]
+    fn a_fold_that_needs_calls_gets_nothing_and_says_so() {
+        let bytes = sample();
+        let p = Profile::parse(&bytes).unwrap();
+        let folded = fold(&p, |_| ());
+        assert_eq!(folded.summary.problems.len(), 1);
+        assert!(folded.summary.problems[0].contains("needs single calls"));
+    }
+
+    #[test]
+    fn the_stream_declares_threads_then_paths_in_ns() {
+        let bytes = sample();
+        let p = Profile::parse(&bytes).unwrap();
+        let mut r = Recorded::default();
+        // 2 ticks per ns.
+        feed(
+            &p,
+            &FunctionTable::new(),
+            Clock::new(2_000_000_000),
+            "t",
+            &mut r,
+        )
+        .unwrap();
+        assert!(r.finished);
+        assert_eq!(r.format, "xray-profile");
+        let first = &r.events[..3];
+        assert!(matches!(&first[0], RecordedEvent::Process { pid: 77, .. }));
+        assert!(matches!(
+            &first[1],
+            RecordedEvent::Thread {
+                index: 0,
+                tid: 5,
+                ..
+            }
+        ));
+        assert!(matches!(
+            &first[2],
+            RecordedEvent::Thread {
+                index: 1,
+                tid: 6,
+                ..
+            }
+        ));
+        let paths: Vec<_> = r.events[3..].to_vec();
+        assert_eq!(
+            paths[0],
+            RecordedEvent::CallPath {
+                thread: 0,
+                stack: vec![FuncId(1)],
+                calls: 2,
+                inclusive: 55,
+                exclusive: 25
+            }
+        );
+        assert_eq!(paths.len(), 4);
+    }
+
+    #[test]
+    fn a_sink_without_call_paths_fails_loudly() {
+        struct Nothing;
+        impl EventSink for Nothing {
+            fn begin(&mut self, _: &TraceInfo<'_>) -> io::Result<()> {
+                Ok(())
+            }
+            fn finish(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let bytes = sample();
+        let p = Profile::parse(&bytes).unwrap();
+        let e = feed(&p, &FunctionTable::new(), Clock::new(0), "t", &mut Nothing).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported);
+    }
+}
