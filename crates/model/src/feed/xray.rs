@@ -405,6 +405,18 @@ fn note_problem(summary: &mut FeedSummary, p: &Error) {
     summary.problems.push(p.to_string());
 }
 
+/// Applies a fold's piece to its thread's replay, counting what is not a call in `summary`.
+fn apply_piece<F: Fold>(
+    replay: &mut crate::replay::ThreadReplay<F>,
+    piece: Piece<F::Part, Other<'_>>,
+    summary: &mut FeedSummary,
+) {
+    replay.apply(piece, |_, other| match other {
+        Other::Problem(e) => note_problem(summary, &e),
+        Other::Event(_) => summary.other_events += 1,
+    });
+}
+
 /// Runs `make`'s fold on every thread of `trace` (buffers on every core; see the module docs).
 pub fn fold<F>(
     trace: &Trace<'_>,
@@ -426,10 +438,7 @@ where
         summary.call_events += p.piece.calls;
         summary.other_events += p.other_events;
         if let Some(replay) = replays.get_mut(p.job.thread as usize) {
-            replay.apply(p.piece, |_, other| match other {
-                Other::Problem(e) => note_problem(&mut summary, &e),
-                Other::Event(_) => summary.other_events += 1,
-            });
+            apply_piece(replay, p.piece, &mut summary);
         }
         Ok(())
     });
@@ -524,10 +533,7 @@ where
                 });
                 summary.call_events += piece.calls;
                 if let Some(replay) = replays.get_mut(t) {
-                    replay.apply(piece, |_, other| match other {
-                        Other::Problem(e) => note_problem(&mut summary, &e),
-                        Other::Event(_) => summary.other_events += 1,
-                    });
+                    apply_piece(replay, piece, &mut summary);
                 }
             }
             for e in &c.problems {
