@@ -68,9 +68,16 @@ impl<S: EventSink> EventSink for Progress<S> {
         }
         self.inner.thread(t)
     }
-    fn enter(&mut self, thread: u32, func: FuncId, time: u64, depth: u32) -> std::io::Result<()> {
+    fn enter(
+        &mut self,
+        thread: u32,
+        func: FuncId,
+        time: u64,
+        depth: u32,
+        args: &[u64],
+    ) -> std::io::Result<()> {
         self.tick();
-        self.inner.enter(thread, func, time, depth)
+        self.inner.enter(thread, func, time, depth, args)
     }
     fn exit(&mut self, span: &Span) -> std::io::Result<()> {
         self.tick();

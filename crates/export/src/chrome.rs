@@ -56,12 +56,14 @@ pub fn sink(output: &Output, _options: &Options) -> io::Result<Box<dyn EventSink
 }
 
 /// An open call of a thread.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Open {
     func: FuncId,
     start: u64,
     /// Written as a `B` event (a callee started at the same nanosecond), so it ends with `E`.
     begun: bool,
+    /// The call's logged arguments (XRay), written on its `X` or `B` event.
+    args: Vec<u64>,
 }
 
 /// Writes Chrome Trace Event JSON into `W` as events arrive. See the [module docs](self).
@@ -183,6 +185,7 @@ impl<W: Write> ChromeWriter<W> {
             push_us(&mut self.buf, o.start);
             self.buf.push(b',');
             self.push_thread(thread);
+            push_call_args(&mut self.buf, &o.args);
             result = result.and(self.close());
         }
         *self.open_calls.get_or_insert_with(thread, Vec::new) = stack;
@@ -197,6 +200,23 @@ impl<W: Write> ChromeWriter<W> {
             ArgValue::F64(x) => push_f64(&mut self.buf, x),
             ArgValue::Bytes(b) => push_json_str(&mut self.buf, &bytes_text(b)),
         }
+    }
+}
+
+/// `,"args":{"arg0":…}` for a call with logged arguments; nothing for one without.
+fn push_call_args(buf: &mut Vec<u8>, args: &[u64]) {
+    for (i, &a) in args.iter().enumerate() {
+        buf.extend_from_slice(if i == 0 {
+            b",\"args\":{\"arg"
+        } else {
+            b",\"arg"
+        });
+        push_u64(buf, i as u64);
+        buf.extend_from_slice(b"\":");
+        push_u64(buf, a);
+    }
+    if !args.is_empty() {
+        buf.push(b'}');
     }
 }
 
@@ -258,7 +278,14 @@ impl<W: Write + Send> EventSink for ChromeWriter<W> {
         Ok(())
     }
 
-    fn enter(&mut self, thread: u32, func: FuncId, time: u64, depth: u32) -> io::Result<()> {
+    fn enter(
+        &mut self,
+        thread: u32,
+        func: FuncId,
+        time: u64,
+        depth: u32,
+        args: &[u64],
+    ) -> io::Result<()> {
         let stack = self.open_calls.get_or_insert_with(thread, Vec::new);
         stack.truncate(depth as usize);
         let caller_same_ns = stack.last().is_some_and(|o| o.start == time && !o.begun);
@@ -266,6 +293,7 @@ impl<W: Write + Send> EventSink for ChromeWriter<W> {
             func,
             start: time,
             begun: false,
+            args: args.to_vec(),
         });
         if caller_same_ns {
             self.begin_callers(thread, time)?;
@@ -276,7 +304,8 @@ impl<W: Write + Send> EventSink for ChromeWriter<W> {
     fn exit(&mut self, span: &Span) -> io::Result<()> {
         let stack = self.open_calls.get_or_insert_with(span.thread, Vec::new);
         stack.truncate(span.depth as usize + 1);
-        if let Some(o) = stack.pop().filter(|o| o.begun) {
+        let open = stack.pop();
+        if let Some(o) = open.as_ref().filter(|o| o.begun) {
             // Named like its `B`: some viewers (speedscope) match the pair by name.
             self.open();
             self.buf.extend_from_slice(b"\"name\":");
@@ -305,6 +334,9 @@ impl<W: Write + Send> EventSink for ChromeWriter<W> {
         push_us(&mut self.buf, span.end.saturating_sub(span.start));
         self.buf.push(b',');
         self.push_thread(span.thread);
+        if let Some(o) = &open {
+            push_call_args(&mut self.buf, &o.args);
+        }
         self.close()
     }
 

@@ -846,7 +846,14 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
         Ok(())
     }
 
-    fn enter(&mut self, thread: u32, func: FuncId, time: u64, _depth: u32) -> io::Result<()> {
+    fn enter(
+        &mut self,
+        thread: u32,
+        func: FuncId,
+        time: u64,
+        _depth: u32,
+        _args: &[u64],
+    ) -> io::Result<()> {
         let th = self.traced_thread(thread)?;
         self.advance(thread, th, time)?;
         let frame = self.frame(thread, th, func, false)?;

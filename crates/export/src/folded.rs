@@ -176,8 +176,15 @@ impl<W: Write + Send> EventSink for FoldedWriter<W> {
     fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
         self.stacks.function(id, info)
     }
-    fn enter(&mut self, thread: u32, func: FuncId, time: u64, depth: u32) -> io::Result<()> {
-        self.stacks.enter(thread, func, time, depth)
+    fn enter(
+        &mut self,
+        thread: u32,
+        func: FuncId,
+        time: u64,
+        depth: u32,
+        args: &[u64],
+    ) -> io::Result<()> {
+        self.stacks.enter(thread, func, time, depth, args)
     }
     fn exit(&mut self, span: &Span) -> io::Result<()> {
         self.stacks.exit(span)

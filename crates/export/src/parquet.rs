@@ -14,7 +14,7 @@
 //!
 //! | table | columns |
 //! |---|---|
-//! | `spans` | `source`, `process` (pid), `thread` (tid), `function_id`, `function`, `start_ns`, `end_ns`, `depth` (INT32, 0 = outermost), `self_ns` |
+//! | `spans` | `source`, `process` (pid), `thread` (tid), `function_id`, `function`, `start_ns`, `end_ns`, `depth` (INT32, 0 = outermost), `self_ns`, `args`? (LIST of INT64: the call's logged arguments, XRay; null when none were logged) |
 //! | `events` | `source`, `process`, `thread`, `time_ns`, `category`, `name`, `args` (JSON object text) |
 //! | `functions` | `source`, `id`, `name`, `file`?, `line`?, `module`?, `address`? |
 //! | `code` | `source`, `pid`, `address`, `size`, `load_ns`, `unload_ns`?, `name` |
@@ -71,6 +71,11 @@ const SPANS: &str = "message spans {
   required int64 end_ns;
   required int32 depth;
   required int64 self_ns;
+  optional group args (LIST) {
+    repeated group list {
+      required int64 element;
+    }
+  }
 }";
 
 const EVENTS: &str = "message events {
@@ -195,6 +200,13 @@ enum Col {
         vals: Vec<ByteArray>,
         defs: Option<Vec<i16>>,
     },
+    /// An optional list of INT64 (three-level LIST: null = definition level 0, an element =
+    /// level 2; repetition level 1 continues the row's list).
+    I64List {
+        vals: Vec<i64>,
+        defs: Vec<i16>,
+        reps: Vec<i16>,
+    },
 }
 
 impl Col {
@@ -212,6 +224,11 @@ impl Col {
                 if let Some(d) = defs {
                     d.clear();
                 }
+            }
+            Col::I64List { vals, defs, reps } => {
+                vals.clear();
+                defs.clear();
+                reps.clear();
             }
         }
     }
@@ -239,6 +256,13 @@ impl Table {
             .get_fields()
             .iter()
             .map(|f| {
+                if f.is_group() {
+                    return Col::I64List {
+                        vals: Vec::new(),
+                        defs: Vec::new(),
+                        reps: Vec::new(),
+                    };
+                }
                 let optional = f.is_optional();
                 let defs = optional.then(Vec::new);
                 match f.get_physical_type() {
@@ -306,6 +330,29 @@ impl Table {
         }
     }
 
+    /// A list of INT64 (`None` = null).
+    fn opt_i64_list(&mut self, col: usize, v: Option<&[u64]>) {
+        if let Some(Col::I64List { vals, defs, reps }) = self.cols.get_mut(col) {
+            match v {
+                None => {
+                    defs.push(0);
+                    reps.push(0);
+                }
+                Some([]) => {
+                    defs.push(1);
+                    reps.push(0);
+                }
+                Some(list) => {
+                    for (i, &x) in list.iter().enumerate() {
+                        vals.push(x as i64);
+                        defs.push(2);
+                        reps.push(i16::from(i > 0));
+                    }
+                }
+            }
+        }
+    }
+
     /// Ends a row; writes a row group when the buffers are full.
     fn end_row(&mut self) -> io::Result<()> {
         self.rows += 1;
@@ -331,6 +378,9 @@ impl Table {
             match (cw.untyped(), &*col) {
                 (ColumnWriter::Int64ColumnWriter(w), Col::I64 { vals, defs }) => {
                     w.write_batch(vals, defs.as_deref(), None).map_err(perr)?;
+                }
+                (ColumnWriter::Int64ColumnWriter(w), Col::I64List { vals, defs, reps }) => {
+                    w.write_batch(vals, Some(defs), Some(reps)).map_err(perr)?;
                 }
                 (ColumnWriter::Int32ColumnWriter(w), Col::I32(vals)) => {
                     w.write_batch(vals, None, None).map_err(perr)?;
@@ -395,8 +445,8 @@ pub struct ParquetSink {
     threads: HashMap<u32, ThreadIds>,
     code: Vec<CodeRow>,
     live: HashMap<(u32, u64), usize>,
-    /// Per thread, the callees' total duration of each open call.
-    open: HashMap<u32, Vec<u64>>,
+    /// Per thread, the callees' total duration and the logged arguments of each open call.
+    open: HashMap<u32, Vec<(u64, Vec<u64>)>>,
 }
 
 impl ParquetSink {
@@ -580,8 +630,18 @@ impl EventSink for ParquetSink {
         Ok(())
     }
 
-    fn enter(&mut self, thread: u32, _func: FuncId, _time: u64, _depth: u32) -> io::Result<()> {
-        self.open.entry(thread).or_default().push(0);
+    fn enter(
+        &mut self,
+        thread: u32,
+        _func: FuncId,
+        _time: u64,
+        _depth: u32,
+        args: &[u64],
+    ) -> io::Result<()> {
+        self.open
+            .entry(thread)
+            .or_default()
+            .push((0, args.to_vec()));
         Ok(())
     }
 
@@ -589,11 +649,11 @@ impl EventSink for ParquetSink {
         // Self time from the spans themselves: the duration minus the callees' durations.
         let duration = span.duration();
         let stack = self.open.entry(span.thread).or_default();
-        let self_ns = match stack.pop() {
-            Some(callees) => duration.saturating_sub(callees),
-            None => span.self_time,
+        let (self_ns, args) = match stack.pop() {
+            Some((callees, args)) => (duration.saturating_sub(callees), args),
+            None => (span.self_time, Vec::new()),
         };
-        if let Some(parent) = stack.last_mut() {
+        if let Some((parent, _)) = stack.last_mut() {
             *parent = parent.saturating_add(duration);
         }
         let ids = self.ids(span.thread);
@@ -608,6 +668,7 @@ impl EventSink for ParquetSink {
         t.i64(6, span.end as i64);
         t.i32(7, i32::try_from(span.depth).unwrap_or(i32::MAX));
         t.i64(8, self_ns as i64);
+        t.opt_i64_list(9, (!args.is_empty()).then_some(&args[..]));
         t.end_row()
     }
 

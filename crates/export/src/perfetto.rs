@@ -386,10 +386,17 @@ impl<W: Write + Send> EventSink for PerfettoWriter<W> {
         self.ensure_thread(t.index, Some(t))
     }
 
-    fn enter(&mut self, thread: u32, func: FuncId, time: u64, _depth: u32) -> io::Result<()> {
+    fn enter(
+        &mut self,
+        thread: u32,
+        func: FuncId,
+        time: u64,
+        _depth: u32,
+        args: &[u64],
+    ) -> io::Result<()> {
         self.ensure_thread(thread, None)?;
         match self.func_iid.get(func.0) {
-            Some(&iid) if !self.first => {
+            Some(&iid) if !self.first && args.is_empty() => {
                 self.slice_packet(field::TYPE_SLICE_BEGIN, uuid::thread(thread), time, iid)
             }
             _ => {
@@ -400,6 +407,14 @@ impl<W: Write + Send> EventSink for PerfettoWriter<W> {
                 self.inner
                     .uint64(field::TE_TRACK_UUID, uuid::thread(thread));
                 self.inner.uint64(field::TE_NAME_IID, iid);
+                let mut name = String::from("arg");
+                for (i, &a) in args.iter().enumerate() {
+                    name.truncate(3);
+                    name.push_str(itoa::Buffer::new().format(i));
+                    annotation(&mut self.inner, &name, |v| {
+                        v.uint64(field::DA_UINT_VALUE, a)
+                    });
+                }
                 self.track_event_packet(time)
             }
         }

@@ -379,7 +379,14 @@ impl<W: Write + Send> EventSink for PprofSink<W> {
         Ok(())
     }
 
-    fn enter(&mut self, thread: u32, func: FuncId, time: u64, _depth: u32) -> io::Result<()> {
+    fn enter(
+        &mut self,
+        thread: u32,
+        func: FuncId,
+        time: u64,
+        _depth: u32,
+        _args: &[u64],
+    ) -> io::Result<()> {
         self.traced = true;
         self.last_time = self.last_time.max(time);
         let root = self.root(thread);

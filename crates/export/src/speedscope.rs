@@ -360,7 +360,14 @@ impl<W: Write + Send> EventSink for SpeedscopeWriter<W> {
         Ok(())
     }
 
-    fn enter(&mut self, thread: u32, func: FuncId, time: u64, _depth: u32) -> io::Result<()> {
+    fn enter(
+        &mut self,
+        thread: u32,
+        func: FuncId,
+        time: u64,
+        _depth: u32,
+        _args: &[u64],
+    ) -> io::Result<()> {
         let frame = self.frame(func);
         let t = self.thread_mut(thread);
         t.push_event(frame, false, time);

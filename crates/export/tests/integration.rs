@@ -5,6 +5,8 @@
     clippy::panic,
     clippy::indexing_slicing
 )]
+#[path = "integration/call_args.rs"]
+mod call_args;
 #[path = "integration/chrome.rs"]
 mod chrome;
 #[path = "integration/firefox.rs"]

@@ -230,8 +230,16 @@ pub trait EventSink {
     fn function(&mut self, _id: FuncId, _info: &FuncInfo) -> io::Result<()> {
         Ok(())
     }
-    /// `func` was entered on `thread` at `time`, at `depth` (0 = outermost).
-    fn enter(&mut self, _thread: u32, _func: FuncId, _time: u64, _depth: u32) -> io::Result<()> {
+    /// `func` was entered on `thread` at `time`, at `depth` (0 = outermost), with the
+    /// arguments the format logged for this call (XRay's `xray_log_args`; usually empty).
+    fn enter(
+        &mut self,
+        _thread: u32,
+        _func: FuncId,
+        _time: u64,
+        _depth: u32,
+        _args: &[u64],
+    ) -> io::Result<()> {
         Ok(())
     }
     /// The innermost open call of `span.thread` returned; `span` holds its start, end, depth
@@ -289,8 +297,15 @@ macro_rules! forward_sink {
             fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
                 (**self).function(id, info)
             }
-            fn enter(&mut self, thread: u32, func: FuncId, time: u64, depth: u32) -> io::Result<()> {
-                (**self).enter(thread, func, time, depth)
+            fn enter(
+                &mut self,
+                thread: u32,
+                func: FuncId,
+                time: u64,
+                depth: u32,
+                args: &[u64],
+            ) -> io::Result<()> {
+                (**self).enter(thread, func, time, depth, args)
             }
             fn exit(&mut self, span: &Span) -> io::Result<()> {
                 (**self).exit(span)
@@ -365,6 +380,8 @@ pub enum RecordedEvent {
         time: u64,
         /// Depth.
         depth: u32,
+        /// Logged arguments.
+        args: Vec<u64>,
     },
     /// [`EventSink::exit`].
     Exit(Span),
@@ -480,12 +497,20 @@ impl EventSink for Recorded {
         });
         Ok(())
     }
-    fn enter(&mut self, thread: u32, func: FuncId, time: u64, depth: u32) -> io::Result<()> {
+    fn enter(
+        &mut self,
+        thread: u32,
+        func: FuncId,
+        time: u64,
+        depth: u32,
+        args: &[u64],
+    ) -> io::Result<()> {
         self.events.push(RecordedEvent::Enter {
             thread,
             func,
             time,
             depth,
+            args: args.to_vec(),
         });
         Ok(())
     }

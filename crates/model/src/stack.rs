@@ -504,7 +504,14 @@ impl EventSink for StackSink {
         Ok(())
     }
 
-    fn enter(&mut self, thread: u32, func: FuncId, _time: u64, depth: u32) -> io::Result<()> {
+    fn enter(
+        &mut self,
+        thread: u32,
+        func: FuncId,
+        _time: u64,
+        depth: u32,
+        _args: &[u64],
+    ) -> io::Result<()> {
         let mut stack = std::mem::take(self.stack(thread));
         // Trust the driver's depth if the stack disagrees (it never should).
         stack.truncate(depth as usize);

@@ -63,15 +63,15 @@ fn check_basic_chunks(trace: &Trace<'_>, decoded: &crate::Decoded<'_>) {
                     &trace.header,
                     c,
                     *key,
-                    |k, f, tsc| {
-                        calls.push((k, f, tsc));
+                    |k, f, tsc, args| {
+                        calls.push((k, f, tsc, args.to_vec()));
                     },
                 );
             }
             let want: Vec<_> = decoded.threads[t]
                 .events
                 .iter()
-                .map(|e| (e.kind, e.func_id, e.tsc))
+                .map(|e| (e.kind, e.func_id, e.tsc, e.args.to_vec()))
                 .collect();
             assert_eq!(calls, want);
         }

@@ -1088,3 +1088,58 @@ fn profile_of_exceptions_reports_wrapped_times_and_counts_them_as_zero() {
         assert!(v < 1 << 62, "{l}");
     }
 }
+
+/// (tid, arguments) of every call that logged arguments, sorted.
+fn logged_args_of_yaml(yaml: &str) -> Vec<(u64, Vec<u64>)> {
+    let field = |line: &str, key: &str| -> Option<String> {
+        let at = line.find(key)? + key.len();
+        let rest = line[at..].trim_start();
+        Some(rest.split([',', '}']).next()?.trim().to_string())
+    };
+    let mut out: Vec<(u64, Vec<u64>)> = yaml
+        .lines()
+        .filter(|l| l.contains("function-enter-arg"))
+        .map(|l| {
+            let tid = field(l, "thread:").unwrap().parse().unwrap();
+            let at = l.find("args:").unwrap();
+            let list = &l[at..];
+            let inner = &list[list.find('[').unwrap() + 1..list.find(']').unwrap()];
+            let args = inner
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(|s| s.trim().parse().unwrap())
+                .collect();
+            (tid, args)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn convert_shows_logged_arguments_as_llvm_xray_decodes_them() {
+    for file in ["demo-fdr.xray", "demo-basic.xray"] {
+        let Some(yaml) = llvm(&["convert", "-f", "yaml", file]) else {
+            return;
+        };
+        let want = logged_args_of_yaml(&yaml);
+        assert!(!want.is_empty(), "{file}: llvm-xray sees no arguments");
+        let json = ok(&["convert", file, "-m", "demo", "-f", "chrome", "-o", "-"]);
+        let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let mut got: Vec<(u64, Vec<u64>)> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| {
+                let args = e.get("args").filter(|_| e["ph"] == "X" || e["ph"] == "B")?;
+                let args = args.as_object()?;
+                let list = (0..args.len())
+                    .map(|i| args[&format!("arg{i}")].as_u64().unwrap())
+                    .collect();
+                Some((e["tid"].as_u64()?, list))
+            })
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "{file}");
+    }
+}

@@ -313,7 +313,7 @@ fn small_profile(
     for (time, enter, i) in evs {
         let (func, start, end, depth, self_time) = spans[i];
         if enter {
-            s.enter(0, FuncId(func), time, depth).unwrap();
+            s.enter(0, FuncId(func), time, depth, &[]).unwrap();
         } else {
             s.exit(&Span {
                 func: FuncId(func),

@@ -325,7 +325,7 @@ pub fn feed(sink: &mut dyn EventSink) -> io::Result<()> {
         evs.sort_by_key(|e| e.0);
         for (time, e) in evs {
             match e {
-                Ev::Enter(func, depth) => sink.enter(thread, FuncId(func), time, depth)?,
+                Ev::Enter(func, depth) => sink.enter(thread, FuncId(func), time, depth, &[])?,
                 Ev::Exit(span) => sink.exit(&span)?,
                 Ev::Instant(n) => sink.instant(&instants[n])?,
                 Ev::Sample(n) => {

@@ -46,7 +46,8 @@ enum Event {
     Process(u32, String),
     Thread(u32, u32, u64, String),
     Function(FuncId, FuncInfo),
-    Enter(u32, FuncId, u64, u32),
+    /// Thread, function, time, depth; the arguments are `args[args.0..args.1]` of its batch.
+    Enter(u32, FuncId, u64, u32, (usize, usize)),
     Exit(Span),
     Instant {
         thread: u32,
@@ -91,6 +92,8 @@ struct Batch {
     events: Vec<Event>,
     stacks: Vec<FuncId>,
     lines: Vec<u32>,
+    /// The arguments of its enters.
+    args: Vec<u64>,
 }
 
 impl Batch {
@@ -174,10 +177,11 @@ impl<S: EventSink + Send + 'static> Threaded<S> {
 fn run<S: EventSink>(mut inner: S, rx: Receiver<Batch>, spent: Sender<Batch>) -> io::Result<S> {
     for mut batch in rx {
         for e in batch.events.drain(..) {
-            deliver(&mut inner, e, &batch.stacks, &batch.lines)?;
+            deliver(&mut inner, e, &batch.stacks, &batch.lines, &batch.args)?;
         }
         batch.stacks.clear();
         batch.lines.clear();
+        batch.args.clear();
         // The driver may have ended: then the batch is simply dropped.
         let _ = spent.send(batch);
     }
@@ -189,6 +193,7 @@ fn deliver<S: EventSink>(
     e: Event,
     stacks: &[FuncId],
     all_lines: &[u32],
+    all_args: &[u64],
 ) -> io::Result<()> {
     match e {
         Event::Begin {
@@ -212,7 +217,13 @@ fn deliver<S: EventSink>(
             name: &name,
         }),
         Event::Function(id, info) => inner.function(id, &info),
-        Event::Enter(thread, func, time, depth) => inner.enter(thread, func, time, depth),
+        Event::Enter(thread, func, time, depth, args) => inner.enter(
+            thread,
+            func,
+            time,
+            depth,
+            all_args.get(args.0..args.1).unwrap_or_default(),
+        ),
         Event::Exit(span) => inner.exit(&span),
         Event::Instant {
             thread,
@@ -321,8 +332,18 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
     fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
         self.push(Event::Function(id, info.clone()))
     }
-    fn enter(&mut self, thread: u32, func: FuncId, time: u64, depth: u32) -> io::Result<()> {
-        self.push(Event::Enter(thread, func, time, depth))
+    fn enter(
+        &mut self,
+        thread: u32,
+        func: FuncId,
+        time: u64,
+        depth: u32,
+        args: &[u64],
+    ) -> io::Result<()> {
+        let b = &mut self.batch;
+        let at = (b.args.len(), b.args.len() + args.len());
+        b.args.extend_from_slice(args);
+        self.push(Event::Enter(thread, func, time, depth, at))
     }
     fn exit(&mut self, span: &Span) -> io::Result<()> {
         self.push(Event::Exit(*span))

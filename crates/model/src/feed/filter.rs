@@ -28,13 +28,15 @@ impl Selection {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct OpenCall {
     func: FuncId,
     time: u64,
     emitted: bool,
     /// Clipped time of the callees passed on so far.
     child: u64,
+    /// Its logged arguments, kept until it is passed on.
+    args: Vec<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -93,8 +95,9 @@ impl<S: EventSink> Filter<S> {
         for (depth, c) in t.open.iter_mut().enumerate() {
             if !c.emitted {
                 c.emitted = true;
+                let args = std::mem::take(&mut c.args);
                 self.inner
-                    .enter(thread, c.func, c.time.max(from), depth as u32)?;
+                    .enter(thread, c.func, c.time.max(from), depth as u32, &args)?;
             }
         }
         Ok(())
@@ -130,7 +133,14 @@ impl<S: EventSink> EventSink for Filter<S> {
             Ok(())
         }
     }
-    fn enter(&mut self, thread: u32, func: FuncId, time: u64, _depth: u32) -> io::Result<()> {
+    fn enter(
+        &mut self,
+        thread: u32,
+        func: FuncId,
+        time: u64,
+        _depth: u32,
+        args: &[u64],
+    ) -> io::Result<()> {
         if !self.kept(thread) {
             return Ok(());
         }
@@ -147,10 +157,11 @@ impl<S: EventSink> EventSink for Filter<S> {
             time,
             emitted: inside,
             child: 0,
+            args: if inside { Vec::new() } else { args.to_vec() },
         });
         t.held += usize::from(!inside);
         if inside {
-            self.inner.enter(thread, func, time, depth)?;
+            self.inner.enter(thread, func, time, depth, args)?;
         }
         Ok(())
     }
@@ -257,8 +268,8 @@ mod tests {
             })
             .unwrap();
             // a(0..100) { b(10..20) c(50..150?) } — c ends at 90
-            f.enter(index, FuncId(1), 0, 0).unwrap();
-            f.enter(index, FuncId(2), 10, 1).unwrap();
+            f.enter(index, FuncId(1), 0, 0, &[]).unwrap();
+            f.enter(index, FuncId(2), 10, 1, &[]).unwrap();
             let sp = |func, start, end, depth, self_time| Span {
                 func: FuncId(func),
                 thread: index,
@@ -268,7 +279,7 @@ mod tests {
                 self_time,
             };
             f.exit(&sp(2, 10, 20, 1, 10)).unwrap();
-            f.enter(index, FuncId(3), 50, 1).unwrap();
+            f.enter(index, FuncId(3), 50, 1, &[]).unwrap();
             f.exit(&sp(3, 50, 90, 1, 40)).unwrap();
             f.exit(&sp(1, 0, 100, 0, 50)).unwrap();
         }

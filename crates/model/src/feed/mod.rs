@@ -169,6 +169,8 @@ pub(crate) struct Forward<'c, 's> {
     pub(crate) thread: u32,
     pub(crate) to_ns: ToNs,
     pub(crate) error: Option<io::Error>,
+    /// The arguments of the call the next enter opens ([`Forward::args_of_next`]).
+    pub(crate) next_args: Vec<u64>,
 }
 
 impl Forward<'_, '_> {
@@ -186,6 +188,13 @@ impl Forward<'_, '_> {
         }
     }
 
+    /// Sets the arguments of the call the next enter opens (a driver calls it just before it
+    /// replays that call).
+    pub(crate) fn args_of_next(&mut self, args: impl Iterator<Item = u64>) {
+        self.next_args.clear();
+        self.next_args.extend(args);
+    }
+
     pub(crate) fn result(&mut self) -> io::Result<()> {
         match self.error.take() {
             Some(e) => Err(e),
@@ -197,7 +206,10 @@ impl Forward<'_, '_> {
 impl SpanSink for Forward<'_, '_> {
     fn enter(&mut self, func: FuncId, time: u64, depth: u32) {
         let (thread, t) = (self.thread, self.to_ns.ns(time));
-        self.with(|s| s.enter(thread, func, t, depth));
+        let args = std::mem::take(&mut self.next_args);
+        self.with(|s| s.enter(thread, func, t, depth, &args));
+        self.next_args = args;
+        self.next_args.clear();
     }
     fn span(&mut self, span: &Span) {
         let start = self.to_ns.ns(span.start);
@@ -305,6 +317,7 @@ impl<'c, 's> Timeline<'c, 's> {
                 thread: index,
                 to_ns: self.to_ns,
                 error: None,
+                next_args: Vec::new(),
             };
             *slot = Some(ThreadReplay::new(index, self.policy, fwd, true));
         }

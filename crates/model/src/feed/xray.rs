@@ -16,8 +16,8 @@ use std::io;
 use std::ops::ControlFlow;
 
 use profkit_xray::{
-    BasicLayout, BufferItem, ChunkItem, Error, Event, EventKind, FileHeader, InstrMap, Symbolizer,
-    ThreadKey, ThreadState, Trace, TraceType, CHUNK_RECORDS,
+    Args, BasicLayout, BufferItem, ChunkItem, Error, Event, EventKind, FileHeader, InstrMap,
+    Symbolizer, ThreadKey, ThreadState, Trace, TraceType, CHUNK_RECORDS,
 };
 
 use super::{fold_replays, FeedSummary, FoldOptions, Folded, Timeline, ToNs};
@@ -96,6 +96,8 @@ pub fn add_object(
 enum Other<'a> {
     Event(Event<'a>),
     Problem(Error),
+    /// The arguments of the call that follows (streams only).
+    Args(Args<'a>),
 }
 
 /// A job: one FDR buffer, or one thread's records in one chunk of a basic log.
@@ -228,8 +230,11 @@ impl<'t, 'a> Plan<'t, 'a> {
                     &self.trace.header,
                     c,
                     key,
-                    |k, f, tsc| {
+                    |k, f, tsc, args| {
                         if let Some(k) = call_kind(k) {
+                            if chunk > 0 && !args.is_empty() {
+                                pb.other(Other::Args(args));
+                            }
                             pb.call(k, FuncId(f), tsc);
                         }
                         if chunk > 0 && pb.len() >= chunk {
@@ -254,6 +259,9 @@ impl<'t, 'a> Plan<'t, 'a> {
             return;
         }
         let mut it = self.trace.buffer_events(job.buffer, state);
+        if self.mode == Mode::Ordered {
+            it = it.keep_args();
+        }
         if probe && !job.first {
             // Does the buffer use the TSC before setting it? Then its times depend on the
             // previous buffer's state, which only the stitcher knows.
@@ -293,6 +301,11 @@ impl<'t, 'a> Plan<'t, 'a> {
                 }
             });
             match item {
+                Some(BufferItem::Event(ev)) if ev.kind == EventKind::EnterArg => {
+                    // Only in streams (`keep_args`): the call, after its arguments.
+                    pb.other(Other::Args(ev.args));
+                    pb.call(CallKind::Enter, FuncId(ev.func_id), ev.tsc);
+                }
                 Some(BufferItem::Event(ev)) => {
                     other_events += 1;
                     if self.mode == Mode::Ordered {
@@ -414,6 +427,7 @@ fn apply_piece<F: Fold>(
     replay.apply(piece, |_, other| match other {
         Other::Problem(e) => note_problem(summary, &e),
         Other::Event(_) => summary.other_events += 1,
+        Other::Args(_) => {}
     });
 }
 
@@ -494,6 +508,7 @@ where
                     kind,
                     func_id,
                     tsc,
+                    ..
                 } => {
                     if builders.get(last).is_none_or(|(k, _)| *k != key) {
                         last = match builders.iter().position(|(k, _)| *k == key) {
@@ -628,6 +643,7 @@ pub fn feed(
             })?;
             replay.apply(p.piece, |r, other| match other {
                 Other::Problem(e) => problems.push(e),
+                Other::Args(args) => r.fold().args_of_next(args.iter()),
                 Other::Event(ev) => {
                     let time = to_ns.ns(r.time(ev.tsc));
                     let thread = t;

@@ -35,6 +35,7 @@ fn check_stream(r: &Recorded) -> (usize, usize, usize, usize, usize) {
                 func,
                 time,
                 depth,
+                ..
             } => {
                 assert!(declared.contains(thread));
                 let st = open.entry(*thread).or_default();

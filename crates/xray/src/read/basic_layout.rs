@@ -12,7 +12,7 @@
 use crate::error::{Error, Truncation};
 use crate::raw::{bytes_at, field, BasicRecordType, FunctionKind, BASIC_RECORD_SIZE, HEADER_SIZE};
 use crate::read::basic::basic_truncation;
-use crate::read::events::{EventKind, ThreadKey};
+use crate::read::events::{Args, EventKind, ThreadKey};
 use crate::read::header::FileHeader;
 
 /// Records at which a chunk is cut by default (2 MiB).
@@ -48,7 +48,7 @@ pub struct BasicLayout {
 
 /// One record of a chunk, as [`BasicLayout::visit_chunk`] hands it on.
 #[derive(Clone, Debug)]
-pub enum ChunkItem {
+pub enum ChunkItem<'a> {
     /// A function record of a valid kind (with arg payloads of its own: [`EventKind::EnterArg`]).
     Call {
         /// Its thread.
@@ -59,6 +59,8 @@ pub enum ChunkItem {
         func_id: u32,
         /// Absolute TSC.
         tsc: u64,
+        /// The arguments of the arg payloads that follow it.
+        args: Args<'a>,
     },
     /// A record that is not a valid function record or a payload of the one before it.
     Problem(Error),
@@ -146,12 +148,12 @@ impl BasicLayout {
     /// [`BasicLayout::chunk_bounds`]) in file order: valid function records as calls, the
     /// rest as problems with their offset and record index. Arg payloads of the function
     /// record before them are not handed on.
-    pub fn visit_chunk(
-        data: &[u8],
+    pub fn visit_chunk<'a>(
+        data: &'a [u8],
         header: &FileHeader,
         start: usize,
         end: usize,
-        mut f: impl FnMut(ChunkItem),
+        mut f: impl FnMut(ChunkItem<'a>),
     ) {
         let e = header.endian;
         let v3 = header.version >= 3;
@@ -162,7 +164,17 @@ impl BasicLayout {
         let (records, _) = bytes.as_chunks::<BASIC_RECORD_SIZE>();
         // The function record the next arg payloads must match.
         let mut prev: Option<(u32, ThreadKey)> = None;
-        let mut pending: Option<ChunkItem> = None;
+        let mut pending: Option<ChunkItem<'a>> = None;
+        // The byte range of the pending record's arg payloads.
+        let mut args_at = (0usize, 0usize);
+        let with_args = |item: Option<ChunkItem<'a>>, (a, b): (usize, usize)| {
+            item.map(|mut item| {
+                if let ChunkItem::Call { args, .. } = &mut item {
+                    *args = Args::basic(data.get(a..b).unwrap_or_default(), e);
+                }
+                item
+            })
+        };
         for (i, rec) in records.iter().enumerate() {
             let pos = start + i * BASIC_RECORD_SIZE;
             let index = ((pos - HEADER_SIZE) / BASIC_RECORD_SIZE) as u64;
@@ -176,6 +188,10 @@ impl BasicLayout {
                     if let Some(ChunkItem::Call { kind, .. }) = &mut pending {
                         *kind = EventKind::EnterArg;
                     }
+                    if args_at.1 != pos {
+                        args_at.0 = pos;
+                    }
+                    args_at.1 = pos + BASIC_RECORD_SIZE;
                 } else {
                     prev = None;
                     f(ChunkItem::Problem(
@@ -189,7 +205,7 @@ impl BasicLayout {
                 }
                 continue;
             }
-            if let Some(item) = pending.take() {
+            if let Some(item) = with_args(pending.take(), args_at) {
                 f(item);
             }
             prev = None;
@@ -227,21 +243,23 @@ impl BasicLayout {
                 kind,
                 func_id,
                 tsc: e.u64(field(rec, 8)),
+                args: Args::default(),
             });
+            args_at = (0, 0);
         }
-        if let Some(item) = pending.take() {
+        if let Some(item) = with_args(pending.take(), args_at) {
             f(item);
         }
     }
 
-    /// Hands `f` the kind, function id and TSC of every valid function record of thread `key`
-    /// in `chunk`, in file order.
-    pub fn visit_calls(
-        data: &[u8],
+    /// Hands `f` the kind, function id, TSC and arguments of every valid function record of
+    /// thread `key` in `chunk`, in file order.
+    pub fn visit_calls<'a>(
+        data: &'a [u8],
         header: &FileHeader,
         chunk: &BasicChunk,
         key: ThreadKey,
-        mut f: impl FnMut(EventKind, u32, u64),
+        mut f: impl FnMut(EventKind, u32, u64, Args<'a>),
     ) {
         Self::visit_chunk(data, header, chunk.start, chunk.end, |item| {
             if let ChunkItem::Call {
@@ -249,10 +267,11 @@ impl BasicLayout {
                 kind,
                 func_id,
                 tsc,
+                args,
             } = item
             {
                 if k == key {
-                    f(kind, func_id, tsc);
+                    f(kind, func_id, tsc, args);
                 }
             }
         });

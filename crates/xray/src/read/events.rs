@@ -74,6 +74,16 @@ pub struct Args<'a> {
 }
 
 impl<'a> Args<'a> {
+    /// The arguments of the basic-mode arg-payload records in `bytes` (whole records).
+    pub(crate) fn basic(bytes: &'a [u8], endian: Endian) -> Self {
+        Args {
+            bytes,
+            stride: BASIC_RECORD_SIZE,
+            at: 16,
+            endian,
+        }
+    }
+
     /// Number of arguments.
     pub fn len(&self) -> usize {
         self.bytes.len().checked_div(self.stride).unwrap_or(0)
@@ -323,6 +333,7 @@ impl<'a> Trace<'a> {
             stop,
             done: false,
             used_unknown_tsc: false,
+            keep_args: false,
         }
     }
 
@@ -532,9 +543,18 @@ pub struct BufferEvents<'a> {
     stop: Option<Error>,
     done: bool,
     used_unknown_tsc: bool,
+    keep_args: bool,
 }
 
 impl BufferEvents<'_> {
+    /// Makes [`BufferEvents::visit_calls`] return a function record that has arguments as a
+    /// [`BufferItem::Event`] (with its [`Event::args`]) instead of handing it to its closure:
+    /// for outputs that show arguments. Records without arguments still take the fast path.
+    pub fn keep_args(mut self) -> Self {
+        self.keep_args = true;
+        self
+    }
+
     /// The thread state after the events yielded so far.
     pub fn state(&self) -> ThreadState {
         self.state
@@ -574,7 +594,8 @@ pub struct CallRecord {
 pub enum BufferItem<'a> {
     /// A function record (the bulk of a trace).
     Call(CallRecord),
-    /// Any other event (custom or typed).
+    /// Any other event (custom or typed) — and, after [`BufferEvents::keep_args`], a function
+    /// record with arguments ([`EventKind::EnterArg`]).
     Event(Event<'a>),
     /// A problem (decoding goes on unless the record could not be sized).
     Problem(Error),
@@ -638,6 +659,9 @@ impl<'a> BufferEvents<'a> {
                 Some(c) => c,
                 None => match self.next()? {
                     Err(e) => return Some(BufferItem::Problem(e)),
+                    Ok(ev) if self.keep_args && !ev.args.is_empty() => {
+                        return Some(BufferItem::Event(ev))
+                    }
                     Ok(ev) => match BufferItem::from(ev) {
                         BufferItem::Call(c) => c,
                         item => return Some(item),
@@ -969,12 +993,7 @@ fn decode_basic<'a>(data: &'a [u8], header: &FileHeader) -> Decoded<'a> {
                     }
                 }
                 let key = ThreadKey { pid, tid };
-                let args = Args {
-                    bytes: data.get(args_start..pos).unwrap_or_default(),
-                    stride: BASIC_RECORD_SIZE,
-                    at: 16,
-                    endian: e,
-                };
+                let args = Args::basic(data.get(args_start..pos).unwrap_or_default(), e);
                 let ev = Event {
                     offset: offset as u64,
                     tid,

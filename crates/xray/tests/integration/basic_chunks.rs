@@ -1,5 +1,5 @@
 //! A basic log read in chunks ([`BasicLayout`]) gives what the whole-file decoder gives: the
-//! same threads in the same order, the same calls per thread, the same problems — wherever
+//! same threads in the same order, the same calls per thread (with their arguments), the same problems — wherever
 //! the chunks are cut, with arg payloads, garbage records and a cut file.
 
 use proptest::prelude::*;
@@ -25,6 +25,7 @@ fn file(records: &[(u16, u8, u32, u32)], cut: usize) -> Vec<u8> {
             rec[4..8].copy_from_slice(&func.to_le_bytes());
             rec[8..12].copy_from_slice(&tid.to_le_bytes());
             rec[12..16].copy_from_slice(&7u32.to_le_bytes());
+            rec[16..24].copy_from_slice(&(500 + i as u64).to_le_bytes());
         } else {
             rec[3] = kind;
             rec[4..8].copy_from_slice(&func.to_le_bytes());
@@ -39,7 +40,7 @@ fn file(records: &[(u16, u8, u32, u32)], cut: usize) -> Vec<u8> {
     data
 }
 
-type Calls = Vec<(ThreadKey, Vec<(EventKind, u32, u64)>)>;
+type Calls = Vec<(ThreadKey, Vec<(EventKind, u32, u64, Vec<u64>)>)>;
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(500))]
@@ -55,13 +56,13 @@ proptest! {
         let expected: Calls = whole
             .threads
             .iter()
-            .map(|t| (t.key, t.events.iter().map(|e| (e.kind, e.func_id, e.tsc)).collect()))
+            .map(|t| (t.key, t.events.iter().map(|e| (e.kind, e.func_id, e.tsc, e.args.to_vec())).collect()))
             .collect();
         let layout = BasicLayout::scan(&data, &trace.header, chunk, &mut |_, _| {});
         let mut got: Calls = layout.threads.iter().map(|(k, _)| (*k, Vec::new())).collect();
         for c in &layout.chunks {
             for (key, calls) in got.iter_mut() {
-                BasicLayout::visit_calls(&data, &trace.header, c, *key, |k, f, t| calls.push((k, f, t)));
+                BasicLayout::visit_calls(&data, &trace.header, c, *key, |k, f, t, a| calls.push((k, f, t, a.to_vec())));
             }
         }
         prop_assert_eq!(&got, &expected);
