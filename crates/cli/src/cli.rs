@@ -195,8 +195,11 @@ pub struct CompletionsArgs {
 
 #[derive(Debug, Args)]
 pub struct ExtractArgs {
-    /// The instrumented binary.
-    pub binary: PathBuf,
+    /// The instrumented binary; several for a program and its `-fxray-shared` libraries, in
+    /// the order the runtime registers them (the executable first), or `ID=PATH` to pin an
+    /// object id: their functions get the packed ids of the trace (`ID << 24 | id`).
+    #[arg(required = true, value_name = "BIN")]
+    pub binaries: Vec<String>,
     /// Fill in `function-name` (demangled).
     #[arg(short, long)]
     pub symbolize: bool,

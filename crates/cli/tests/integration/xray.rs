@@ -1143,3 +1143,33 @@ fn convert_shows_logged_arguments_as_llvm_xray_decodes_them() {
         assert_eq!(got, want, "{file}");
     }
 }
+
+#[test]
+fn extract_of_a_program_and_its_shared_object_packs_the_library_ids() {
+    let both = ok(&["extract", "dso-main", "libdso.so"]);
+    let Some(main) = llvm22(&["extract", "dso-main"]) else {
+        return;
+    };
+    let lib = llvm22(&["extract", "libdso.so"]).unwrap();
+    let entries = |yaml: &str| -> Vec<String> {
+        yaml.lines()
+            .filter(|l| l.starts_with("- "))
+            .map(str::to_string)
+            .collect()
+    };
+    let mut want = entries(&main);
+    for line in entries(&lib) {
+        let id: u32 = line["- { id: ".len()..line.find(',').unwrap()]
+            .parse()
+            .unwrap();
+        want.push(line.replacen(&format!("id: {id},"), &format!("id: {},", 1 << 24 | id), 1));
+    }
+    assert_eq!(entries(&both), want);
+    // Pinned ids, and the names of both objects.
+    let pinned = ok(&["extract", "0=dso-main", "3=libdso.so", "--symbolize"]);
+    assert!(
+        pinned.contains(&format!("id: {}, ", 3 << 24 | 1)),
+        "{pinned}"
+    );
+    assert!(pinned.contains("function-name: lib_leaf") && pinned.contains("function-name: main"));
+}
