@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # XRay benchmark: profkit account / convert vs llvm-xray 14 on traces of a real clang-14 program.
 # Usage: scripts/bench/xray.sh [ITERS]   (default 12400000 ≈ 379 MiB single-thread FDR trace)
+# CONVERT=0 skips the YAML conversions (2 x 6.8 GB written, minutes of llvm-xray).
 # Traces are generated under $WORK (default /tmp/profkit-bench-xray) and never committed.
 # Needs clang++-14 (apt-get install -y clang-14), llvm-xray 14 and GNU time (/usr/bin/time).
 set -euo pipefail
@@ -60,6 +61,7 @@ for T in "$T1" "$T4"; do
   run llvm_account llvm-xray account -m ./big "$T"
   run pk_account "$PROFKIT" account --llvm -m ./big "$T"
   if cmp -s out.llvm_account out.pk_account; then echo "account output: identical"; else echo "account output: DIFFERENT"; diff out.llvm_account out.pk_account | head -20 || true; fi
+  [ "${CONVERT:-1}" = 0 ] && continue
   run llvm_yaml llvm-xray convert -m ./big -f yaml -o llvm.yaml "$T"
   run pk_yaml "$PROFKIT" convert -m ./big -o pk.yaml "$T"
   if cmp -s llvm.yaml pk.yaml; then echo "yaml output: identical"; else echo "yaml output: DIFFERENT (sizes $(stat -c %s llvm.yaml) $(stat -c %s pk.yaml))"; fi
