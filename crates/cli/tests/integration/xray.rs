@@ -1173,3 +1173,37 @@ fn extract_of_a_program_and_its_shared_object_packs_the_library_ids() {
     );
     assert!(pinned.contains("function-name: lib_leaf") && pinned.contains("function-name: main"));
 }
+
+#[test]
+fn stripped_real_program_accounts_and_extracts_as_llvm_xray() {
+    // The LZ4 library (scripts/fixtures/xray-lz4.sh) with its debug info stripped (`strip -g`
+    // keeps the symbol table and its STT_FILE symbols): names come from llvm-symbolizer's
+    // symbol-table rules.
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("lz4nodebug");
+    let st = StdCommand::new("strip")
+        .arg("-g")
+        .arg(dir_file("lz4run"))
+        .arg("-o")
+        .arg(&bin)
+        .status()
+        .expect("strip (binutils)");
+    assert!(st.success());
+    let bin = bin.display().to_string();
+    let trace = dir_file("lz4-64k.xray");
+    let ours = ok(&["account", "--llvm", "-m", &bin, &trace]);
+    assert!(ours.contains("<invalid>:0:0: LZ4F_"), "{ours}");
+    let extract = ok(&["extract", "-s", &bin]);
+    for tool in [llvm, llvm22] {
+        if let Some(want) = tool(&["account", "-m", &bin, &trace]) {
+            assert_eq!(ours, want);
+        }
+        if let Some(want) = tool(&["extract", "-s", &bin]) {
+            assert_eq!(extract, want);
+        }
+    }
+}
+
+fn dir_file(name: &str) -> String {
+    dir().join(name).display().to_string()
+}
