@@ -422,11 +422,20 @@ fn ts(ns: u64) -> Timestamp {
     Timestamp::from_nanos_since_reference(ns)
 }
 
-/// Splits `weight` ns into `i32`-sized sample weights.
+/// The most samples one time gap (or one weight) becomes: ~9 minutes of `i32::MAX`-ns
+/// samples. Longer gaps are clipped, so that the output stays bounded by the input's events
+/// whatever its times say (a corrupt TSC jump of 10^18 ns would otherwise be 4.7 x 10^8 samples).
+pub const MAX_SAMPLES_PER_GAP: u64 = 256;
+
+/// Splits `weight` ns into `i32`-sized sample weights, at most [`MAX_SAMPLES_PER_GAP`] of them.
 fn chunks(weight: u64) -> impl Iterator<Item = i32> {
     let max = i32::MAX as u64;
-    let full = weight / max;
-    let rest = weight % max;
+    let full = (weight / max).min(MAX_SAMPLES_PER_GAP);
+    let rest = if full == MAX_SAMPLES_PER_GAP {
+        0
+    } else {
+        weight % max
+    };
     std::iter::repeat_n(i32::MAX, full as usize).chain((rest > 0).then_some(rest as i32))
 }
 

@@ -8,13 +8,16 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use profkit_export::chrome::ChromeWriter;
+#[cfg(feature = "parquet")]
 use profkit_export::parquet::ParquetSink;
 use profkit_export::perfetto::{uuid, PerfettoWriter};
 use profkit_model::events::{EventSink, Recorded, RecordedEvent};
 use profkit_model::feed;
 use serde_json::Value;
 
+#[cfg(feature = "parquet")]
 use crate::parquet::{duckdb, duckdb_python};
+#[cfg(feature = "parquet")]
 use crate::synthetic::scratch;
 
 /// Per thread id, the argument lists of its calls that logged any, in time order.
@@ -77,6 +80,7 @@ fn threads(file: &str) -> BTreeMap<u32, u64> {
     tids
 }
 
+#[cfg(feature = "parquet")]
 fn numbers(v: &Value) -> Vec<u64> {
     v.as_array()
         .unwrap()
@@ -146,6 +150,7 @@ fn perfetto_slices_carry_the_arguments_as_annotations() {
     }
 }
 
+#[cfg(feature = "parquet")]
 #[test]
 fn parquet_spans_have_an_args_list_column() {
     let Some(py) = duckdb_python("call_args::parquet_spans_have_an_args_list_column") else {

@@ -418,3 +418,20 @@ fn gzip_unless_named_json() {
     assert_eq!(a, b);
     assert_eq!(a, profile());
 }
+
+/// Issue #14 item 1: a call of 10^18 ns (a corrupt TSC jump) once became ~4.7 x 10^8 samples
+/// of `i32::MAX` ns. Samples per gap are capped: the output stays bounded by the events.
+#[test]
+fn a_huge_time_gap_gives_a_bounded_number_of_samples() {
+    let doc = small_profile(
+        "xray",
+        &[(1, "main")],
+        &[(1, 0, 1_000_000_000_000_000_000, 0, 0)],
+    );
+    let t = &doc["threads"][0];
+    let n = t["samples"]["length"].as_u64().unwrap();
+    assert!(
+        (1..=profkit_export::firefox::MAX_SAMPLES_PER_GAP + 1).contains(&n),
+        "{n} samples"
+    );
+}
