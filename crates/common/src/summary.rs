@@ -253,16 +253,7 @@ impl Summary {
         );
         Value::from(self.first_problem.clone()).write_json(&mut o);
         o.extend_from_slice(b",\"truncated\":");
-        match &self.truncation {
-            Some(t) => {
-                o.extend_from_slice(format!("{{\"offset\":{},\"record\":", t.offset).as_bytes());
-                Value::from(t.record).write_json(&mut o);
-                o.extend_from_slice(b",\"reason\":");
-                json::push_str(&mut o, &t.reason);
-                o.push(b'}');
-            }
-            None => o.extend_from_slice(b"null"),
-        }
+        crate::truncation::push_json(&mut o, self.truncation.as_ref());
         o.push(b'}');
         out.write_all(&o)
     }

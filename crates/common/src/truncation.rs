@@ -31,6 +31,32 @@ impl Truncation {
     }
 }
 
+/// The `"truncated"` value of every JSON output: `{"offset":N,"record":N|null,"reason":"…"}`,
+/// or `null` for a complete file.
+pub fn push_json(out: &mut Vec<u8>, t: Option<&Truncation>) {
+    let Some(t) = t else {
+        out.extend_from_slice(b"null");
+        return;
+    };
+    out.extend_from_slice(b"{\"offset\":");
+    out.extend_from_slice(t.offset.to_string().as_bytes());
+    out.extend_from_slice(b",\"record\":");
+    match t.record {
+        Some(r) => out.extend_from_slice(r.to_string().as_bytes()),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"reason\":");
+    crate::json::push_str(out, &t.reason);
+    out.push(b'}');
+}
+
+/// [`push_json`] as a string.
+pub fn json(t: Option<&Truncation>) -> String {
+    let mut v = Vec::new();
+    push_json(&mut v, t);
+    String::from_utf8_lossy(&v).into_owned()
+}
+
 impl fmt::Display for Truncation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.record {

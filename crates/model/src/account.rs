@@ -466,6 +466,8 @@ pub struct Report<'a> {
     /// something. `false` for XRay profiling mode (only counts and sums per call path): the
     /// text table shows `-` and JSON `null` for those columns.
     pub latencies: bool,
+    /// Where the input is cut, if it is (JSON `"truncated"`).
+    pub truncation: Option<&'a profkit_common::Truncation>,
 }
 
 fn llvm_debug(names: &FunctionTable, f: FuncId) -> &str {
@@ -605,7 +607,7 @@ pub fn write_table(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
 }
 
 /// `{"schema":"profkit.account/1","functions":[…],"unfinished":N,"unmatched_exits":N,
-/// "time_unit":"ns"}`. Without [`Report::latencies`], `min_ns` … `max_ns` are `null`; when the
+/// "time_unit":"ns","truncated":null|{…}}`. Without [`Report::latencies`], `min_ns` … `max_ns` are `null`; when the
 /// clock is unknown (frequency 0) the `*_ns` values are raw ticks and `time_unit` is `ticks`.
 pub fn write_json(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     out.write_all(b"{\"schema\":\"profkit.account/1\",\"functions\":[")?;
@@ -642,13 +644,14 @@ pub fn write_json(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     }
     writeln!(
         out,
-        "],\"unfinished\":{},\"unmatched_exits\":{},\"time_unit\":\"{}\"}}",
+        "],\"unfinished\":{},\"unmatched_exits\":{},\"time_unit\":\"{}\",\"truncated\":{}}}",
         r.unfinished,
         r.unmatched_exits,
         if r.clock.ticks_per_second == 0 {
             "ticks"
         } else {
             "ns"
-        }
+        },
+        profkit_common::truncation::json(r.truncation)
     )
 }

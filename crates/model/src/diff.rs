@@ -150,6 +150,8 @@ pub struct DiffReport<'a> {
     pub key: DiffKey,
     /// Whether values are nanoseconds (calls) or sample weights.
     pub nanoseconds: bool,
+    /// Where each input is cut, if it is (JSON `"truncated": {"a": …, "b": …}`).
+    pub truncated: [Option<&'a profkit_common::Truncation>; 2],
 }
 
 impl DiffReport<'_> {
@@ -256,7 +258,7 @@ pub fn write_csv(out: &mut dyn Write, r: &DiffReport<'_>) -> io::Result<()> {
     Ok(())
 }
 
-/// JSON, schema `profkit.diff/1`.
+/// JSON, schema `profkit.diff/1` (docs/cli.md).
 pub fn write_json(out: &mut dyn Write, r: &DiffReport<'_>) -> io::Result<()> {
     use profkit_common::json::quoted;
     write!(
@@ -288,7 +290,12 @@ pub fn write_json(out: &mut dyn Write, r: &DiffReport<'_>) -> io::Result<()> {
             delta(row.a.total, row.b.total)
         )?;
     }
-    writeln!(out, "]}}")
+    writeln!(
+        out,
+        "],\"truncated\":{{\"a\":{},\"b\":{}}}}}",
+        profkit_common::truncation::json(r.truncated[0]),
+        profkit_common::truncation::json(r.truncated[1])
+    )
 }
 
 #[cfg(test)]
@@ -385,6 +392,7 @@ mod tests {
             functions: 3,
             key: DiffKey::SelfTime,
             nanoseconds: true,
+            truncated: [None, None],
         };
         write_csv(&mut csv, &report).unwrap();
         assert!(String::from_utf8(csv)

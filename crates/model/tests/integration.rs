@@ -214,6 +214,7 @@ fn account_text(file: &str, policy: MismatchPolicy) -> String {
             unfinished: st.unfinished,
             unmatched_exits: st.unmatched_exits,
             latencies: true,
+            truncation: None,
         },
     )
     .unwrap();

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use profkit_model::account::{self, Accounting, Report, SortKey};
-use profkit_model::feed::FoldOptions;
-use profkit_model::{BuilderStats, Clock, FunctionTable, MismatchPolicy};
+use profkit_model::feed::{FeedSummary, FoldOptions};
+use profkit_model::{Clock, FunctionTable, MismatchPolicy};
 
 use crate::cli::{AccountArgs, AccountFormat, AccountSort, SortOrder};
 use crate::output;
@@ -44,7 +44,7 @@ pub fn run(args: &AccountArgs) -> Result<ExitCode> {
         acc,
         src.functions(),
         src.clock(),
-        &summary.calls,
+        &summary,
         !paths_only,
     )?;
     if paths_only && summary.call_events > 0 && !args.json {
@@ -81,9 +81,10 @@ fn print_accounting(
     mut acc: Accounting,
     names: &FunctionTable,
     clock: Clock,
-    stats: &BuilderStats,
+    summary: &FeedSummary,
     latencies: bool,
 ) -> Result<()> {
+    let stats = &summary.calls;
     let mut rows = acc.rows();
     let total = rows.len();
     warn_unmapped_objects(args, &rows, names);
@@ -110,6 +111,7 @@ fn print_accounting(
         unfinished: stats.unfinished,
         unmatched_exits: stats.unmatched_exits,
         latencies,
+        truncation: summary.truncation.as_ref(),
     };
     let mut out = output::stdout();
     if args.json {

@@ -3,6 +3,7 @@
 //! differential flame graph (`-f folded|svg`), or the difference of the call graphs as DOT
 //! (`--graph`, llvm-xray graph-diff).
 
+use profkit_common::Truncation;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -55,7 +56,7 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode> {
         )?;
     } else {
         let [a, b] = inputs.each_ref().map(|(o, m)| stacks(o, m));
-        let (a, b) = (a?, b?);
+        let ((a, cut_a), (b, cut_b)) = (a?, b?);
         if a.calls != b.calls {
             bail!(
                 "{} has {} and {} has {}: compare two profiles of the same kind",
@@ -65,7 +66,8 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode> {
                 kind(&b)
             );
         }
-        table_or_flame(args, [&inputs[0].0, &inputs[1].0], [&a, &b], &mut out)?;
+        let cuts = [cut_a.as_ref(), cut_b.as_ref()];
+        table_or_flame(args, [&inputs[0].0, &inputs[1].0], [&a, &b], cuts, &mut out)?;
     }
     out.flush()?;
     drop(out);
@@ -82,7 +84,8 @@ fn kind(s: &StackSink) -> &'static str {
 }
 
 /// Every thread's stacks of `opened` (calls, else samples), values in ns or sample weight.
-fn stacks(opened: &Opened, instr_maps: &[String]) -> Result<StackSink> {
+/// The input's stacks, and where it is cut if it is.
+fn stacks(opened: &Opened, instr_maps: &[String]) -> Result<(StackSink, Option<Truncation>)> {
     if opened.format == crate::detect::Format::XrayProfile {
         bail!(
             "{}: `diff` does not compare XRay profiling-mode files yet (their ticks have no clock; compare `stack --folded --tsc-hz HZ` outputs)",
@@ -100,13 +103,14 @@ fn stacks(opened: &Opened, instr_maps: &[String]) -> Result<StackSink> {
             opened.name()
         );
     }
-    Ok(sink)
+    Ok((sink, summary.truncation))
 }
 
 fn table_or_flame(
     args: &DiffArgs,
     opened: [&Opened; 2],
     sinks: [&StackSink; 2],
+    truncated: [Option<&Truncation>; 2],
     out: &mut dyn Write,
 ) -> Result<()> {
     let [a, b] = sinks;
@@ -151,6 +155,7 @@ fn table_or_flame(
         functions,
         key,
         nanoseconds,
+        truncated,
     };
     match args.format {
         DiffFormat::Csv => diff::write_csv(out, &report)?,

@@ -122,6 +122,9 @@ pub fn run(args: &SymbolizeArgs) -> Result<ExitCode> {
     }
     let dump = o.jitdump()?;
     let map = CodeMap::from_jitdump(&dump);
+    if let Some(t) = &map.truncation {
+        output::print_truncation(o.name(), t);
+    }
     if let Some(p) = map.problems.first() {
         output::print_warning(&format!(
             "{}: {} record(s) could not be read; first: {p}",
@@ -144,6 +147,9 @@ pub fn run(args: &SymbolizeArgs) -> Result<ExitCode> {
             "schema": "profkit.symbolize/1",
             "file": o.name(),
             "debug_bias": map.debug_bias,
+            "truncated": serde_json::from_str::<serde_json::Value>(
+                &profkit_common::truncation::json(map.truncation.as_ref())
+            )?,
             "results": results,
         });
         serde_json::to_writer(&mut out, &doc)?;

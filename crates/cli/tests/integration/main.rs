@@ -7,6 +7,7 @@
     clippy::indexing_slicing
 )]
 
+mod cuts;
 mod export;
 mod graph;
 mod jitdump;

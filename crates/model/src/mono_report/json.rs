@@ -88,6 +88,13 @@ pub fn to_json(r: &Report) -> Value {
         "stats": {"buffers": r.buffers, "events": r.events, "problems": r.problems.len(), "skipped_bytes": r.skipped_bytes,
                   "unmatched_leaves": r.unmatched_leaves, "unfinished_frames": r.unfinished},
     });
+    if let Some(o) = v.as_object_mut() {
+        let cut = profkit_common::truncation::json(r.truncation.as_ref());
+        o.insert(
+            "truncated".into(),
+            serde_json::from_str(&cut).unwrap_or(Value::Null),
+        );
+    }
     if let (Some(t), Some(o)) = (&r.tracking, v.as_object_mut()) {
         o.insert(
             "tracking".into(),
