@@ -212,6 +212,13 @@ impl<W: Write + Send> EventSink for FoldedWriter<W> {
         self.finished = true;
         if self.svg {
             let lines = self.lines();
+            if lines.is_empty() {
+                // The input's fault, not the output's: `InvalidInput` names the input.
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "no calls or sampled stacks to draw (Mono: profile with --profile=log:calls or sample)",
+                ));
+            }
             self.write_svg(&lines)?;
         } else {
             let value = self.value();

@@ -238,8 +238,11 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
         .feed(&pname, None, Some(&release), &mut *sink)
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::Unsupported => anyhow!("{out_name}: {e}"),
-            // What the input cannot give (perf.data: an --event it did not record).
-            std::io::ErrorKind::InvalidInput => anyhow!("{name}: {e}"),
+            // What the input cannot give (perf.data: an --event it did not record; nothing to
+            // draw), or what it holds that cannot be read.
+            std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData => {
+                anyhow!("{name}: {e}")
+            }
             _ => anyhow!("{out_name}: cannot write: {e}"),
         })?;
     output::print_feed_problems(&name, &summary);

@@ -52,3 +52,39 @@ fn symbolize_text_notes_a_cut() {
     assert_eq!(code, 0);
     assert!(err.contains("truncated at offset 0x"), "{err}");
 }
+
+/// Issue #14 item 6: an input error names the input, and no output is left behind.
+#[test]
+fn input_errors_name_the_input_and_leave_no_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dump = cut("jitdump", "wasmtime-jitdump.dump", 11, &tmp);
+    let mlpd = fixture("mlpd", "hello_default.mlpd");
+    for (input, out) in [
+        (&dump, "x.json"),
+        (&dump, "x.parquet"),
+        (&dump, "x.svg"),
+        (&mlpd, "h.svg"),
+    ] {
+        let out = tmp.path().join(out).display().to_string();
+        let (_, err, code) = run(&["convert", input, "-o", &out]);
+        assert_eq!(code, 2, "{input} -> {out}: {err}");
+        let input_name = std::path::Path::new(input).file_name().unwrap();
+        let first = err.split(": ").nth(1).unwrap_or_default();
+        assert!(
+            first.ends_with(&*input_name.to_string_lossy()),
+            "{input} -> {out}: {err}"
+        );
+        assert!(!err.contains("cannot write"), "{err}");
+        let left: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| {
+                n.starts_with("x.")
+                    || n.starts_with("h.")
+                    || n.starts_with(".x")
+                    || n.starts_with(".h")
+            })
+            .collect();
+        assert!(left.is_empty(), "{out}: left behind {left:?}");
+    }
+}
