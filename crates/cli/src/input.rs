@@ -5,7 +5,7 @@ use std::io::{self, Read};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use profkit_common::FileBytes;
+use profkit_common::{FileBytes, Truncation};
 
 /// An opened input.
 pub struct Input {
@@ -15,12 +15,25 @@ pub struct Input {
     pub data: FileBytes,
     /// `Some("gzip")` when the file was compressed.
     pub compression: Option<&'static str>,
+    /// Where a compressed stream is cut off (or corrupt): `data` holds what was inflated
+    /// before, which the format's reader reads like any cut file.
+    pub cut: Option<Truncation>,
 }
+
+/// How much of a gzip stream is inflated before [`open_checked`]'s check sees it.
+const CHECK_HEAD: usize = 64 << 10;
 
 pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// Opens `path` (`-` = stdin) and unwraps gzip.
 pub fn open(path: &Path) -> Result<Input> {
+    open_checked(path, &|_| Ok(()))
+}
+
+/// [`open`], with `check` run on the first decompressed bytes of a gzip stream (up to 64 KiB)
+/// before the rest is inflated: a stream that is not a known format fails at once, whatever
+/// its size. A stream cut off or corrupt part-way is kept up to there ([`Input::cut`]).
+pub fn open_checked(path: &Path, check: &dyn Fn(&[u8]) -> Result<()>) -> Result<Input> {
     let (name, raw) = if path.as_os_str() == "-" {
         let mut v = Vec::new();
         io::stdin()
@@ -36,24 +49,39 @@ pub fn open(path: &Path) -> Result<Input> {
     };
     if raw.starts_with(&GZIP_MAGIC) {
         let mut out = Vec::new();
-        flate2::read::MultiGzDecoder::new(&raw[..])
-            .read_to_end(&mut out)
-            .with_context(|| {
+        let mut gz = flate2::read::MultiGzDecoder::new(&raw[..]);
+        let head = (&mut gz).take(CHECK_HEAD as u64).read_to_end(&mut out);
+        if head.is_ok() {
+            check(&out)?;
+        }
+        let rest = head.and_then(|_| gz.read_to_end(&mut out));
+        let cut = match rest {
+            Ok(_) => None,
+            Err(e) if out.is_empty() => {
+                return Err(anyhow::Error::new(e)
+                    .context(format!("{name}: gzip data is corrupt or cut off")))
+            }
+            Err(e) => Some(Truncation::new(
+                out.len() as u64,
+                None,
                 format!(
-                    "{name}: gzip data is corrupt or cut off after {} decompressed bytes",
+                    "the gzip stream is cut off or corrupt ({e}); offsets are in the {} bytes inflated before it",
                     out.len()
-                )
-            })?;
+                ),
+            )),
+        };
         return Ok(Input {
             name,
             data: FileBytes::Owned(out),
             compression: Some("gzip"),
+            cut,
         });
     }
     Ok(Input {
         name,
         data: raw,
         compression: None,
+        cut: None,
     })
 }
 

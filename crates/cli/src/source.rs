@@ -14,6 +14,8 @@ use crate::cli::InputFormat;
 use crate::detect::{detect, Format};
 use crate::input::{self, Input};
 
+const UNKNOWN: &str = "unknown format: not a jitdump (magic \"DTiJ\"/\"JiTD\"), perf map, perf.data, XRay trace or profile, Mono log profiler file or ELF binary (use --input-format to force one)";
+
 /// An opened input.
 pub struct Opened {
     /// The input as read.
@@ -29,15 +31,24 @@ pub struct Opened {
 impl Opened {
     /// Opens `path` (`-` = stdin) and determines its format (`forced` overrides detection).
     pub fn open(path: &Path, forced: Option<InputFormat>) -> Result<Opened> {
-        let input = input::open(path)?;
+        let check = |head: &[u8]| -> Result<()> {
+            if forced.is_none() && detect(head).is_none() {
+                let name = if path == Path::new("-") {
+                    "<stdin>".to_string()
+                } else {
+                    path.display().to_string()
+                };
+                bail!("{name}: {UNKNOWN}");
+            }
+            Ok(())
+        };
+        let input = input::open_checked(path, &check)?;
+        if let Some(cut) = &input.cut {
+            crate::output::print_truncation(&input.name, cut);
+        }
         let format = match forced {
             Some(f) => Format::from(f),
-            None => detect(&input.data).ok_or_else(|| {
-                anyhow!(
-                    "{}: unknown format: not a jitdump (magic \"DTiJ\"/\"JiTD\"), perf map, perf.data, XRay trace or profile, Mono log profiler file or ELF binary (use --input-format to force one)",
-                    input.name
-                )
-            })?,
+            None => detect(&input.data).ok_or_else(|| anyhow!("{}: {UNKNOWN}", input.name))?,
         };
         let encoded = match format {
             Format::XrayYaml => {

@@ -187,8 +187,16 @@ impl<R: Read> StreamReader<R> {
         let got = match read_full(&mut self.r, &mut raw) {
             Ok(n) => n,
             Err(e) => {
+                // A stream that fails here (a cut gzip file) is cut here.
                 self.done = true;
-                return Some(Err(io_error(self.pos, &e).at(self.index as u64, None)));
+                let mut cut = header_cut(self.index, self.pos, 0);
+                cut.reason = format!("{} (the stream fails: {e})", cut.reason);
+                self.truncation = Some(cut);
+                return Some(Err(Error::new(
+                    self.pos,
+                    ErrorKind::Truncated("buffer header"),
+                )
+                .at(self.index as u64, None)));
             }
         };
         if got == 0 {
@@ -233,15 +241,10 @@ impl<R: Read> StreamReader<R> {
         };
         data.clear();
         let want = u64::from(header.len);
-        if let Err(e) = (&mut self.r).take(want).read_to_end(&mut data) {
-            self.done = true;
-            return Some(Err(io_error(
-                self.pos + BUF_HEADER_SIZE as u64 + data.len() as u64,
-                &e,
-            )
-            .at(self.index as u64, None)));
-        }
-        let truncated = (data.len() as u64) < want;
+        // A stream that fails part-way (a cut gzip file: "incomplete deflate stream") is cut
+        // there: the events read before are used, as when a plain file ends early.
+        let failed = (&mut self.r).take(want).read_to_end(&mut data).err();
+        let truncated = (data.len() as u64) < want || failed.is_some();
         let buf = OwnedBuffer {
             index: self.index,
             offset: self.pos,
@@ -254,6 +257,9 @@ impl<R: Read> StreamReader<R> {
         if truncated {
             self.done = true;
             self.truncation = buf.truncation();
+            if let (Some(t), Some(e)) = (&mut self.truncation, failed) {
+                t.reason = format!("{} (the stream fails: {e})", t.reason);
+            }
         }
         Some(Ok(buf))
     }

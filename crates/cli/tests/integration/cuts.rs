@@ -88,3 +88,54 @@ fn input_errors_name_the_input_and_leave_no_output() {
         assert!(left.is_empty(), "{out}: left behind {left:?}");
     }
 }
+
+/// Issue #14 item 3: a cut gzip stream is a truncation like any other: every command uses what
+/// was inflated before the cut and says where it is cut.
+#[test]
+fn a_cut_gzip_stream_gives_its_prefix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let jit = cut("jitdump", "node-perf-prof.dump.gz", 300_000, &tmp);
+    let mlpd = cut("mlpd", "busy_zip.mlpd", 20_000, &tmp);
+    for args in [
+        vec!["info", &jit],
+        vec!["dump", &jit],
+        vec!["symbolize", &jit, "0x10"],
+        vec!["info", &mlpd],
+        vec!["dump", &mlpd],
+        vec!["report", &mlpd],
+    ] {
+        let (out, err, code) = run(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(err.contains("truncated at offset 0x"), "{args:?}: {err}");
+        assert!(!out.is_empty(), "{args:?}");
+    }
+    let (_, err, code) = run(&["validate", &jit]);
+    assert_eq!(code, 1, "a cut is a validation error: {err}");
+    let out = tmp.path().join("c.json").display().to_string();
+    let (_, err, code) = run(&["convert", &jit, "-o", &out]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::metadata(&out).unwrap().len() > 1000);
+}
+
+/// Issue #14 item 2: a gzip bomb that is no known format fails at once, without inflating it.
+#[test]
+fn a_gzip_stream_of_no_known_format_fails_before_it_is_inflated() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("zeros.gz");
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&path).unwrap(),
+        flate2::Compression::fast(),
+    );
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..256 {
+        gz.write_all(&zeros).unwrap();
+    }
+    gz.finish().unwrap();
+    let started = std::time::Instant::now();
+    let (_, err, code) = run(&["info", &path.display().to_string()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown format"), "{err}");
+    // 256 MiB inflated would take seconds; the check reads 64 KiB.
+    assert!(started.elapsed().as_secs() < 2, "{:?}", started.elapsed());
+}
