@@ -140,9 +140,16 @@ pub struct Stats {
     pub inlines_attached: u64,
     /// Inline reports dropped (parent already written, or too many orphans).
     pub inlines_dropped: u64,
-    /// Events rejected (id 0, NULL payload, no address).
+    /// Events rejected (id 0, NULL payload, no address, a record too big for a jitdump).
     pub rejected: u64,
 }
+
+/// Bytes of a JIT_CODE_LOAD record besides its name and code: the record header (16) and
+/// the fixed fields (40), and the name's NUL.
+const LOAD_RECORD_FIXED: u64 = 16 + 40 + 1;
+
+/// Rejected oversized events reported on stderr, at most (the rest are only counted).
+const MAX_OVERSIZE_NOTES: u64 = 16;
 
 /// The collector state behind the lock.
 pub struct State {
@@ -159,6 +166,8 @@ pub struct State {
     sort_buf: Vec<crate::abi::LineNumberInfo>,
     stats: Stats,
     pid: u32,
+    /// Events rejected for their size ([`State::fits`]).
+    oversized: u64,
 }
 
 const MAX_ORPHANS: usize = 1 << 16;
@@ -309,6 +318,7 @@ impl State {
             orphan_count: 0,
             sort_buf: Vec::new(),
             stats: Stats::default(),
+            oversized: 0,
             pid: std::process::id(),
         }
     }
@@ -322,7 +332,13 @@ impl State {
     pub fn ensure_output(&mut self) -> bool {
         if let Output::Untried = self.out {
             let header = HeaderOptions::default();
-            match JitDumpFile::create(&self.settings.dir, &header) {
+            // The header goes to disk now: a disk that is full (or a file size limit) shows
+            // at the first event, which then reports failure, instead of never.
+            let created = JitDumpFile::create(&self.settings.dir, &header).and_then(|mut f| {
+                f.flush()?;
+                Ok(f)
+            });
+            match created {
                 Ok(file) => {
                     let perfmap = if self.settings.perfmap {
                         let path = format!("/tmp/perf-{}.map", header.pid);
@@ -381,6 +397,30 @@ impl State {
             return false;
         }
         self.ensure_output()
+    }
+
+    /// Whether a LOAD of `code` bytes named by `names` fits a jitdump record (its total_size is
+    /// a u32); one that does not is rejected with a line on stderr, before anything is copied,
+    /// and recording goes on.
+    fn fits(&mut self, method_id: u32, code: u64, names: &[Option<&[u8]>]) -> bool {
+        let name_bytes: u64 = names
+            .iter()
+            .map(|n| n.map_or(0, |n| n.len() as u64 + 4))
+            .sum();
+        let need = LOAD_RECORD_FIXED
+            .saturating_add(name_bytes)
+            .saturating_add(code);
+        if need <= u64::from(u32::MAX) {
+            return true;
+        }
+        self.stats.rejected += 1;
+        self.oversized += 1;
+        if self.oversized <= MAX_OVERSIZE_NOTES {
+            eprintln!(
+                "profkit-jitapi: method {method_id} not recorded: {code} bytes of code (and its names) do not fit a jitdump record (4 GiB at most)"
+            );
+        }
+        false
     }
 
     /// The time and thread of an event that reports a method's code; writes the pendings it
@@ -496,7 +536,7 @@ impl State {
 
     /// METHOD_LOAD_FINISHED (13, 21, 22). Returns 1 if recorded.
     pub fn load(&mut self, e: &LoadEvent<'_>) -> i32 {
-        if !self.accept(e.method_id != 0 && e.addr != 0) {
+        if !self.accept(e.method_id != 0 && e.addr != 0) || !self.fits_event(e) {
             return 0;
         }
         let (now, tid) = self.begin_event();
@@ -508,6 +548,11 @@ impl State {
         }
         self.pending.push(p);
         1
+    }
+
+    fn fits_event(&mut self, e: &LoadEvent<'_>) -> bool {
+        let names = [e.name, e.class, e.module];
+        self.fits(e.method_id, e.code.len() as u64, &names)
     }
 
     fn adopt_orphans(&mut self, p: &mut Box<Pending>, id: u32) {
@@ -586,7 +631,7 @@ impl State {
     /// else `jit_method_<id>` (the collector keeps no per-method table, so that a JIT that
     /// loads millions of methods costs no memory).
     pub fn update(&mut self, e: &LoadEvent<'_>) -> i32 {
-        if !self.accept(e.method_id != 0 && e.addr != 0) {
+        if !self.accept(e.method_id != 0 && e.addr != 0) || !self.fits_event(e) {
             return 0;
         }
         let (now, tid) = self.begin_event();
@@ -597,7 +642,8 @@ impl State {
 
     /// Writes one function of an ITT module at once (its debug info is complete).
     pub fn write_function(&mut self, f: &crate::itt::ModuleFunction, code: Option<&[u8]>) {
-        if !self.ensure_output() {
+        let code_len = code.map_or(0, |c| c.len() as u64);
+        if !self.ensure_output() || !self.fits(0, code_len, &[Some(f.name.as_bytes())]) {
             return;
         }
         let (now, tid) = self.begin_event();

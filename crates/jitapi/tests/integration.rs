@@ -11,5 +11,6 @@ mod support;
 mod c_threads;
 mod fork;
 mod itt;
+mod misuse;
 mod perf_e2e;
 mod stub;
