@@ -54,6 +54,7 @@ fuzz_target!(|data: &[u8]| {
             functions: rows.len(),
             key: diff::DiffKey::Total,
             nanoseconds: true,
+            truncated: [None, None],
         };
         diff::write_text(&mut io::sink(), &report).unwrap();
         diff::write_json(&mut io::sink(), &report).unwrap();

@@ -47,7 +47,7 @@ impl Opened {
             crate::output::print_truncation(&input.name, cut);
         }
         let format = match forced {
-            Some(f) => Format::from(f),
+            Some(f) => crate::detect::forced(f),
             None => detect(&input.data).ok_or_else(|| anyhow!("{}: {UNKNOWN}", input.name))?,
         };
         let encoded = match format {

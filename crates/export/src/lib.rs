@@ -29,6 +29,7 @@ pub use output::{Dest, Output};
 pub mod chrome;
 pub mod firefox;
 pub mod folded;
+pub mod harness;
 pub mod output;
 #[cfg(feature = "parquet")]
 pub mod parquet;

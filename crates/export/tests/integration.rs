@@ -13,6 +13,8 @@ mod chrome;
 mod firefox;
 #[path = "integration/folded.rs"]
 mod folded;
+#[path = "integration/harness.rs"]
+mod harness;
 #[path = "integration/parquet.rs"]
 mod parquet;
 #[path = "integration/perfetto.rs"]

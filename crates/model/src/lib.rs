@@ -45,6 +45,7 @@
 pub mod account;
 pub mod clock;
 pub mod codemap;
+pub mod detect;
 pub mod diff;
 pub mod events;
 pub mod feed;

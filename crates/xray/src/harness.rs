@@ -278,3 +278,30 @@ pub fn check_profile(data: &[u8]) {
         );
     }
 }
+
+/// The instrumentation map of an ELF object (`InstrMap::from_object`: sections, relocations,
+/// sled versions) and the symbolizer on the same bytes (DWARF and the symbol table), as
+/// `extract --symbolize` uses them; the map written as YAML must read back with the same sleds.
+pub fn check_instr_map(data: &[u8]) {
+    let map = crate::InstrMap::from_object(data);
+    let sym = crate::Symbolizer::new(data).ok();
+    let Ok(map) = map else { return };
+    let mut names = Vec::new();
+    let yaml = map.to_yaml(|s| {
+        let name = sym
+            .as_ref()
+            .map(|sym| sym.symbolize(s.function).display_name(s.function))
+            .unwrap_or_default();
+        names.push(name.clone());
+        name
+    });
+    let (back, back_names) = crate::InstrMap::from_yaml(&yaml).unwrap();
+    assert_eq!(back.sleds.len(), map.sleds.len());
+    for (a, b) in back.sleds.iter().zip(&map.sleds) {
+        assert_eq!(
+            (a.func_id, a.address, a.function),
+            (b.func_id, b.address, b.function)
+        );
+    }
+    assert_eq!(back_names, names);
+}

@@ -117,7 +117,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
         v
     };
     let opts = options(args)?;
-    let forced = args.input.input_format.map(Format::from);
+    let forced = args.input.input_format.map(crate::detect::forced);
     let (name, r) = match input::open_streaming(&args.file)? {
         Opened::Data(input) => {
             match forced.or_else(|| detect(&input.data)) {

@@ -1,5 +1,6 @@
 //! Inputs that once made a fuzz target fail (`fuzz/regressions/xray_read/`,
-//! `fuzz/regressions/xray_yaml/`, `fuzz/regressions/xray_profile/`) run through the same
+//! `fuzz/regressions/xray_yaml/`, `fuzz/regressions/xray_profile/`,
+//! `fuzz/regressions/instr_map/`) run through the same
 //! checks as the targets
 //! (`profkit_xray::harness`).
 
@@ -12,10 +13,11 @@ type Check = fn(&[u8]);
 #[test]
 fn fuzz_regressions_stay_fixed() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions");
-    let targets: [(&str, Check); 3] = [
+    let targets: [(&str, Check); 4] = [
         ("xray_read", profkit_xray::harness::check_read),
         ("xray_yaml", profkit_xray::harness::check_yaml),
         ("xray_profile", profkit_xray::harness::check_profile),
+        ("instr_map", profkit_xray::harness::check_instr_map),
     ];
     let mut n = 0;
     for (target, check) in targets {
@@ -39,4 +41,20 @@ fn fuzz_regressions_stay_fixed() {
         }
     }
     assert!(n >= 1, "regression inputs found: {n}");
+}
+
+/// The instrumentation-map target's checks on the real instrumented binaries.
+#[test]
+fn instr_map_checks_hold_on_real_binaries() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/xray");
+    for bin in [
+        "demo",
+        "nodebug",
+        "libdso.so",
+        "dso-main",
+        "sled-v1-pie",
+        "lz4run",
+    ] {
+        profkit_xray::harness::check_instr_map(&std::fs::read(dir.join(bin)).unwrap());
+    }
 }

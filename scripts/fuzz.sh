@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# A fuzzing campaign: every cargo-fuzz target in turn, on one core, each for SECONDS (default
+# 60), starting from its corpus in fuzz/corpus/<target> (git-ignored), which is seeded from the
+# real fixtures (tests/fixtures) and fuzz/seeds the first time. libFuzzer limits: 10 s per
+# input, 2 GB RSS (a blow-up of time or memory is a finding, saved in fuzz/artifacts/<target>).
+# Prints one line per target: executions, coverage, corpus size, findings; add them to the
+# campaign table of fuzz/README.md.
+#
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (needs cargo-fuzz; nightly or RUSTC_BOOTSTRAP)
+set -euo pipefail
+secs="${1:-60}"
+shift || true
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root/fuzz"
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    mapfile -t targets < <(sed -n 's/^name = "\(.*\)"$/\1/p' Cargo.toml | grep -v '^profkit-fuzz$')
+fi
+fx="$root/tests/fixtures"
+# Seeds per target (files of at most 1 MiB).
+seeds() {
+    case "$1" in
+        jitdump_read|jitdump_roundtrip) echo "$fx"/jitdump/*.dump "$fx"/jitdump/*.map seeds/jitdump/* ;;
+        xray_read|xray_analyses) echo "$fx"/xray/*.xray ;;
+        xray_yaml) echo "$root"/crates/cli/tests/golden/*yaml*.txt ;;
+        xray_profile) echo "$fx"/xray/*.xprof seeds/xray_profile/* ;;
+        mlpd_read) echo "$fx"/mlpd/*.mlpd "$fx"/mlpd/synthetic/*.mlpd ;;
+        perf_read|perf_feed) echo "$fx"/perf/*.data ;;
+        instr_map) echo "$fx"/xray/demo "$fx"/xray/nodebug "$fx"/xray/libdso.so "$fx"/xray/dso-main "$fx"/xray/sled-v1-pie ;;
+        convert_all) echo "$fx"/xray/*.xray "$fx"/xray/*.xprof "$fx"/jitdump/*.dump "$fx"/jitdump/*.gz \
+            "$fx"/mlpd/synthetic/*.mlpd "$fx"/mlpd/hello_*.mlpd "$fx"/perf/*.data seeds/jitdump/* ;;
+    esac
+}
+max_len() {
+    case "$1" in
+        instr_map|perf_read|perf_feed) echo 1048576 ;;
+        *) echo 65536 ;;
+    esac
+}
+export RUSTC_BOOTSTRAP=1
+cargo fuzz build -O "${targets[@]/#/}" >/dev/null 2>&1 || cargo fuzz build -O
+for t in "${targets[@]}"; do
+    mkdir -p "corpus/$t" "artifacts/$t"
+    if [ -z "$(ls -A "corpus/$t")" ]; then
+        for f in $(seeds "$t"); do
+            [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 1048576 ] && cp "$f" "corpus/$t/" || true
+        done
+    fi
+    before=$(ls "artifacts/$t" | wc -l)
+    log="artifacts/$t.log"
+    cargo fuzz run -O "$t" "corpus/$t" -- -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+        -max_len="$(max_len "$t")" -print_final_stats=1 >"$log" 2>&1 || true
+    after=$(ls "artifacts/$t" | wc -l)
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+    ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+    echo "$t: ${execs:-?} executions in ${secs} s, cov ${cov:-?}, ft ${ft:-?}, corpus $(ls "corpus/$t" | wc -l), findings $((after - before)) (log: fuzz/$log)"
+done
