@@ -185,7 +185,7 @@ pub struct Report {
     pub skipped_bytes: u64,
     /// Leaves that matched no frame; frames still open at the end.
     pub unmatched_leaves: u64,
-    /// Frames still open at the end (closed at the thread's last time).
+    /// Frames still open at the end (closed at the time of the thread's last event).
     pub unfinished: u64,
     /// Backtraces, when [`Options::traces`] asked for them.
     pub traces: Option<ReportTraces>,

@@ -526,14 +526,14 @@ mod tests {
                 "traces {traces}"
             );
             assert_eq!(st.calls.unmatched_leaves, 0);
-            // thread 2's A is still open: closed at its thread's last call
+            // thread 2's A is still open: closed at its thread's last event (its enter)
             assert_eq!(st.calls.unfinished, 1);
             assert_eq!(stats(&st, &agg, A).total_ns, 0);
         }
     }
 
     #[test]
-    fn unfinished_frames_close_at_their_threads_last_call() {
+    fn unfinished_frames_close_at_their_threads_last_event() {
         let bytes = file(vec![
             (
                 1,
@@ -552,15 +552,31 @@ mod tests {
                     b.leave(900, B);
                 }),
             ),
-            (1, 30, Box::new(|b| b.enter(40, B))),
+            (
+                1,
+                30,
+                Box::new(|b| {
+                    b.enter(40, B);
+                    // not a call: still the thread's last event (mprof-report's last_time)
+                    b.gc_resize(70, 4096);
+                }),
+            ),
+            // a buffer without calls ends the thread later still
+            (1, 80, Box::new(|b| b.sync_point(100, 0))),
         ]);
-        let (st, agg) = stitch(&bytes, &Options::default());
-        assert_eq!(st.calls.unfinished, 2);
-        // thread 1's last call is at 40: A 10..40 (B 20..25 and 40..40 inside), B 0 + 5
-        let a = stats(&st, &agg, A);
-        assert_eq!((a.total_ns, a.self_ns), (30, 25));
-        let b = stats(&st, &agg, B);
-        assert_eq!((b.calls, b.total_all_ns), (3, 5 + 890));
+        for traces in [false, true] {
+            let opts = Options {
+                traces,
+                ..Options::default()
+            };
+            let (st, agg) = stitch(&bytes, &opts);
+            assert_eq!(st.calls.unfinished, 2);
+            // thread 1's last event is at 100: A 10..100 (B 20..25 and 40..100 inside)
+            let a = stats(&st, &agg, A);
+            assert_eq!((a.calls, a.total_ns, a.self_ns), (1, 90, 90 - 5 - 60));
+            let b = stats(&st, &agg, B);
+            assert_eq!((b.calls, b.total_all_ns), (3, 5 + 890 + 60));
+        }
     }
 
     #[test]

@@ -337,9 +337,14 @@ impl Worker {
         let traces = self.traces;
         let track = self.track;
         let mut calls_stats = [(0u64, u32::MAX, 0u32, 0u64); 4];
+        // the time of the buffer's last event (any type): where the thread's frames still
+        // open at the end of the file are closed if this is its last buffer (mprof-report's
+        // `last_time`)
+        let mut last_event: Option<u64> = None;
         loop {
             // the hot path: calls, without building an Event
             if let Some((byte, size, t, method)) = evs.next_call() {
+                last_event = Some(t);
                 // per-buffer counters for the three call events (merged below)
                 if let Some(s) = calls_stats.get_mut((byte >> 4) as usize) {
                     count_event(s, size);
@@ -351,6 +356,7 @@ impl Worker {
             }
             if !track {
                 if let Some((size, t, class, _, bytes)) = evs.next_alloc() {
+                    last_event = Some(t);
                     let agg = &mut self.agg;
                     agg.events += 1;
                     if let Some(s) = agg.stats.get_mut(0) {
@@ -380,6 +386,7 @@ impl Worker {
                 count_event(s, ev.size);
             }
             let t = ev.time;
+            last_event = Some(t);
             match ev.kind {
                 EventKind::Enter { method } if in_window(t) => self.calls.call(true, t, method),
                 EventKind::Leave { method } | EventKind::ExcLeave { method } if in_window(t) => {
@@ -649,6 +656,12 @@ impl Worker {
             self.calls.item(Item::HeapObjects(v));
         }
         p.calls = self.calls.end();
+        if let Some(t) = last_event {
+            // within the time window, and never before the buffer's last call (an event
+            // written with an earlier stored time must not end a frame before it began)
+            let t = window.map_or(t, |(_, to)| t.min(to));
+            p.calls.last_time = Some(p.calls.last_time.map_or(t, |c| c.max(t)));
+        }
         p
     }
 
