@@ -7,7 +7,7 @@
 //! and domain names, tracking, backtraces) is an ordered [`Item`] of the piece, for the
 //! stitcher. Heap objects without backtraces are summed per class between two other items.
 
-use rustc_hash::FxHashMap as FxMap;
+use rustc_hash::{FxHashMap as FxMap, FxHashSet};
 
 use std::sync::Arc;
 
@@ -160,6 +160,9 @@ pub(crate) struct Agg {
     pub(crate) clauses: [u64; 5],
     pub(crate) images: u64,
     pub(crate) assemblies: u64,
+    /// Threads known without a name: every buffer's, and those of thread load / unload
+    /// events (mprof-report lists each, named or not).
+    pub(crate) threads: FxHashSet<u64>,
     /// Sample hits per IP.
     pub(crate) samples: FxMap<u64, u64>,
     /// (address, size, name) of unmanaged symbols.
@@ -190,6 +193,7 @@ impl Default for Agg {
             clauses: [0; 5],
             images: 0,
             assemblies: 0,
+            threads: FxHashSet::default(),
             samples: FxMap::default(),
             usyms: Vec::new(),
             stats: [(0, u32::MAX, 0, 0); 256],
@@ -227,6 +231,7 @@ impl Agg {
         }
         self.images += o.images;
         self.assemblies += o.assemblies;
+        self.threads.extend(o.threads);
         for (k, v) in o.samples {
             *self.samples.entry(k).or_default() += v;
         }
@@ -301,6 +306,7 @@ impl Worker {
         self.calls.begin();
         let agg = &mut self.agg;
         agg.buffers += 1;
+        agg.threads.insert(buf.header.thread_id);
         let mut evs = buf.events();
         // pushes an ordered item, first flushing the heap objects aggregated so far
         fn push(calls: &mut LocalCalls<Item>, heap: &mut FxMap<ClassRef, (u64, u64)>, it: Item) {
@@ -430,6 +436,9 @@ impl Worker {
                         &mut heap,
                         Item::Thread(m.ptr, name(m.name)),
                     ),
+                    (MTYPE_THREAD, MetaAction::Load | MetaAction::Unload) => {
+                        agg.threads.insert(m.ptr);
+                    }
                     (MTYPE_DOMAIN, MetaAction::Name) => push(
                         &mut self.calls,
                         &mut heap,
