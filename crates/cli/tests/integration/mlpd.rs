@@ -414,3 +414,24 @@ fn report_closes_open_frames_lists_every_thread_and_pairs_gcs_across_threads() {
         "{gc}"
     );
 }
+
+/// Plain `account` on a Mono file: the function column is at most
+/// profkit_model::account::FUNCTION_COLUMN wide (Mono's wrapper names run to 280 characters);
+/// JSON keeps the names whole.
+#[test]
+fn account_table_caps_the_function_column() {
+    let out = ok(&["account", "threads_calls.mlpd"]);
+    let width = out.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(width < 160, "{width}: {out}");
+    assert!(out.lines().any(|l| l.contains("...")), "{out}");
+    let j = ok(&["account", "--json", "threads_calls.mlpd"]);
+    let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+    let longest = v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap().chars().count())
+        .max()
+        .unwrap();
+    assert!(longest > 100, "{longest}");
+}
