@@ -543,7 +543,22 @@ pub fn human_time(clock: &Clock, raw: u64) -> String {
     }
 }
 
-/// profkit's text table: aligned columns, times with units.
+/// Widest function column of [`write_table`] (in characters): longer names (Mono wrappers and
+/// generic signatures reach 300) are cut and end in `...`; `--json` keeps them whole.
+pub const FUNCTION_COLUMN: usize = 60;
+
+/// `name` cut to `limit` characters, its last three `...`, when it is longer.
+fn cut_name(name: String, limit: usize) -> String {
+    if name.chars().count() <= limit {
+        return name;
+    }
+    let mut s: String = name.chars().take(limit.saturating_sub(3)).collect();
+    s.push_str("...");
+    s
+}
+
+/// profkit's text table: aligned columns, times with units; the function column is as wide as
+/// the longest name shown, at most [`FUNCTION_COLUMN`].
 pub fn write_table(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     let ns = |v: u64| human_time(&r.clock, v);
     let lat = |v: u64| {
@@ -559,7 +574,7 @@ pub fn write_table(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         .map(|row| {
             [
                 row.func.0.to_string(),
-                r.names.name(row.func),
+                cut_name(r.names.name(row.func), FUNCTION_COLUMN),
                 row.count.to_string(),
                 lat(row.min),
                 lat(row.median),

@@ -368,3 +368,70 @@ fn report_sort_find_and_track_options() {
     let (_, err, code) = run(&["report", "--find=X:1", "busy_alloc_bt.mlpd"]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// Issue #13 on real files: the frames Environment.Exit leaves open are closed at their
+/// thread's last event (mprof-report's rows), every thread is listed (one of Threads.exe's
+/// workers has no name), and a collection that ends on another thread than it started is
+/// counted with its real pause.
+#[test]
+fn report_closes_open_frames_lists_every_thread_and_pairs_gcs_across_threads() {
+    let out = ok(&["report", "threads_calls.mlpd"]);
+    let golden = std::fs::read_to_string(dir().join("threads_calls.report.txt")).unwrap();
+    let exit = |s: &str| {
+        s.lines()
+            .find(|l| l.ends_with("System.Environment:Exit (int)"))
+            .map(str::to_string)
+    };
+    assert!(exit(&golden).is_some());
+    assert_eq!(exit(&out), exit(&golden), "{out}");
+    let mut a = section(&golden, "Thread summary");
+    let b = section(&out, "Thread summary");
+    let mut sorted = b.clone();
+    sorted.sort_by_key(|l| (l.split("name: ").nth(1).unwrap_or(""), l.to_string()));
+    assert_eq!(b, sorted, "thread rows in name order");
+    let mut b = b;
+    a.sort_unstable();
+    b.sort_unstable();
+    assert_eq!(a, b);
+    let j = ok(&["report", "--json", "threads_calls.mlpd"]);
+    let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+    let threads = v["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), a.len());
+    assert!(threads.iter().any(|t| t["name"] == ""), "{threads:?}");
+    let exit = v["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["method"] == "(wrapper managed-to-native) System.Environment:Exit (int)")
+        .unwrap();
+    assert_eq!(exit["calls"], 1);
+    assert!(exit["total_ns"].as_u64().unwrap() > 1_000_000_000, "{exit}");
+    assert_eq!(v["stats"]["unfinished_frames"], 3);
+
+    let gc = ok(&["report", "--reports=gc", "churn_gc_heapshot.mlpd"]);
+    assert!(
+        gc.contains("\tGen1 collections: 7, max time: 855us, total time: 3327us, average: 475us\n"),
+        "{gc}"
+    );
+}
+
+/// Plain `account` on a Mono file: the function column is at most
+/// profkit_model::account::FUNCTION_COLUMN wide (Mono's wrapper names run to 280 characters);
+/// JSON keeps the names whole.
+#[test]
+fn account_table_caps_the_function_column() {
+    let out = ok(&["account", "threads_calls.mlpd"]);
+    let width = out.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(width < 160, "{width}: {out}");
+    assert!(out.lines().any(|l| l.contains("...")), "{out}");
+    let j = ok(&["account", "--json", "threads_calls.mlpd"]);
+    let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+    let longest = v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap().chars().count())
+        .max()
+        .unwrap();
+    assert!(longest > 100, "{longest}");
+}

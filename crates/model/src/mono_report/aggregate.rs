@@ -161,7 +161,9 @@ pub struct Report {
     pub monitors: Vec<(u64, u64, u64, u64)>,
     /// Monitor events: contentions, acquired, failures.
     pub monitor_totals: (u64, u64, u64),
-    /// (thread id, name).
+    /// (thread id, name): every thread a buffer, a thread event or a thread name names, with
+    /// its last name ("" when it has none), sorted by name, then id (id 0 left out, as
+    /// mprof-report does).
     pub threads: Vec<(u64, String)>,
     /// (domain, name).
     pub domains: Vec<(u64, String)>,
@@ -185,7 +187,7 @@ pub struct Report {
     pub skipped_bytes: u64,
     /// Leaves that matched no frame; frames still open at the end.
     pub unmatched_leaves: u64,
-    /// Frames still open at the end (closed at the thread's last time).
+    /// Frames still open at the end (closed at the time of the thread's last event).
     pub unfinished: u64,
     /// Backtraces, when [`Options::traces`] asked for them.
     pub traces: Option<ReportTraces>,
@@ -510,7 +512,7 @@ pub(super) fn finish(
             let [_, c, d, f] = st.monitor_counts;
             (c, d, f)
         },
-        threads: dedupe(&st.thread_names),
+        threads: threads(&agg.threads, &st.thread_names),
         domains: st
             .domains
             .iter()
@@ -533,14 +535,19 @@ pub(super) fn finish(
     }
 }
 
-fn dedupe(v: &[(u64, Box<str>)]) -> Vec<(u64, String)> {
-    let mut out: Vec<(u64, String)> = Vec::new();
-    for (t, n) in v {
-        match out.iter_mut().find(|(o, _)| o == t) {
-            Some(e) => e.1 = n.to_string(),
-            None => out.push((*t, n.to_string())),
-        }
+/// The thread list: the threads `known` and those `names` name (in file order: the last name
+/// wins), but id 0, sorted by name then id.
+fn threads(known: &rustc_hash::FxHashSet<u64>, names: &[(u64, Box<str>)]) -> Vec<(u64, String)> {
+    let mut by_id: HashMap<u64, &str> = known.iter().map(|&t| (t, "")).collect();
+    for (t, n) in names {
+        by_id.insert(*t, n);
     }
+    let mut out: Vec<(u64, String)> = by_id
+        .into_iter()
+        .filter(|&(t, _)| t != 0)
+        .map(|(t, n)| (t, n.to_string()))
+        .collect();
+    out.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
     out
 }
 

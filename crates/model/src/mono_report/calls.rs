@@ -14,8 +14,9 @@
 //! * Stitcher side, [`CallStitcher`]: a [`ThreadReplay`] per thread with a [`MethodFold`]: the
 //!   real stack, the statistics of the calls completed on it, the candidates resolved against
 //!   it (a candidate counts when no activation of its method is open below it), the call
-//!   traces with `--traces`. At the end the frames still open close at their thread's last
-//!   call, as mprof-report does.
+//!   traces with `--traces`. At the end the frames still open close at the time of their
+//!   thread's last event (any event of its last buffer, which the worker notes as the
+//!   piece's last time), as mprof-report does.
 
 use std::sync::{Arc, RwLock};
 
@@ -356,7 +357,7 @@ pub(crate) struct CallStitcher {
     pub(crate) call_traces: FxMap<u64, FxMap<Box<[u64]>, u64>>,
     /// Leaves that matched no frame.
     pub(crate) unmatched_leaves: u64,
-    /// Frames still open at the end (closed at their thread's last call).
+    /// Frames still open at the end (closed at their thread's last event).
     pub(crate) unfinished: u64,
 }
 
@@ -399,7 +400,7 @@ impl CallStitcher {
         });
     }
 
-    /// Ends the pass: closes every thread's open frames at its last call, and gathers the
+    /// Ends the pass: closes every thread's open frames at its last event, and gathers the
     /// statistics and traces by method.
     pub(crate) fn finish(&mut self) {
         let methods = self.ids.snapshot();

@@ -1,8 +1,9 @@
 //! The stitcher: applies the workers' pieces in file order on the calling thread.
 //!
 //! Per buffer it first lets the call replay ([`super::calls`]) resolve the buffer's local
-//! replay against the real stacks, then applies the buffer's ordered items: GC pauses (START
-//! and END paired per thread and generation), monitor waits (CONTENTION paired with DONE or
+//! replay against the real stacks, then applies the buffer's ordered items: GC events (START
+//! and END of a generation paired process-wide at the end, in time order: a collection may
+//! start on one thread and end on another), monitor waits (CONTENTION paired with DONE or
 //! FAIL per thread and object), heap shots, GC handle counts, counters (deltas), thread,
 //! domain and context names, backtraces (the real stack for the events without their own)
 //! and tracked objects.
@@ -19,8 +20,6 @@ use profkit_mlpd::Error;
 /// One thread's state in the stitcher (besides its call stack).
 #[derive(Debug, Default)]
 struct ThreadState {
-    /// Per generation: the time of the GC START waiting for its END.
-    gc_start: [Option<u64>; 3],
     /// Per lock object: the time of the contention waiting for its DONE or FAIL.
     contention: FxMap<u64, u64>,
 }
@@ -72,8 +71,12 @@ pub(crate) enum Tracked {
 #[derive(Debug, Default)]
 pub(crate) struct Stitcher {
     threads: FxMap<u64, ThreadState>,
+    /// GC STARTs (`true`) and ENDs per generation: (time, start?), in file order; paired at
+    /// the end.
+    gc_events: [Vec<(u64, bool)>; 3],
     /// The call replay's side: real stacks, the statistics of the calls completed here.
     pub calls: CallStitcher,
+    /// Per generation: (collections, max pause ns, total pause ns), set by [`Stitcher::finish`].
     pub gens: [(u64, u64, u64); 3],
     pub handles: [(u64, u64, i64, i64); 4],
     pub locks: FxMap<u64, (u64, u64, u64)>,
@@ -153,22 +156,9 @@ impl Stitcher {
         let span = |s: Span| s.of(arena);
         match it {
             Item::Gc(event, g, t) => {
-                let ts = self.threads.entry(tid).or_default();
-                if event == GC_EVENT_START {
-                    if let Some(s) = ts.gc_start.get_mut(g) {
-                        *s = Some(t);
-                    }
-                } else if event == GC_EVENT_END {
-                    if let (Some(Some(start)), Some(gen)) =
-                        (ts.gc_start.get(g).copied(), self.gens.get_mut(g))
-                    {
-                        let d = t.saturating_sub(start);
-                        gen.0 += 1;
-                        gen.2 += d;
-                        gen.1 = gen.1.max(d);
-                    }
-                    if let Some(s) = ts.gc_start.get_mut(g) {
-                        *s = None;
+                if event == GC_EVENT_START || event == GC_EVENT_END {
+                    if let Some(v) = self.gc_events.get_mut(g) {
+                        v.push((t, event == GC_EVENT_START));
                     }
                 }
             }
@@ -389,16 +379,44 @@ impl Stitcher {
         }
     }
 
-    /// Ends the pass: closes every thread's open frames at its last call time (as
-    /// mprof-report does), and a heap shot without its end.
+    /// Ends the pass: closes every thread's open frames at the time of its last event (as
+    /// mprof-report does), a heap shot without its end, and pairs the GC events.
     pub(crate) fn finish(&mut self) {
         self.calls.finish();
+        for (gen, events) in self.gens.iter_mut().zip(&mut self.gc_events) {
+            *gen = gc_pauses(std::mem::take(events));
+        }
         if let Some(mut s) = self.cur_shot.take() {
             // a heap shot without its end (file cut off): counted with what it has
             s.resolve_refs();
             self.shots.push(s);
         }
     }
+}
+
+/// One generation's collections from its GC STARTs (`true`) and ENDs, (time, start?) in file
+/// order: (collections, max pause, total pause). A collection is process-wide and Mono may end
+/// it on another thread than the one that started it (sgen's concurrent major collections
+/// start on the allocating thread and end on the finalizer thread), and buffers of different
+/// threads come in any order, so the events are put in time order (file order among equal
+/// times) and each END closes the START before it. Every START counts, as in mprof-report; a
+/// START without its END (a file cut during a collection) has no pause, an END without a
+/// START is ignored.
+fn gc_pauses(mut events: Vec<(u64, bool)>) -> (u64, u64, u64) {
+    events.sort_by_key(|&(t, _)| t); // stable: file order among equal times
+    let (mut n, mut max, mut total) = (0, 0, 0);
+    let mut open: Option<u64> = None;
+    for (t, start) in events {
+        if start {
+            n += 1;
+            open = Some(t);
+        } else if let Some(s) = open.take() {
+            let d = t - s;
+            max = max.max(d);
+            total += d;
+        }
+    }
+    (n, max, total)
 }
 
 impl RawShot {
@@ -526,14 +544,14 @@ mod tests {
                 "traces {traces}"
             );
             assert_eq!(st.calls.unmatched_leaves, 0);
-            // thread 2's A is still open: closed at its thread's last call
+            // thread 2's A is still open: closed at its thread's last event (its enter)
             assert_eq!(st.calls.unfinished, 1);
             assert_eq!(stats(&st, &agg, A).total_ns, 0);
         }
     }
 
     #[test]
-    fn unfinished_frames_close_at_their_threads_last_call() {
+    fn unfinished_frames_close_at_their_threads_last_event() {
         let bytes = file(vec![
             (
                 1,
@@ -552,15 +570,31 @@ mod tests {
                     b.leave(900, B);
                 }),
             ),
-            (1, 30, Box::new(|b| b.enter(40, B))),
+            (
+                1,
+                30,
+                Box::new(|b| {
+                    b.enter(40, B);
+                    // not a call: still the thread's last event (mprof-report's last_time)
+                    b.gc_resize(70, 4096);
+                }),
+            ),
+            // a buffer without calls ends the thread later still
+            (1, 80, Box::new(|b| b.sync_point(100, 0))),
         ]);
-        let (st, agg) = stitch(&bytes, &Options::default());
-        assert_eq!(st.calls.unfinished, 2);
-        // thread 1's last call is at 40: A 10..40 (B 20..25 and 40..40 inside), B 0 + 5
-        let a = stats(&st, &agg, A);
-        assert_eq!((a.total_ns, a.self_ns), (30, 25));
-        let b = stats(&st, &agg, B);
-        assert_eq!((b.calls, b.total_all_ns), (3, 5 + 890));
+        for traces in [false, true] {
+            let opts = Options {
+                traces,
+                ..Options::default()
+            };
+            let (st, agg) = stitch(&bytes, &opts);
+            assert_eq!(st.calls.unfinished, 2);
+            // thread 1's last event is at 100: A 10..100 (B 20..25 and 40..100 inside)
+            let a = stats(&st, &agg, A);
+            assert_eq!((a.calls, a.total_ns, a.self_ns), (1, 90, 90 - 5 - 60));
+            let b = stats(&st, &agg, B);
+            assert_eq!((b.calls, b.total_all_ns), (3, 5 + 890 + 60));
+        }
     }
 
     #[test]
@@ -597,7 +631,7 @@ mod tests {
     }
 
     #[test]
-    fn gc_pauses_pair_start_and_end_per_thread_and_generation() {
+    fn gc_pauses_pair_start_and_end_per_generation_across_threads() {
         let bytes = file(vec![
             (
                 1,
@@ -608,15 +642,21 @@ mod tests {
                     b.gc_event(150, GC_EVENT_END, 1);
                 }),
             ),
-            // another thread's END does not end thread 1's pause
+            // a stray END later than the pair (as in the file's order here) closes nothing
             (2, 0, Box::new(|b| b.gc_event(500, GC_EVENT_END, 0))),
             (1, 200, Box::new(|b| b.gc_event(300, GC_EVENT_END, 0))),
             (1, 400, Box::new(|b| b.gc_event(450, GC_EVENT_END, 0))),
+            // a collection started by thread 3 and ended by thread 4, whose buffer comes
+            // first in the file: paired in time order
+            (4, 1100, Box::new(|b| b.gc_event(1200, GC_EVENT_END, 1))),
+            (3, 900, Box::new(|b| b.gc_event(1000, GC_EVENT_START, 1))),
+            // a START without its END counts, without a pause
+            (3, 2000, Box::new(|b| b.gc_event(2000, GC_EVENT_START, 2))),
         ]);
         let (st, _) = stitch(&bytes, &Options::default());
         assert_eq!(st.gens[0], (1, 200, 200));
-        assert_eq!(st.gens[1], (1, 40, 40));
-        assert_eq!(st.gens[2], (0, 0, 0));
+        assert_eq!(st.gens[1], (2, 200, 240));
+        assert_eq!(st.gens[2], (1, 0, 0));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! and domain names, tracking, backtraces) is an ordered [`Item`] of the piece, for the
 //! stitcher. Heap objects without backtraces are summed per class between two other items.
 
-use rustc_hash::FxHashMap as FxMap;
+use rustc_hash::{FxHashMap as FxMap, FxHashSet};
 
 use std::sync::Arc;
 
@@ -160,6 +160,9 @@ pub(crate) struct Agg {
     pub(crate) clauses: [u64; 5],
     pub(crate) images: u64,
     pub(crate) assemblies: u64,
+    /// Threads known without a name: every buffer's, and those of thread load / unload
+    /// events (mprof-report lists each, named or not).
+    pub(crate) threads: FxHashSet<u64>,
     /// Sample hits per IP.
     pub(crate) samples: FxMap<u64, u64>,
     /// (address, size, name) of unmanaged symbols.
@@ -190,6 +193,7 @@ impl Default for Agg {
             clauses: [0; 5],
             images: 0,
             assemblies: 0,
+            threads: FxHashSet::default(),
             samples: FxMap::default(),
             usyms: Vec::new(),
             stats: [(0, u32::MAX, 0, 0); 256],
@@ -227,6 +231,7 @@ impl Agg {
         }
         self.images += o.images;
         self.assemblies += o.assemblies;
+        self.threads.extend(o.threads);
         for (k, v) in o.samples {
             *self.samples.entry(k).or_default() += v;
         }
@@ -301,6 +306,7 @@ impl Worker {
         self.calls.begin();
         let agg = &mut self.agg;
         agg.buffers += 1;
+        agg.threads.insert(buf.header.thread_id);
         let mut evs = buf.events();
         // pushes an ordered item, first flushing the heap objects aggregated so far
         fn push(calls: &mut LocalCalls<Item>, heap: &mut FxMap<ClassRef, (u64, u64)>, it: Item) {
@@ -337,9 +343,14 @@ impl Worker {
         let traces = self.traces;
         let track = self.track;
         let mut calls_stats = [(0u64, u32::MAX, 0u32, 0u64); 4];
+        // the time of the buffer's last event (any type): where the thread's frames still
+        // open at the end of the file are closed if this is its last buffer (mprof-report's
+        // `last_time`)
+        let mut last_event: Option<u64> = None;
         loop {
             // the hot path: calls, without building an Event
             if let Some((byte, size, t, method)) = evs.next_call() {
+                last_event = Some(t);
                 // per-buffer counters for the three call events (merged below)
                 if let Some(s) = calls_stats.get_mut((byte >> 4) as usize) {
                     count_event(s, size);
@@ -351,6 +362,7 @@ impl Worker {
             }
             if !track {
                 if let Some((size, t, class, _, bytes)) = evs.next_alloc() {
+                    last_event = Some(t);
                     let agg = &mut self.agg;
                     agg.events += 1;
                     if let Some(s) = agg.stats.get_mut(0) {
@@ -380,6 +392,7 @@ impl Worker {
                 count_event(s, ev.size);
             }
             let t = ev.time;
+            last_event = Some(t);
             match ev.kind {
                 EventKind::Enter { method } if in_window(t) => self.calls.call(true, t, method),
                 EventKind::Leave { method } | EventKind::ExcLeave { method } if in_window(t) => {
@@ -423,6 +436,9 @@ impl Worker {
                         &mut heap,
                         Item::Thread(m.ptr, name(m.name)),
                     ),
+                    (MTYPE_THREAD, MetaAction::Load | MetaAction::Unload) => {
+                        agg.threads.insert(m.ptr);
+                    }
                     (MTYPE_DOMAIN, MetaAction::Name) => push(
                         &mut self.calls,
                         &mut heap,
@@ -649,6 +665,12 @@ impl Worker {
             self.calls.item(Item::HeapObjects(v));
         }
         p.calls = self.calls.end();
+        if let Some(t) = last_event {
+            // within the time window, and never before the buffer's last call (an event
+            // written with an earlier stored time must not end a frame before it began)
+            let t = window.map_or(t, |(_, to)| t.min(to));
+            p.calls.last_time = Some(p.calls.last_time.map_or(t, |c| c.max(t)));
+        }
         p
     }
 
