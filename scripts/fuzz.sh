@@ -27,6 +27,7 @@ seeds() {
         mlpd_read) echo "$fx"/mlpd/*.mlpd "$fx"/mlpd/synthetic/*.mlpd ;;
         perf_read|perf_feed) echo "$fx"/perf/*.data ;;
         instr_map) echo "$fx"/xray/demo "$fx"/xray/nodebug "$fx"/xray/libdso.so "$fx"/xray/dso-main "$fx"/xray/sled-v1-pie ;;
+        structured) ;;
         convert_all) echo "$fx"/xray/*.xray "$fx"/xray/*.xprof "$fx"/jitdump/*.dump "$fx"/jitdump/*.gz \
             "$fx"/mlpd/synthetic/*.mlpd "$fx"/mlpd/hello_*.mlpd "$fx"/perf/*.data seeds/jitdump/* ;;
     esac
@@ -34,6 +35,8 @@ seeds() {
 max_len() {
     case "$1" in
         instr_map|perf_read|perf_feed) echo 1048576 ;;
+        # every writer per input: small inputs run ~10x more executions
+        convert_all|structured) echo 8192 ;;
         *) echo 65536 ;;
     esac
 }
