@@ -5,7 +5,7 @@ use std::process::Command;
 
 use profkit_jitdump::read::{FunctionRecord, InlineCallRecord, LineRecord, Range};
 
-use crate::support::{compile_c, crate_dir, read_dump, staticlib, Load};
+use crate::support::{c_host, read_dump, Load};
 
 fn pattern(t: i64, i: i64, n: usize) -> Vec<u8> {
     (0..n).map(|j| (t * 31 + i * 7 + j as i64) as u8).collect()
@@ -14,13 +14,7 @@ fn pattern(t: i64, i: i64, n: usize) -> Vec<u8> {
 #[test]
 fn eight_threads_every_event_kind() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("threads");
-    let lib = staticlib();
-    compile_c(
-        &[&crate_dir().join("tests/c/threads.c")],
-        &exe,
-        &[lib.to_str().unwrap(), "-lpthread", "-ldl", "-lm", "-lgcc_s"],
-    );
+    let exe = c_host("threads", dir.path());
     run_and_check(&exe, &dir, &[]);
 }
 

@@ -2,23 +2,12 @@
 
 use std::process::Command;
 
-use crate::support::{compile_c, crate_dir, read_dump, staticlib};
+use crate::support::{c_host, read_dump};
 
 #[test]
 fn child_writes_its_own_dump() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("fork");
-    compile_c(
-        &[&crate_dir().join("tests/c/fork.c")],
-        &exe,
-        &[
-            staticlib().to_str().unwrap(),
-            "-lpthread",
-            "-ldl",
-            "-lm",
-            "-lgcc_s",
-        ],
-    );
+    let exe = c_host("fork", dir.path());
     let out = Command::new(&exe)
         .env("PROFKIT_JITDUMP_DIR", dir.path())
         .output()

@@ -5,22 +5,21 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::{compile_c, crate_dir, read_dump, staticlib};
+use crate::support::{c_host, read_dump};
 
-fn host(dir: &Path) -> std::path::PathBuf {
-    let exe = dir.join("misuse");
-    compile_c(
-        &[&crate_dir().join("tests/c/misuse.c")],
-        &exe,
-        &[
-            staticlib().to_str().unwrap(),
-            "-lpthread",
-            "-ldl",
-            "-lm",
-            "-lgcc_s",
-        ],
-    );
-    exe
+/// Runs the host with `mode` ("huge" or "full"): (stdout, stderr, success).
+fn run(mode: &str, dir: &Path) -> (String, String, bool) {
+    let out = Command::new(c_host("misuse", dir))
+        .arg(mode)
+        .env("PROFKIT_JITDUMP_DIR", dir)
+        .env("PROFKIT_PERFMAP", "0")
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.success(),
+    )
 }
 
 fn only_dump(dir: &Path) -> std::path::PathBuf {
@@ -34,16 +33,9 @@ fn only_dump(dir: &Path) -> std::path::PathBuf {
 #[test]
 fn an_oversized_method_is_rejected_and_recording_goes_on() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = host(dir.path());
-    let out = Command::new(&exe)
-        .arg("huge")
-        .env("PROFKIT_JITDUMP_DIR", dir.path())
-        .env("PROFKIT_PERFMAP", "0")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "0\n1\n");
+    let (out, err, ok) = run("huge", dir.path());
+    assert!(ok, "{err}");
+    assert_eq!(out, "0\n1\n");
     assert_eq!(
         err.lines().filter(|l| l.contains("profkit-jitapi")).count(),
         1,
@@ -67,15 +59,8 @@ fn an_oversized_method_is_rejected_and_recording_goes_on() {
 #[test]
 fn a_full_disk_is_reported_as_failure() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = host(dir.path());
-    let out = Command::new(&exe)
-        .arg("full")
-        .env("PROFKIT_JITDUMP_DIR", dir.path())
-        .env("PROFKIT_PERFMAP", "0")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "0\n0\n", "{err}");
+    let (out, err, ok) = run("full", dir.path());
+    assert!(ok, "{err}");
+    assert_eq!(out, "0\n0\n", "{err}");
     assert!(err.contains("profkit-jitapi"), "{err}");
 }

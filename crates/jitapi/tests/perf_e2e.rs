@@ -3,24 +3,13 @@
 
 use std::process::Command;
 
-use crate::support::{compile_c, crate_dir, read_dump, staticlib};
+use crate::support::{c_host, read_dump};
 
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn perf_inject_names_jit_functions() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("jitloop");
-    compile_c(
-        &[&crate_dir().join("tests/c/jitloop.c")],
-        &exe,
-        &[
-            staticlib().to_str().unwrap(),
-            "-lpthread",
-            "-ldl",
-            "-lm",
-            "-lgcc_s",
-        ],
-    );
+    let exe = c_host("jitloop", dir.path());
     let Some(perf) = profkit_testkit::perf("perf_inject_names_jit_functions") else {
         // The JIT side still has to work without perf.
         let st = Command::new(&exe)

@@ -74,6 +74,18 @@ pub fn compile_c(sources: &[&Path], out: &Path, extra: &[&str]) {
     assert!(st.success(), "cc failed: {cmd:?}");
 }
 
+/// Compiles the C host `tests/c/<name>.c` into `dir/<name>`, linked to the staticlib.
+pub fn c_host(name: &str, dir: &Path) -> PathBuf {
+    let exe = dir.join(name);
+    let lib = staticlib();
+    compile_c(
+        &[&crate_dir().join(format!("tests/c/{name}.c"))],
+        &exe,
+        &[lib.to_str().unwrap(), "-lpthread", "-ldl", "-lm", "-lgcc_s"],
+    );
+    exe
+}
+
 /// One LOAD with what was written before it.
 #[derive(Debug, Clone)]
 pub struct Load {
