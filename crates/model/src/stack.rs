@@ -11,6 +11,8 @@
 //!   names with `;` → `:` and line breaks → spaces, so that every name stays one frame).
 
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::io::{self, Write};
 
 use crate::events::{CallPath, EventSink, Sample, TraceInfo};
@@ -31,7 +33,9 @@ struct Node {
 #[derive(Clone, Debug)]
 pub struct StackTree {
     nodes: Vec<Node>,
-    index: HashMap<(u32, FuncId), u32>,
+    /// Children by (parent, function): looked up once per call or sampled frame, so a fast
+    /// non-cryptographic hash (the keys are the trace's own small integers).
+    index: FxHashMap<(u32, FuncId), u32>,
     path: Vec<u32>,
 }
 
@@ -39,7 +43,7 @@ impl Default for StackTree {
     fn default() -> Self {
         StackTree {
             nodes: vec![Node::default()],
-            index: HashMap::new(),
+            index: FxHashMap::default(),
             path: Vec::new(),
         }
     }
