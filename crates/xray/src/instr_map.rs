@@ -309,12 +309,11 @@ impl InstrMap {
     pub fn from_yaml(text: &str) -> Result<(InstrMap, Vec<String>)> {
         let mut sleds = Vec::new();
         let mut names = Vec::new();
-        for (i, line) in text.lines().enumerate() {
+        for (no, line) in yaml::logical_lines(text) {
             let t = line.trim();
             if t.is_empty() || t == "---" || t == "..." || t.starts_with('#') || t == "[]" {
                 continue;
             }
-            let no = i + 1;
             let bad = |m: String| Error::Yaml {
                 line: no,
                 message: m,

@@ -26,5 +26,5 @@ mod syntax;
 pub(crate) mod trace;
 
 pub use convert::{write_yaml, YamlOptions, YamlOutcome};
-pub use syntax::{parse_flow_map, parse_int, scalar};
+pub use syntax::{logical_lines, parse_flow_map, parse_int, scalar};
 pub use trace::{read_yaml, yaml_to_binary, YamlTrace};

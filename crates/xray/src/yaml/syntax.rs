@@ -118,6 +118,55 @@ pub(crate) fn needs_quotes(s: &str) -> Quoting {
     q
 }
 
+/// The lines of `text` with quoted scalars that span lines joined: LLVM's writer puts a name's
+/// line feed inside single quotes as is (YAML folds it: a line break in a quoted flow scalar
+/// reads as one space, an empty line as a line feed). Each logical line comes with the 1-based
+/// number of its first physical line.
+pub fn logical_lines(text: &str) -> Vec<(usize, std::borrow::Cow<'_, str>)> {
+    let mut out: Vec<(usize, std::borrow::Cow<'_, str>)> = Vec::new();
+    // The quote a line left open: None, Some('\'') or Some('"').
+    let mut open: Option<char> = None;
+    for (i, line) in text.lines().enumerate() {
+        match (open, out.last_mut()) {
+            (Some(_), Some((_, joined))) => {
+                let j = joined.to_mut();
+                if line.trim().is_empty() {
+                    j.push('\n');
+                } else {
+                    let kept = j.trim_end_matches([' ', '\t']).len();
+                    j.truncate(kept);
+                    if !j.ends_with('\n') {
+                        j.push(' ');
+                    }
+                    j.push_str(line.trim_start_matches([' ', '\t']));
+                }
+            }
+            _ => out.push((i + 1, std::borrow::Cow::Borrowed(line))),
+        }
+        open = quote_left_open(line, open);
+    }
+    out
+}
+
+/// The quote still open at the end of `line`, given the one open at its start.
+fn quote_left_open(line: &str, mut open: Option<char>) -> Option<char> {
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (open, c) {
+            (None, '\'' | '"') => open = Some(c),
+            (Some('\''), '\'') if chars.peek() == Some(&'\'') => {
+                chars.next();
+            }
+            (Some('"'), '\\') => {
+                chars.next();
+            }
+            (Some(q), c) if c == q => open = None,
+            _ => {}
+        }
+    }
+    open
+}
+
 /// A scalar as LLVM's YAML writer prints it.
 pub fn scalar(s: &str) -> String {
     match needs_quotes(s) {
@@ -319,5 +368,22 @@ mod tests {
         assert!(parse_flow_map("{ a 1 }", 3).is_err());
         assert_eq!(parse_int("0x1F"), Some(31));
         assert_eq!(parse_int("-1"), Some(u64::MAX));
+    }
+
+    #[test]
+    fn quoted_scalars_spanning_lines_are_folded() {
+        let name = "two\nlines";
+        let line = format!("- {{ id: 1, function-name: {} }}", scalar(name));
+        let text = format!("---\n{line}\n- {{ id: 2, function-name: b }}\n...\n");
+        let lines = logical_lines(&text);
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[1].0, 2);
+        assert_eq!(lines[2].0, 4, "numbered by their first physical line");
+        let kv = parse_flow_map(&lines[1].1, 2).unwrap();
+        assert_eq!(kv[1].1, "two lines");
+        // An empty line inside the quotes is a line feed; '' is an escaped quote.
+        let lines = logical_lines("- { a: 'x''\n\ny' }\n- { b: c }");
+        assert_eq!(parse_flow_map(&lines[0].1, 1).unwrap()[0].1, "x'\ny");
+        assert_eq!(lines.len(), 2);
     }
 }

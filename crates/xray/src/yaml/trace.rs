@@ -261,8 +261,7 @@ pub fn read_yaml(text: &str) -> Result<YamlTrace> {
     let mut out = YamlTrace::default();
     let (mut version, mut ttype, mut ctsc, mut ntsc, mut freq) = (None, None, false, false, 0u64);
     let mut index = std::collections::HashMap::<(u32, u32), usize>::new();
-    for (i, raw) in text.lines().enumerate() {
-        let ln = i + 1;
+    for (ln, raw) in crate::yaml::syntax::logical_lines(text) {
         let line = raw.trim();
         if line.is_empty()
             || line == "---"
