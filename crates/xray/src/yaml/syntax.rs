@@ -301,8 +301,10 @@ pub fn parse_flow_map(line: &str, line_no: usize) -> Result<Vec<(String, String)
                 val = val.trim().to_string();
             }
             _ => {
+                // LLVM's writer leaves a scalar with ", " in it unquoted (its needsQuotes
+                // allows ','), so a comma ends a plain value only before the next `key:`.
                 while let Some(&c) = chars.get(i) {
-                    if c == ',' {
+                    if c == ',' && starts_key(&chars, i + 1) {
                         break;
                     }
                     val.push(c);
@@ -320,6 +322,20 @@ pub fn parse_flow_map(line: &str, line_no: usize) -> Result<Vec<(String, String)
         }
     }
     Ok(out)
+}
+
+/// Whether `chars[at..]` is (after blanks) a flow-map key: `name:` then a blank or the end.
+fn starts_key(chars: &[char], at: usize) -> bool {
+    let rest = chars.get(at..).unwrap_or(&[]);
+    let start = rest.iter().take_while(|c| c.is_whitespace()).count();
+    let name = rest
+        .iter()
+        .skip(start)
+        .take_while(|&&c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        .count();
+    name > 0
+        && rest.get(start + name) == Some(&':')
+        && rest.get(start + name + 1).is_none_or(|c| c.is_whitespace())
 }
 
 /// Parses an integer the way LLVM's YAML reader does (`0x` hex, decimal, optional sign).
@@ -366,6 +382,10 @@ mod tests {
             ]
         );
         assert!(parse_flow_map("{ a 1 }", 3).is_err());
+        // A plain scalar with ", " in it (LLVM leaves it unquoted).
+        let kv = parse_flow_map("{ name: stack, any more., version: 2 }", 4).unwrap();
+        assert_eq!(kv[0].1, "stack, any more.");
+        assert_eq!(kv[1], ("version".to_string(), "2".to_string()));
         assert_eq!(parse_int("0x1F"), Some(31));
         assert_eq!(parse_int("-1"), Some(u64::MAX));
     }
