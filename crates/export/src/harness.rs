@@ -1,6 +1,7 @@
 //! What the `convert_all` fuzz target runs on any bytes (and what the tests replay on its saved
 //! inputs, `fuzz/regressions/convert_all/`): gzip unwrapped, the format detected from the
-//! bytes as the CLI does, the format's driver fed into **every writer** (Perfetto, Chrome JSON,
+//! bytes as the CLI does, the format's driver fed once, through a tee, into **every writer**
+//! (Perfetto, Chrome JSON,
 //! Firefox, speedscope, pprof, folded and, with the `svg` feature, the flame graph) writing into
 //! a sink that only counts bytes. Nothing may panic, and each output must stay bounded by the
 //! input ([`output_limit`]): a writer whose output grows with a time value or a size field
@@ -12,9 +13,13 @@ use std::io::{self, Read, Write};
 use std::path::PathBuf;
 
 use profkit_model::detect::{detect, Format};
+use profkit_model::events::{
+    CallPath, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo, TraceInfo,
+};
 use profkit_model::feed::perf::{JitSearch, PerfOptions};
 use profkit_model::replay::pipeline::Workers;
-use profkit_model::{Clock, FunctionTable, Source};
+use profkit_model::span::Span;
+use profkit_model::{Clock, FuncId, FuncInfo, FunctionTable, Source};
 
 use crate::chrome::ChromeWriter;
 use crate::firefox::FirefoxSink;
@@ -68,30 +73,129 @@ pub fn check_convert(data: &[u8]) {
     };
     let options = Options::default();
     let limit = output_limit(bytes.len());
-    macro_rules! writer {
-        ($name:expr, $make:expr) => {{
-            let mut out = Counting::default();
-            {
-                let mut sink = $make(&mut out);
-                let _ = source.feed("fuzz", Some(Workers::SEQUENTIAL), None, &mut sink);
-            }
-            assert!(
-                out.bytes <= limit,
-                "{}: {} bytes from a {} byte input",
-                $name,
-                out.bytes,
-                bytes.len()
-            );
-        }};
+    let mut outs: Vec<Counting> = (0..WRITERS.len()).map(|_| Counting::default()).collect();
+    {
+        let mut it = outs.iter_mut();
+        let mut next = || it.next().map(|c| c as &mut Counting);
+        let mut sinks: Vec<Box<dyn EventSink + '_>> = Vec::new();
+        if let Some(w) = next() {
+            sinks.push(Box::new(PerfettoWriter::new(w)));
+        }
+        if let Some(w) = next() {
+            sinks.push(Box::new(ChromeWriter::new(w)));
+        }
+        if let Some(w) = next() {
+            sinks.push(Box::new(FirefoxSink::new(w, false, None)));
+        }
+        if let Some(w) = next() {
+            sinks.push(Box::new(SpeedscopeWriter::new(w)));
+        }
+        if let Some(w) = next() {
+            sinks.push(Box::new(PprofSink::new(w, false, false)));
+        }
+        if let Some(w) = next() {
+            sinks.push(Box::new(FoldedWriter::new(w, &options)));
+        }
+        #[cfg(feature = "svg")]
+        if let Some(w) = next() {
+            sinks.push(Box::new(FoldedWriter::new_svg(w, &options)));
+        }
+        // One pass of the driver feeds every writer.
+        let mut tee = Tee {
+            sinks: sinks.into_iter().map(|s| (s, false)).collect(),
+        };
+        let _ = source.feed("fuzz", Some(Workers::SEQUENTIAL), None, &mut tee);
     }
-    writer!("perfetto", |w| PerfettoWriter::new(w));
-    writer!("chrome", |w| ChromeWriter::new(w));
-    writer!("firefox", |w| FirefoxSink::new(w, false, None));
-    writer!("speedscope", |w| SpeedscopeWriter::new(w));
-    writer!("pprof", |w| PprofSink::new(w, false, false));
-    writer!("folded", |w| FoldedWriter::new(w, &options));
+    for (name, out) in WRITERS.iter().zip(&outs) {
+        assert!(
+            out.bytes <= limit,
+            "{name}: {} bytes from a {} byte input",
+            out.bytes,
+            bytes.len()
+        );
+    }
+}
+
+/// The writers [`check_convert`] runs, in order.
+const WRITERS: &[&str] = &[
+    "perfetto",
+    "chrome",
+    "firefox",
+    "speedscope",
+    "pprof",
+    "folded",
     #[cfg(feature = "svg")]
-    writer!("svg", |w| FoldedWriter::new_svg(w, &options));
+    "svg",
+];
+
+/// Hands every event to each of its sinks; a sink that fails is left out from then on (the
+/// others go on), and the first failure is the tee's result.
+struct Tee<'a> {
+    sinks: Vec<(Box<dyn EventSink + 'a>, bool)>,
+}
+
+impl Tee<'_> {
+    fn each(&mut self, mut f: impl FnMut(&mut dyn EventSink) -> io::Result<()>) -> io::Result<()> {
+        let mut first = Ok(());
+        for (sink, failed) in &mut self.sinks {
+            if *failed {
+                continue;
+            }
+            if let Err(e) = f(sink.as_mut()) {
+                *failed = true;
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
+        }
+        first
+    }
+}
+
+impl EventSink for Tee<'_> {
+    fn begin(&mut self, t: &TraceInfo<'_>) -> io::Result<()> {
+        self.each(|s| s.begin(t))
+    }
+    fn process(&mut self, p: &ProcessInfo<'_>) -> io::Result<()> {
+        self.each(|s| s.process(p))
+    }
+    fn thread(&mut self, t: &ThreadInfo<'_>) -> io::Result<()> {
+        self.each(|s| s.thread(t))
+    }
+    fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+        self.each(|s| s.function(id, info))
+    }
+    fn enter(
+        &mut self,
+        thread: u32,
+        func: FuncId,
+        time: u64,
+        depth: u32,
+        args: &[u64],
+    ) -> io::Result<()> {
+        self.each(|s| s.enter(thread, func, time, depth, args))
+    }
+    fn exit(&mut self, span: &Span) -> io::Result<()> {
+        self.each(|s| s.exit(span))
+    }
+    fn instant(&mut self, i: &Instant<'_>) -> io::Result<()> {
+        self.each(|s| s.instant(i))
+    }
+    fn counter(&mut self, c: &Counter<'_>) -> io::Result<()> {
+        self.each(|s| s.counter(c))
+    }
+    fn sample(&mut self, smp: &Sample<'_>) -> io::Result<()> {
+        self.each(|s| s.sample(smp))
+    }
+    fn code(&mut self, c: &CodeRegion<'_>) -> io::Result<()> {
+        self.each(|s| s.code(c))
+    }
+    fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {
+        self.each(|s| s.call_path(p))
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        self.each(|s| s.finish())
+    }
 }
 
 /// The model's view of `bytes` as the CLI builds it, without instrumentation maps, JIT
