@@ -233,6 +233,11 @@ fuzz_target!(|input: Input| {
         Input::Mlpd { version, buffers, flips } => flip(mlpd(*version, buffers), flips),
         Input::Jitdump { loads, flips } => flip(jitdump(loads), flips),
     };
+    // STRUCTURED_DUMP=FILE saves the bytes made (to keep a finding as a regression input of the
+    // format's own target, which cargo test replays).
+    if let Some(path) = std::env::var_os("STRUCTURED_DUMP") {
+        let _ = std::fs::write(path, &bytes);
+    }
     match &input {
         Input::XrayFdr { .. } | Input::XrayBasic { .. } => profkit_xray::harness::check_read(&bytes),
         _ => {}

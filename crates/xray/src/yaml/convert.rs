@@ -486,8 +486,13 @@ fn plan_pieces(trace: &Trace<'_>, sort: bool) -> Option<Plan> {
     let records = infos.iter().map(|i| i.records).sum();
     // Threads in order of their first event in the file.
     let mut threads: Vec<(usize, ThreadPlan)> = Vec::new();
-    for (key, bufs) in trace.thread_buffers() {
-        let mut first = None;
+    for (key, mut bufs) in trace.thread_buffers() {
+        // Unsorted output keeps each thread's events in file order (llvm-xray --sort=false),
+        // not the time order `thread_buffers` gives a wrapped flight recorder's buffers.
+        if !sort {
+            bufs.sort_unstable();
+        }
+        let mut first: Option<usize> = None;
         let mut last_tsc: Option<u64> = None;
         let mut plan = ThreadPlan {
             bufs: Vec::new(),
@@ -501,7 +506,7 @@ fn plan_pieces(trace: &Trace<'_>, sort: bool) -> Option<Plan> {
             if k != key {
                 return None;
             }
-            first.get_or_insert(bi);
+            first = Some(first.map_or(bi, |f| f.min(bi)));
             if sort {
                 if !info.monotonic || last_tsc.is_some_and(|t| t > info.first_tsc) {
                     return None;
