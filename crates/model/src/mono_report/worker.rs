@@ -342,23 +342,26 @@ impl Worker {
         }
         let traces = self.traces;
         let track = self.track;
-        let mut calls_stats = [(0u64, u32::MAX, 0u32, 0u64); 4];
+        // the call events' sizes, per (exinfo, size): one increment per event on the hot path,
+        // folded into (count, min, max, bytes) at the end of the buffer (a call event is at
+        // most 21 bytes: the byte and two LEB128s of at most 10)
+        let mut call_sizes = [0u32; 4 * 32];
         // the time of the buffer's last event (any type): where the thread's frames still
         // open at the end of the file are closed if this is its last buffer (mprof-report's
         // `last_time`)
         let mut last_event: Option<u64> = None;
         loop {
-            // the hot path: calls, without building an Event
-            if let Some((byte, size, t, method)) = evs.next_call() {
+            // the hot path: runs of calls, without building an Event
+            while let Some((byte, size, t, method)) = evs.next_call() {
                 last_event = Some(t);
                 // per-buffer counters for the three call events (merged below)
-                if let Some(s) = calls_stats.get_mut((byte >> 4) as usize) {
-                    count_event(s, size);
+                let k = (usize::from(byte >> 4) & 3) << 5 | (size as usize & 31);
+                if let Some(n) = call_sizes.get_mut(k) {
+                    *n += 1;
                 }
                 if in_window(t) {
                     self.calls.call(byte == event::METHOD_ENTER, t, method);
                 }
-                continue;
             }
             if !track {
                 if let Some((size, t, class, _, bytes)) = evs.next_alloc() {
@@ -645,18 +648,19 @@ impl Worker {
                 _ => {}
             }
         }
-        for (i, c) in calls_stats.iter().enumerate() {
+        for (k, &n) in call_sizes.iter().enumerate().filter(|(_, &n)| n > 0) {
+            let (exinfo, size) = (k >> 5, (k & 31) as u32);
             if let Some(s) = self
                 .agg
                 .stats
-                .get_mut((i << 4) | usize::from(TYPE_METHOD))
-                .filter(|_| c.0 > 0)
+                .get_mut((exinfo << 4) | usize::from(TYPE_METHOD))
             {
-                self.agg.events += c.0;
-                s.0 += c.0;
-                s.1 = s.1.min(c.1);
-                s.2 = s.2.max(c.2);
-                s.3 += c.3;
+                let n = u64::from(n);
+                self.agg.events += n;
+                s.0 += n;
+                s.1 = s.1.min(size);
+                s.2 = s.2.max(size);
+                s.3 += n * u64::from(size);
             }
         }
         self.agg.skipped_bytes += evs.remaining() as u64;
