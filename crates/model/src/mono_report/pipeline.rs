@@ -249,6 +249,57 @@ mod tests {
         assert_eq!(seq.buffers, 200);
     }
 
+    /// A report that skips the calls or the allocations prints the sections it keeps as the
+    /// full report does.
+    #[test]
+    fn skipping_sections_keeps_the_others() {
+        let mut w = Writer::new(profkit_mlpd::Header {
+            major: 3,
+            data_version: 17,
+            ptrsize: 8,
+            ..profkit_mlpd::Header::default()
+        });
+        let mut t = 1000u64;
+        for i in 0..40u64 {
+            let mut b = w.buffer(0x7000 + i % 2, t);
+            for k in 0..10u64 {
+                t += 5;
+                b.enter(t, 0x5000 + (k % 3) * 8);
+                b.alloc(t, 0x7700 + (k % 2) * 8, 0x1000, 16 + k, None);
+                b.leave(t + 1, 0x5000 + (k % 3) * 8);
+            }
+            b.finish();
+        }
+        let bytes = w.into_bytes();
+        let file = File::parse(&bytes).unwrap();
+        let section = |r: &crate::mono_report::Report, s: &str| {
+            let mut v = Vec::new();
+            write_text(&mut v, r, &[s], false).unwrap();
+            String::from_utf8(v).unwrap()
+        };
+        let full = compute(&file, &Options::default());
+        let calls = compute(
+            &file,
+            &Options {
+                skip_allocs: true,
+                parallel: true,
+                ..Options::default()
+            },
+        );
+        let allocs = compute(
+            &file,
+            &Options {
+                skip_calls: true,
+                parallel: true,
+                ..Options::default()
+            },
+        );
+        assert_eq!(section(&calls, "call"), section(&full, "call"));
+        assert_eq!(section(&allocs, "alloc"), section(&full, "alloc"));
+        assert!(calls.alloc.is_empty() && allocs.calls.is_empty());
+        assert!(!full.alloc.is_empty() && !full.calls.is_empty());
+    }
+
     /// The report's source: a thread filter skips other threads' buffers (their allocations
     /// recycled); the time window starts at the first buffer of any thread.
     #[test]

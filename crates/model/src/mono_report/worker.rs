@@ -267,6 +267,10 @@ pub(crate) struct Worker {
     /// Forward what tracking needs.
     track: bool,
     traces: bool,
+    /// Replay calls (the call section, or backtraces, need them).
+    calls_on: bool,
+    /// Count allocations per class (the alloc section needs them).
+    allocs_on: bool,
 }
 
 impl Worker {
@@ -279,6 +283,8 @@ impl Worker {
             alloc_cache: [(None, 0, 0); 64],
             track,
             traces: opts.traces,
+            calls_on: !opts.skip_calls || opts.traces,
+            allocs_on: !opts.skip_allocs,
         }
     }
 
@@ -342,6 +348,7 @@ impl Worker {
         }
         let traces = self.traces;
         let track = self.track;
+        let (calls_on, allocs_on) = (self.calls_on, self.allocs_on);
         // the call events' sizes, per (exinfo, size): one increment per event on the hot path,
         // folded into (count, min, max, bytes) at the end of the buffer (a call event is at
         // most 21 bytes: the byte and two LEB128s of at most 10)
@@ -359,7 +366,7 @@ impl Worker {
                 if let Some(n) = call_sizes.get_mut(k) {
                     *n += 1;
                 }
-                if in_window(t) {
+                if calls_on && in_window(t) {
                     self.calls.call(byte == event::METHOD_ENTER, t, method);
                 }
             }
@@ -372,7 +379,9 @@ impl Worker {
                         count_event(s, size);
                     }
                     if in_window(t) {
-                        self.alloc(class, bytes);
+                        if allocs_on {
+                            self.alloc(class, bytes);
+                        }
                         if traces {
                             let it = Item::Trace(Target::Alloc(class), bytes, Bt::Stack);
                             push(&mut self.calls, &mut heap, it);
@@ -397,8 +406,12 @@ impl Worker {
             let t = ev.time;
             last_event = Some(t);
             match ev.kind {
-                EventKind::Enter { method } if in_window(t) => self.calls.call(true, t, method),
-                EventKind::Leave { method } | EventKind::ExcLeave { method } if in_window(t) => {
+                EventKind::Enter { method } if calls_on && in_window(t) => {
+                    self.calls.call(true, t, method)
+                }
+                EventKind::Leave { method } | EventKind::ExcLeave { method }
+                    if calls_on && in_window(t) =>
+                {
                     self.calls.call(false, t, method)
                 }
                 EventKind::Enter { .. } | EventKind::Leave { .. } | EventKind::ExcLeave { .. } => {}
@@ -461,7 +474,9 @@ impl Worker {
                     if !in_window(t) {
                         continue;
                     }
-                    self.alloc(class, size);
+                    if allocs_on {
+                        self.alloc(class, size);
+                    }
                     let carries = ev.byte & TYPE_ALLOC_BT != 0;
                     let bt = event_bt(traces, carries, &mut p.arena, backtrace);
                     if traces {
