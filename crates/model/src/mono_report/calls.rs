@@ -3,7 +3,8 @@
 //! mechanism that accounts XRay and Mono calls for `account` and `stack`.
 //!
 //! * Method pointers become [`FuncId`]s through one [`MethodIds`] table shared by the workers
-//!   (each keeps a small direct-mapped cache in front of it, so the hot path rarely locks).
+//!   (each keeps a direct-mapped cache and a map of its own in front of it, so only a method
+//!   the worker has never met takes the lock).
 //! * Worker side, [`LocalCalls`]: each buffer's calls go through a [`PieceBuilder`] in
 //!   [`Mode::Local`] (or [`Mode::Ordered`] with `--traces`, whose backtraces need the real stack
 //!   at every event). What does not depend on the frames the buffer inherits — calls, self
@@ -153,22 +154,41 @@ impl Local<MethodPart> for WorkerStats {
     }
 }
 
-/// A direct-mapped cache of method ids in front of the shared [`MethodIds`].
+/// Slots of a worker's method id cache (a power of two).
+const ID_CACHE: usize = 1024;
+
+/// A direct-mapped cache of method ids in front of the worker's own map, itself in front of
+/// the shared [`MethodIds`] (so a cache miss never takes the shared lock, which the other
+/// workers' misses would contend for: only a method the worker has never met does).
 struct IdCache {
     ids: Arc<MethodIds>,
-    cache: Box<[(u64, u32); 512]>,
+    cache: Box<[(u64, u32); ID_CACHE]>,
+    known: FxMap<u64, u32>,
 }
 
 impl IdCache {
     #[inline(always)]
     fn id(&mut self, method: u64) -> FuncId {
-        let ci = ((method >> 3) ^ (method >> 12)) as usize & 511;
+        // multiplicative hash: method pointers are 8-byte aligned and clustered
+        let ci = (method.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize & (ID_CACHE - 1);
         if let Some(&(m, id)) = self.cache.get(ci) {
             if m == method && id != 0 {
                 return FuncId(id);
             }
         }
-        let id = self.ids.id(method);
+        self.miss(ci, method)
+    }
+
+    #[inline(never)]
+    fn miss(&mut self, ci: usize, method: u64) -> FuncId {
+        let id = match self.known.get(&method) {
+            Some(&id) => FuncId(id),
+            None => {
+                let id = self.ids.id(method);
+                self.known.insert(method, id.0);
+                id
+            }
+        };
         if let Some(c) = self.cache.get_mut(ci) {
             *c = (method, id.0);
         }
@@ -190,7 +210,8 @@ impl<I> LocalCalls<I> {
         LocalCalls {
             ids: IdCache {
                 ids,
-                cache: Box::new([(0, 0); 512]),
+                cache: Box::new([(0, 0); ID_CACHE]),
+                known: FxMap::default(),
             },
             stats: WorkerStats::default(),
             mode: if ordered { Mode::Ordered } else { Mode::Local },
