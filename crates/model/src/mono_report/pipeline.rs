@@ -24,13 +24,13 @@ use profkit_mlpd::Error;
 use profkit_mlpd::Header;
 
 /// Batches in flight (bounds memory; more than the workers, so none waits for work).
-pub(crate) const TOKENS: usize = 8;
+pub(crate) const TOKENS: usize = 6;
 
 /// Buffers go to the workers in batches of about this many bytes (a buffer is 32 KiB or so:
 /// handing each to a worker on its own cost more in thread hand-offs and wake-ups than
-/// decoding it on a 2-core machine). With [`TOKENS`] batches, at most 2 MiB of a stream's
+/// decoding it on a 2-core machine). With [`TOKENS`] batches, at most 768 KiB of a stream's
 /// buffers are in memory.
-const BATCH_BYTES: usize = 256 << 10;
+const BATCH_BYTES: usize = 128 << 10;
 
 /// At most this many jobs in a batch (problems and tiny buffers).
 const BATCH_JOBS: usize = 64;
