@@ -27,6 +27,8 @@ use super::MethodStats;
 use crate::func::FuncId;
 use crate::replay::{Fold, Local, Mode, Piece, PieceBuilder, ThreadReplay};
 use crate::span::{BuilderStats, CallKind, Frame, MismatchPolicy, Span, SpanSink};
+use profkit_mlpd::raw::event::METHOD_ENTER;
+use profkit_mlpd::read::Events;
 
 /// Method pointers ↔ dense [`FuncId`]s, shared by every worker (ids from 1, in the order the
 /// workers first meet the methods; nothing depends on that order).
@@ -236,6 +238,42 @@ impl<I> LocalCalls<I> {
         if let Some(pb) = &mut self.piece {
             pb.call_with(kind, func, t, &mut self.stats);
         }
+    }
+
+    /// Replays the run of ENTER / LEAVE / EXC_LEAVE events at `evs`'s position (none when
+    /// `on` is false; only those inside `window`), counting each in `sizes` by (exinfo,
+    /// encoded size); returns the time of the run's last event. The report's hot loop: the
+    /// id cache, the statistics and the piece are borrowed once for the whole run.
+    #[inline(always)]
+    pub(crate) fn run(
+        &mut self,
+        evs: &mut Events<'_>,
+        sizes: &mut [u32; 128],
+        on: bool,
+        window: Option<(u64, u64)>,
+    ) -> Option<u64> {
+        let ids = &mut self.ids;
+        let stats = &mut self.stats;
+        let mut piece = self.piece.as_mut().filter(|_| on);
+        let mut last = None;
+        while let Some((byte, size, t, method)) = evs.next_call() {
+            last = Some(t);
+            let k = (usize::from(byte >> 4) & 3) << 5 | (size as usize & 31);
+            if let Some(n) = sizes.get_mut(k) {
+                *n += 1;
+            }
+            if let Some(pb) = piece.as_deref_mut() {
+                if window.is_none_or(|(a, b)| t >= a && t <= b) {
+                    let kind = if byte == METHOD_ENTER {
+                        CallKind::Enter
+                    } else {
+                        CallKind::Exit
+                    };
+                    pb.call_with(kind, ids.id(method), t, stats);
+                }
+            }
+        }
+        last
     }
 
     /// One of the report's ordered items, in order with the calls.

@@ -359,16 +359,8 @@ impl Worker {
         let mut last_event: Option<u64> = None;
         loop {
             // the hot path: runs of calls, without building an Event
-            while let Some((byte, size, t, method)) = evs.next_call() {
+            if let Some(t) = self.calls.run(&mut evs, &mut call_sizes, calls_on, window) {
                 last_event = Some(t);
-                // per-buffer counters for the three call events (merged below)
-                let k = (usize::from(byte >> 4) & 3) << 5 | (size as usize & 31);
-                if let Some(n) = call_sizes.get_mut(k) {
-                    *n += 1;
-                }
-                if calls_on && in_window(t) {
-                    self.calls.call(byte == event::METHOD_ENTER, t, method);
-                }
             }
             if !track {
                 if let Some((size, t, class, _, bytes)) = evs.next_alloc() {
