@@ -119,6 +119,11 @@ pub struct Options {
     pub track: Vec<u64>,
     /// Objects to find and track (`--find`).
     pub find: Option<Find>,
+    /// Skip the call replay (no call section, no call statistics): for a text report without
+    /// the `call` and `stats` sections. Ignored with `traces` (backtraces need the stack).
+    pub skip_calls: bool,
+    /// Skip the allocation table (no alloc section): for a text report without it.
+    pub skip_allocs: bool,
 }
 
 impl Default for Options {
@@ -133,6 +138,8 @@ impl Default for Options {
             alloc_sort: AllocSort::Bytes,
             track: Vec::new(),
             find: None,
+            skip_calls: false,
+            skip_allocs: false,
         }
     }
 }

@@ -90,6 +90,8 @@ fn options(args: &ReportArgs) -> Result<Options> {
             .map(|t| parse_addr(t, "--track"))
             .collect::<Result<_>>()?,
         find: parse_find(&args.find)?,
+        skip_calls: false,
+        skip_allocs: false,
     })
 }
 
@@ -116,7 +118,11 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
         }
         v
     };
-    let opts = options(args)?;
+    let mut opts = options(args)?;
+    // decode only what the printed sections need (issue #13); JSON has every section
+    let wanted = |s: &str| args.json || sections.contains(&s);
+    opts.skip_calls = !wanted("call") && !wanted("stats");
+    opts.skip_allocs = !wanted("alloc");
     let forced = args.input.input_format.map(crate::detect::forced);
     let (name, r) = match input::open_streaming(&args.file)? {
         Opened::Data(input) => {

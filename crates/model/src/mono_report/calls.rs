@@ -3,7 +3,8 @@
 //! mechanism that accounts XRay and Mono calls for `account` and `stack`.
 //!
 //! * Method pointers become [`FuncId`]s through one [`MethodIds`] table shared by the workers
-//!   (each keeps a small direct-mapped cache in front of it, so the hot path rarely locks).
+//!   (each keeps a direct-mapped cache and a map of its own in front of it, so only a method
+//!   the worker has never met takes the lock).
 //! * Worker side, [`LocalCalls`]: each buffer's calls go through a [`PieceBuilder`] in
 //!   [`Mode::Local`] (or [`Mode::Ordered`] with `--traces`, whose backtraces need the real stack
 //!   at every event). What does not depend on the frames the buffer inherits — calls, self
@@ -26,6 +27,8 @@ use super::MethodStats;
 use crate::func::FuncId;
 use crate::replay::{Fold, Local, Mode, Piece, PieceBuilder, ThreadReplay};
 use crate::span::{BuilderStats, CallKind, Frame, MismatchPolicy, Span, SpanSink};
+use profkit_mlpd::raw::event::METHOD_ENTER;
+use profkit_mlpd::read::Events;
 
 /// Method pointers ↔ dense [`FuncId`]s, shared by every worker (ids from 1, in the order the
 /// workers first meet the methods; nothing depends on that order).
@@ -153,22 +156,41 @@ impl Local<MethodPart> for WorkerStats {
     }
 }
 
-/// A direct-mapped cache of method ids in front of the shared [`MethodIds`].
+/// Slots of a worker's method id cache (a power of two).
+const ID_CACHE: usize = 1024;
+
+/// A direct-mapped cache of method ids in front of the worker's own map, itself in front of
+/// the shared [`MethodIds`] (so a cache miss never takes the shared lock, which the other
+/// workers' misses would contend for: only a method the worker has never met does).
 struct IdCache {
     ids: Arc<MethodIds>,
-    cache: Box<[(u64, u32); 512]>,
+    cache: Box<[(u64, u32); ID_CACHE]>,
+    known: FxMap<u64, u32>,
 }
 
 impl IdCache {
     #[inline(always)]
     fn id(&mut self, method: u64) -> FuncId {
-        let ci = ((method >> 3) ^ (method >> 12)) as usize & 511;
+        // multiplicative hash: method pointers are 8-byte aligned and clustered
+        let ci = (method.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize & (ID_CACHE - 1);
         if let Some(&(m, id)) = self.cache.get(ci) {
             if m == method && id != 0 {
                 return FuncId(id);
             }
         }
-        let id = self.ids.id(method);
+        self.miss(ci, method)
+    }
+
+    #[inline(never)]
+    fn miss(&mut self, ci: usize, method: u64) -> FuncId {
+        let id = match self.known.get(&method) {
+            Some(&id) => FuncId(id),
+            None => {
+                let id = self.ids.id(method);
+                self.known.insert(method, id.0);
+                id
+            }
+        };
         if let Some(c) = self.cache.get_mut(ci) {
             *c = (method, id.0);
         }
@@ -190,7 +212,8 @@ impl<I> LocalCalls<I> {
         LocalCalls {
             ids: IdCache {
                 ids,
-                cache: Box::new([(0, 0); 512]),
+                cache: Box::new([(0, 0); ID_CACHE]),
+                known: FxMap::default(),
             },
             stats: WorkerStats::default(),
             mode: if ordered { Mode::Ordered } else { Mode::Local },
@@ -215,6 +238,42 @@ impl<I> LocalCalls<I> {
         if let Some(pb) = &mut self.piece {
             pb.call_with(kind, func, t, &mut self.stats);
         }
+    }
+
+    /// Replays the run of ENTER / LEAVE / EXC_LEAVE events at `evs`'s position (none when
+    /// `on` is false; only those inside `window`), counting each in `sizes` by (exinfo,
+    /// encoded size); returns the time of the run's last event. The report's hot loop: the
+    /// id cache, the statistics and the piece are borrowed once for the whole run.
+    #[inline(always)]
+    pub(crate) fn run(
+        &mut self,
+        evs: &mut Events<'_>,
+        sizes: &mut [u32; 128],
+        on: bool,
+        window: Option<(u64, u64)>,
+    ) -> Option<u64> {
+        let ids = &mut self.ids;
+        let stats = &mut self.stats;
+        let mut piece = self.piece.as_mut().filter(|_| on);
+        let mut last = None;
+        while let Some((byte, size, t, method)) = evs.next_call() {
+            last = Some(t);
+            let k = (usize::from(byte >> 4) & 3) << 5 | (size as usize & 31);
+            if let Some(n) = sizes.get_mut(k) {
+                *n += 1;
+            }
+            if let Some(pb) = piece.as_deref_mut() {
+                if window.is_none_or(|(a, b)| t >= a && t <= b) {
+                    let kind = if byte == METHOD_ENTER {
+                        CallKind::Enter
+                    } else {
+                        CallKind::Exit
+                    };
+                    pb.call_with(kind, ids.id(method), t, stats);
+                }
+            }
+        }
+        last
     }
 
     /// One of the report's ordered items, in order with the calls.

@@ -23,8 +23,17 @@ use profkit_mlpd::stream::OwnedBuffer;
 use profkit_mlpd::Error;
 use profkit_mlpd::Header;
 
-/// Jobs in flight (bounds memory; more than the workers, so none waits for work).
-pub(crate) const TOKENS: usize = 16;
+/// Batches in flight (bounds memory; more than the workers, so none waits for work).
+pub(crate) const TOKENS: usize = 6;
+
+/// Buffers go to the workers in batches of about this many bytes (a buffer is 32 KiB or so:
+/// handing each to a worker on its own cost more in thread hand-offs and wake-ups than
+/// decoding it on a 2-core machine). With [`TOKENS`] batches, at most 768 KiB of a stream's
+/// buffers are in memory.
+const BATCH_BYTES: usize = 128 << 10;
+
+/// At most this many jobs in a batch (problems and tiny buffers).
+const BATCH_JOBS: usize = 64;
 
 /// A unit of the report's work: a buffer to decode (borrowed from a mapped file or owned from
 /// a stream), or a problem of the buffer scan to pass on in order.
@@ -43,7 +52,19 @@ impl Job<'_> {
             Job::Problem(_) => 0,
         }
     }
+
+    /// The bytes of the job's buffer.
+    fn len(&self) -> usize {
+        match self {
+            Job::Slice(b) => b.data.len(),
+            Job::Owned(b) => b.data.len(),
+            Job::Problem(_) => 0,
+        }
+    }
 }
+
+/// A decoded job: its piece, the file offset past its buffer, its allocation to recycle.
+type Decoded = (Piece, u64, Vec<u8>);
 
 /// The report's pass: `next` yields the jobs in file order (it receives a recycled allocation
 /// for owned buffers); `consumed` is told the file offset below which nothing is needed
@@ -66,8 +87,8 @@ where
     let start_ref = &mut start;
     // finished buffers' allocations, back to the source
     let (recycle, recycled) = mpsc::channel::<Vec<u8>>();
-    // the jobs to decode, each with the time window (known from the first buffer on)
-    let source = move || {
+    // the next job to decode, with the time window (known from the first buffer on)
+    let mut one = move || {
         let mut v = recycled.try_recv().unwrap_or_default();
         loop {
             let job = next(v)?;
@@ -88,37 +109,57 @@ where
             // another thread's buffer: its allocation serves the next one
             v = match job {
                 Job::Owned(b) => b.data,
-                _ => Vec::new(),
+                _ => recycled.try_recv().unwrap_or_default(),
             };
         }
     };
+    // the jobs in batches of about BATCH_BYTES (one job each when sequential)
+    let batch = if opts.parallel { BATCH_BYTES } else { 0 };
+    let source = move || {
+        let mut jobs = Vec::new();
+        let mut bytes = 0;
+        while let Some(j) = one() {
+            bytes += j.0.len();
+            jobs.push(j);
+            if bytes >= batch || jobs.len() >= BATCH_JOBS {
+                break;
+            }
+        }
+        (!jobs.is_empty()).then_some(jobs)
+    };
     let decode = |w: &mut Worker,
-                  (job, window): (Job<'_>, Option<(u64, u64)>),
-                  emit: &mut dyn FnMut((Piece, u64, Vec<u8>))| {
-        let end = job.end();
-        let (piece, v) = match job {
-            Job::Slice(b) => (w.piece(&b, window), Vec::new()),
-            Job::Owned(b) => (w.piece(&b.buffer(header), window), b.data),
-            Job::Problem(e) => (
-                Piece {
-                    problem: Some(e),
-                    ..Piece::default()
-                },
-                Vec::new(),
-            ),
-        };
-        emit((piece, end, v));
+                  jobs: Vec<(Job<'_>, Option<(u64, u64)>)>,
+                  emit: &mut dyn FnMut(Vec<Decoded>)| {
+        let mut out = Vec::with_capacity(jobs.len());
+        for (job, window) in jobs {
+            let end = job.end();
+            let (piece, v) = match job {
+                Job::Slice(b) => (w.piece(&b, window), Vec::new()),
+                Job::Owned(b) => (w.piece(&b.buffer(header), window), b.data),
+                Job::Problem(e) => (
+                    Piece {
+                        problem: Some(e),
+                        ..Piece::default()
+                    },
+                    Vec::new(),
+                ),
+            };
+            out.push((piece, end, v));
+        }
+        emit(out);
     };
     let mut released = 0u64;
-    let apply = |(piece, end, v): (Piece, u64, Vec<u8>)| -> Result<(), ()> {
-        stitcher.apply(piece);
-        if end > released + (8 << 20) {
-            consumed(end);
-            released = end;
-        }
-        if v.capacity() > 0 {
-            // the source may be gone (end of input): nothing to hand back to then
-            let _ = recycle.send(v);
+    let apply = |decoded: Vec<Decoded>| -> Result<(), ()> {
+        for (piece, end, v) in decoded {
+            stitcher.apply(piece);
+            if end > released + (8 << 20) {
+                consumed(end);
+                released = end;
+            }
+            if v.capacity() > 0 {
+                // the source may be gone (end of input): nothing to hand back to then
+                let _ = recycle.send(v);
+            }
         }
         Ok(())
     };
@@ -206,6 +247,57 @@ mod tests {
         assert_eq!(seq.problems.len(), 4);
         assert!(seq.problems.windows(2).all(|w| w[0].offset < w[1].offset));
         assert_eq!(seq.buffers, 200);
+    }
+
+    /// A report that skips the calls or the allocations prints the sections it keeps as the
+    /// full report does.
+    #[test]
+    fn skipping_sections_keeps_the_others() {
+        let mut w = Writer::new(profkit_mlpd::Header {
+            major: 3,
+            data_version: 17,
+            ptrsize: 8,
+            ..profkit_mlpd::Header::default()
+        });
+        let mut t = 1000u64;
+        for i in 0..40u64 {
+            let mut b = w.buffer(0x7000 + i % 2, t);
+            for k in 0..10u64 {
+                t += 5;
+                b.enter(t, 0x5000 + (k % 3) * 8);
+                b.alloc(t, 0x7700 + (k % 2) * 8, 0x1000, 16 + k, None);
+                b.leave(t + 1, 0x5000 + (k % 3) * 8);
+            }
+            b.finish();
+        }
+        let bytes = w.into_bytes();
+        let file = File::parse(&bytes).unwrap();
+        let section = |r: &crate::mono_report::Report, s: &str| {
+            let mut v = Vec::new();
+            write_text(&mut v, r, &[s], false).unwrap();
+            String::from_utf8(v).unwrap()
+        };
+        let full = compute(&file, &Options::default());
+        let calls = compute(
+            &file,
+            &Options {
+                skip_allocs: true,
+                parallel: true,
+                ..Options::default()
+            },
+        );
+        let allocs = compute(
+            &file,
+            &Options {
+                skip_calls: true,
+                parallel: true,
+                ..Options::default()
+            },
+        );
+        assert_eq!(section(&calls, "call"), section(&full, "call"));
+        assert_eq!(section(&allocs, "alloc"), section(&full, "alloc"));
+        assert!(calls.alloc.is_empty() && allocs.calls.is_empty());
+        assert!(!full.alloc.is_empty() && !full.calls.is_empty());
     }
 
     /// The report's source: a thread filter skips other threads' buffers (their allocations

@@ -267,6 +267,10 @@ pub(crate) struct Worker {
     /// Forward what tracking needs.
     track: bool,
     traces: bool,
+    /// Replay calls (the call section, or backtraces, need them).
+    calls_on: bool,
+    /// Count allocations per class (the alloc section needs them).
+    allocs_on: bool,
 }
 
 impl Worker {
@@ -279,6 +283,8 @@ impl Worker {
             alloc_cache: [(None, 0, 0); 64],
             track,
             traces: opts.traces,
+            calls_on: !opts.skip_calls || opts.traces,
+            allocs_on: !opts.skip_allocs,
         }
     }
 
@@ -342,23 +348,19 @@ impl Worker {
         }
         let traces = self.traces;
         let track = self.track;
-        let mut calls_stats = [(0u64, u32::MAX, 0u32, 0u64); 4];
+        let (calls_on, allocs_on) = (self.calls_on, self.allocs_on);
+        // the call events' sizes, per (exinfo, size): one increment per event on the hot path,
+        // folded into (count, min, max, bytes) at the end of the buffer (a call event is at
+        // most 21 bytes: the byte and two LEB128s of at most 10)
+        let mut call_sizes = [0u32; 4 * 32];
         // the time of the buffer's last event (any type): where the thread's frames still
         // open at the end of the file are closed if this is its last buffer (mprof-report's
         // `last_time`)
         let mut last_event: Option<u64> = None;
         loop {
-            // the hot path: calls, without building an Event
-            if let Some((byte, size, t, method)) = evs.next_call() {
+            // the hot path: runs of calls, without building an Event
+            if let Some(t) = self.calls.run(&mut evs, &mut call_sizes, calls_on, window) {
                 last_event = Some(t);
-                // per-buffer counters for the three call events (merged below)
-                if let Some(s) = calls_stats.get_mut((byte >> 4) as usize) {
-                    count_event(s, size);
-                }
-                if in_window(t) {
-                    self.calls.call(byte == event::METHOD_ENTER, t, method);
-                }
-                continue;
             }
             if !track {
                 if let Some((size, t, class, _, bytes)) = evs.next_alloc() {
@@ -369,7 +371,9 @@ impl Worker {
                         count_event(s, size);
                     }
                     if in_window(t) {
-                        self.alloc(class, bytes);
+                        if allocs_on {
+                            self.alloc(class, bytes);
+                        }
                         if traces {
                             let it = Item::Trace(Target::Alloc(class), bytes, Bt::Stack);
                             push(&mut self.calls, &mut heap, it);
@@ -394,8 +398,12 @@ impl Worker {
             let t = ev.time;
             last_event = Some(t);
             match ev.kind {
-                EventKind::Enter { method } if in_window(t) => self.calls.call(true, t, method),
-                EventKind::Leave { method } | EventKind::ExcLeave { method } if in_window(t) => {
+                EventKind::Enter { method } if calls_on && in_window(t) => {
+                    self.calls.call(true, t, method)
+                }
+                EventKind::Leave { method } | EventKind::ExcLeave { method }
+                    if calls_on && in_window(t) =>
+                {
                     self.calls.call(false, t, method)
                 }
                 EventKind::Enter { .. } | EventKind::Leave { .. } | EventKind::ExcLeave { .. } => {}
@@ -458,7 +466,9 @@ impl Worker {
                     if !in_window(t) {
                         continue;
                     }
-                    self.alloc(class, size);
+                    if allocs_on {
+                        self.alloc(class, size);
+                    }
                     let carries = ev.byte & TYPE_ALLOC_BT != 0;
                     let bt = event_bt(traces, carries, &mut p.arena, backtrace);
                     if traces {
@@ -645,18 +655,19 @@ impl Worker {
                 _ => {}
             }
         }
-        for (i, c) in calls_stats.iter().enumerate() {
+        for (k, &n) in call_sizes.iter().enumerate().filter(|(_, &n)| n > 0) {
+            let (exinfo, size) = (k >> 5, (k & 31) as u32);
             if let Some(s) = self
                 .agg
                 .stats
-                .get_mut((i << 4) | usize::from(TYPE_METHOD))
-                .filter(|_| c.0 > 0)
+                .get_mut((exinfo << 4) | usize::from(TYPE_METHOD))
             {
-                self.agg.events += c.0;
-                s.0 += c.0;
-                s.1 = s.1.min(c.1);
-                s.2 = s.2.max(c.2);
-                s.3 += c.3;
+                let n = u64::from(n);
+                self.agg.events += n;
+                s.0 += n;
+                s.1 = s.1.min(size);
+                s.2 = s.2.max(size);
+                s.3 += n * u64::from(size);
             }
         }
         self.agg.skipped_bytes += evs.remaining() as u64;
