@@ -487,11 +487,12 @@ fn plan_pieces(trace: &Trace<'_>, sort: bool) -> Option<Plan> {
     // Threads in order of their first event in the file.
     let mut threads: Vec<(usize, ThreadPlan)> = Vec::new();
     for (key, mut bufs) in trace.thread_buffers() {
-        // Unsorted output keeps each thread's events in file order (llvm-xray --sort=false),
-        // not the time order `thread_buffers` gives a wrapped flight recorder's buffers.
-        if !sort {
-            bufs.sort_unstable();
-        }
+        // File order, as llvm-xray reads a thread's blocks (and as the general path decodes
+        // them): unsorted output lists them so, and the id llvm prints on a custom event is the
+        // function before it in that order. `thread_buffers` gives time order instead (for a
+        // wrapped flight recorder); such a thread is not monotonic in file order, so a sorted
+        // conversion of it takes the general path.
+        bufs.sort_unstable();
         let mut first: Option<usize> = None;
         let mut last_tsc: Option<u64> = None;
         let mut plan = ThreadPlan {
