@@ -9,11 +9,10 @@
 
 use std::collections::HashSet;
 use std::io;
-use std::path::PathBuf;
 
 use libfuzzer_sys::fuzz_target;
 use profkit_model::events::{EventSink, Sample, TraceInfo};
-use profkit_model::feed::perf::{feed, JitSearch, PerfOptions};
+use profkit_model::feed::perf::{feed, PerfOptions};
 use profkit_model::{FuncId, FuncInfo};
 
 #[derive(Default)]
@@ -44,17 +43,7 @@ impl EventSink for Check {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let nowhere = PathBuf::from("/nonexistent/profkit-fuzz");
-    let opts = PerfOptions {
-        jit: JitSearch {
-            beside: None,
-            dirs: vec![nowhere.clone()],
-            tmp: nowhere.clone(),
-        },
-        // Not this machine's kernel symbols: parsing them would dominate every run.
-        kallsyms: Some(nowhere),
-        ..PerfOptions::default()
-    };
+    let opts = PerfOptions::isolated();
     let mut sink = Check::default();
     if let Ok((_, report)) = feed(data, "fuzz", &opts, None, &mut sink) {
         let _ = report.warnings();

@@ -10,13 +10,12 @@
 #![doc(hidden)]
 
 use std::io::{self, Read, Write};
-use std::path::PathBuf;
 
 use profkit_model::detect::{detect, Format};
 use profkit_model::events::{
     CallPath, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo, TraceInfo,
 };
-use profkit_model::feed::perf::{JitSearch, PerfOptions};
+use profkit_model::feed::perf::PerfOptions;
 use profkit_model::replay::pipeline::Workers;
 use profkit_model::span::Span;
 use profkit_model::{Clock, FuncId, FuncInfo, FunctionTable, Source};
@@ -213,21 +212,7 @@ fn source(format: Format, bytes: &[u8]) -> Option<Source<'_>> {
         ),
         Format::Mlpd => Source::mlpd(profkit_mlpd::File::parse(bytes).ok()?),
         Format::Jitdump => Source::jitdump(bytes),
-        Format::Perf => {
-            let nowhere = PathBuf::from("/nonexistent/profkit-fuzz");
-            Source::perf(
-                bytes,
-                PerfOptions {
-                    jit: JitSearch {
-                        beside: None,
-                        dirs: vec![nowhere.clone()],
-                        tmp: nowhere.clone(),
-                    },
-                    kallsyms: Some(nowhere),
-                    ..PerfOptions::default()
-                },
-            )
-        }
+        Format::Perf => Source::perf(bytes, PerfOptions::isolated()),
         Format::PerfMap | Format::XrayYaml | Format::Elf => return None,
     })
 }

@@ -68,6 +68,21 @@ impl PerfOptions {
             ..PerfOptions::default()
         }
     }
+
+    /// Options that look for no JIT metadata and no kernel symbols on this machine (fuzzing
+    /// and tests: only the input's bytes matter; binaries the recording names are still read).
+    pub fn isolated() -> PerfOptions {
+        let nowhere = PathBuf::from("/nonexistent/profkit");
+        PerfOptions {
+            jit: JitSearch {
+                beside: None,
+                dirs: vec![nowhere.clone()],
+                tmp: nowhere.clone(),
+            },
+            kallsyms: Some(nowhere),
+            ..PerfOptions::default()
+        }
+    }
 }
 
 /// A JIT region the unwinder holds, ordered by when it stops being live (min-heap).
