@@ -23,6 +23,14 @@ pub fn run(args: &DumpArgs) -> Result<ExitCode> {
     let d = formats::dump(&o, args, &mut out)?;
     if let Some(t) = &d.truncation {
         output::print_truncation(o.name(), t);
+        if args.json {
+            // The NDJSON stream's last line says where the file is cut, as every JSON output does.
+            let mut line = b"{\"truncated\":".to_vec();
+            profkit_common::truncation::push_json(&mut line, Some(t));
+            line.extend_from_slice(b"}\n");
+            out.write_all(&line)?;
+            out.flush()?;
+        }
     }
     for p in d.problems.iter().take(20) {
         output::print_warning(&format!("{}: {p}", o.name()));

@@ -42,6 +42,13 @@ fn every_json_output_reports_a_cut() {
     reports_the_cut(&["symbolize", "--json", &jit, "0x10"], "/truncated");
     reports_the_cut(&["info", "--json", &mlpd], "/truncated");
     reports_the_cut(&["report", "--json", &mlpd], "/truncated");
+    // dump --json: NDJSON whose last line is the cut.
+    for input in [&xray, &jit, &mlpd] {
+        let (out, err, code) = run(&["dump", "--json", input]);
+        assert_eq!(code, 0, "{err}");
+        let last: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        assert!(last["truncated"]["offset"].is_u64(), "{input}: {last}");
+    }
 }
 
 #[test]
