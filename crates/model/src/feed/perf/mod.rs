@@ -355,6 +355,19 @@ impl<'o> Walk<'o> {
             binaries.add_search_dir(d.clone());
         }
         let kernel = kernel_names(perf, opts, &binaries);
+        // perf lists the build id of every file its samples hit: open those binaries (and
+        // their DWARF) on other threads now, while the walk reads the start of the recording
+        // and the jitdump loads, rather than at their MMAP records (libc's come after the
+        // first sample, which waits for the jitdump).
+        for b in &perf.features().build_ids {
+            let path = Path::new(&b.path);
+            if !b.is_kernel()
+                && !profkit_native::paths::is_pseudo(&b.path)
+                && !profkit_native::paths::is_anonymous(path)
+            {
+                binaries.prefetch(path, Some(&BuildId::new(&b.build_id)));
+            }
+        }
         let attrs = perf.attrs();
         let clock_ok = attrs
             .get(attr.unwrap_or(0))
