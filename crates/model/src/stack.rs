@@ -10,8 +10,6 @@
 //! * [`StackTree::write_folded`]: *the* folded-stacks writer (`a;b;c 123` lines, sorted; frame
 //!   names with `;` → `:` and line breaks → spaces, so that every name stays one frame).
 
-use std::collections::HashMap;
-
 use rustc_hash::FxHashMap;
 use std::io::{self, Write};
 
@@ -19,6 +17,8 @@ use crate::events::{CallPath, EventSink, Sample, TraceInfo};
 use crate::func::{FuncId, FuncInfo, FunctionTable};
 use crate::replay::Fold;
 use crate::span::{Span, SpanSink};
+
+mod folded;
 
 #[derive(Clone, Debug, Default)]
 struct Node {
@@ -262,188 +262,6 @@ impl StackTree {
         }
         Ok(())
     }
-
-    /// The folded lines (`f;g;h VALUE`), sorted, optionally under a `prefix` frame such as
-    /// `thread_123`. Lines whose value is 0 are left out.
-    pub fn folded_lines(
-        &self,
-        names: &FunctionTable,
-        value: Value,
-        prefix: Option<&str>,
-        to_output_units: &dyn Fn(u64) -> u64,
-    ) -> Vec<String> {
-        let folded = self.sorted_folded(names, value, to_output_units);
-        let mut lines = Vec::with_capacity(folded.paths.len());
-        for (path, v) in &folded.paths {
-            let mut line = Vec::new();
-            folded.write_line(&mut line, prefix, path, *v);
-            lines.push(String::from_utf8_lossy(&line).into_owned());
-        }
-        lines
-    }
-
-    /// Writes [`StackTree::folded_lines`], one per line, without holding them all: the paths
-    /// are sorted as their lines would sort, then written one by one.
-    pub fn write_folded(
-        &self,
-        out: &mut dyn Write,
-        names: &FunctionTable,
-        value: Value,
-        prefix: Option<&str>,
-        to_output_units: &dyn Fn(u64) -> u64,
-    ) -> io::Result<()> {
-        let folded = self.sorted_folded(names, value, to_output_units);
-        let mut buf = Vec::with_capacity(1 << 16);
-        for (path, v) in &folded.paths {
-            folded.write_line(&mut buf, prefix, path, *v);
-            buf.push(b'\n');
-            if buf.len() >= 1 << 16 {
-                out.write_all(&buf)?;
-                buf.clear();
-            }
-        }
-        out.write_all(&buf)
-    }
-
-    /// The non-zero paths with their values, in the order of their folded lines.
-    fn sorted_folded(
-        &self,
-        names: &FunctionTable,
-        value: Value,
-        to_output_units: &dyn Fn(u64) -> u64,
-    ) -> Folded {
-        let mut escaped: HashMap<FuncId, String> = HashMap::new();
-        let mut paths = Vec::new();
-        for p in self.paths() {
-            let v = match value {
-                Value::Exclusive => to_output_units(p.exclusive),
-                Value::Inclusive => to_output_units(p.inclusive),
-                Value::Count => p.count,
-            };
-            if v == 0 {
-                continue;
-            }
-            for f in &p.path {
-                escaped.entry(*f).or_insert_with(|| {
-                    let mut e = String::new();
-                    push_frame_name(&mut e, &names.name(*f));
-                    e
-                });
-            }
-            paths.push((p.path, v));
-        }
-        let folded = Folded {
-            escaped,
-            paths: Vec::new(),
-        };
-        // Lines compare as byte strings; paths share their first frames, whose bytes are equal,
-        // so only the bytes from the first differing frame on are compared (lazily).
-        paths.sort_unstable_by(|a, b| folded.compare(a, b));
-        Folded { paths, ..folded }
-    }
-}
-
-/// Sorted folded paths and their frames' escaped names.
-struct Folded {
-    escaped: HashMap<FuncId, String>,
-    paths: Vec<(Vec<FuncId>, u64)>,
-}
-
-impl Folded {
-    fn name(&self, f: FuncId) -> &[u8] {
-        self.escaped.get(&f).map_or(&b"?"[..], |s| s.as_bytes())
-    }
-
-    /// The bytes of a path's line from frame `from` on (with the `;` before it, if any).
-    fn tail<'a>(
-        &'a self,
-        path: &'a [FuncId],
-        from: usize,
-        value: &'a str,
-    ) -> impl Iterator<Item = u8> + 'a {
-        path.iter()
-            .enumerate()
-            .skip(from)
-            .flat_map(move |(k, f)| {
-                let sep: &[u8] = if k == 0 { b"" } else { b";" };
-                sep.iter().chain(self.name(*f).iter())
-            })
-            .copied()
-            .chain(std::iter::once(b' '))
-            .chain(value.bytes())
-    }
-
-    fn compare(&self, a: &(Vec<FuncId>, u64), b: &(Vec<FuncId>, u64)) -> std::cmp::Ordering {
-        let common = a.0.iter().zip(&b.0).take_while(|(x, y)| x == y).count();
-        if let Some(order) = self.compare_at(&a.0, &b.0, common) {
-            return order;
-        }
-        let (mut va, mut vb) = (itoa::Buffer::new(), itoa::Buffer::new());
-        let (va, vb) = (va.format(a.1), vb.format(b.1));
-        self.tail(&a.0, common, va).cmp(self.tail(&b.0, common, vb))
-    }
-
-    /// The order of two lines whose paths first differ at frame `at`, when the bytes of that
-    /// frame decide it (nearly always); `None` when the rest must be compared.
-    fn compare_at(&self, a: &[FuncId], b: &[FuncId], at: usize) -> Option<std::cmp::Ordering> {
-        // What follows frame `at` in a line: `;` and the next frame, or ` ` and the value.
-        let after = |p: &[FuncId]| if p.len() > at + 1 { b';' } else { b' ' };
-        let sep = if at == 0 { None } else { Some(b';') };
-        match (a.get(at), b.get(at)) {
-            // One path ends where the other goes on: ` value` against `;name`.
-            (None, Some(_)) if sep.is_some() => Some(std::cmp::Ordering::Less),
-            (Some(_), None) if sep.is_some() => Some(std::cmp::Ordering::Greater),
-            (Some(&fa), Some(&fb)) => {
-                let (na, nb) = (self.name(fa), self.name(fb));
-                let n = na.len().min(nb.len());
-                match na.get(..n).cmp(&nb.get(..n)) {
-                    std::cmp::Ordering::Equal => {
-                        // One name is a prefix of the other: the shorter one's next byte is its
-                        // separator.
-                        let xa = na.get(n).copied().unwrap_or_else(|| after(a));
-                        let xb = nb.get(n).copied().unwrap_or_else(|| after(b));
-                        (xa != xb).then(|| xa.cmp(&xb))
-                    }
-                    order => Some(order),
-                }
-            }
-            _ => None,
-        }
-    }
-
-    fn write_line(&self, out: &mut Vec<u8>, prefix: Option<&str>, path: &[FuncId], v: u64) {
-        if let Some(pre) = prefix {
-            let mut p = String::new();
-            push_frame_name(&mut p, pre);
-            out.extend_from_slice(p.as_bytes());
-            out.push(b';');
-        }
-        for (i, f) in path.iter().enumerate() {
-            if i > 0 {
-                out.push(b';');
-            }
-            out.extend_from_slice(self.name(*f));
-        }
-        out.push(b' ');
-        out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
-    }
-}
-
-/// Appends a frame name with `;` → `:` and line breaks → spaces (an empty name becomes `?`).
-fn push_frame_name(out: &mut String, name: &str) {
-    if name.is_empty() {
-        out.push('?');
-        return;
-    }
-    if !name.contains([';', '\n', '\r']) {
-        out.push_str(name);
-        return;
-    }
-    out.extend(name.chars().map(|c| match c {
-        ';' => ':',
-        '\n' | '\r' => ' ',
-        c => c,
-    }));
 }
 
 /// An open call of a thread in a [`StackSink`].
@@ -569,27 +387,46 @@ mod tests {
 
     // Names that are prefixes of each other, with bytes below and above `;` and ` ` after the
     // common part, and two functions with one name.
-    const NAMES: &[&str] = &["a", "a b", "a.b", "ab", "a!", "b", "a", "a;x", "", "a~"];
+    const NAMES: &[&str] = &[
+        "a", "a b", "a.b", "ab", "a!", "b", "a", "a;x", "", "a~", "a 1", "a 10",
+    ];
 
     proptest! {
         #[test]
-        fn folded_lines_are_byte_sorted(
+        fn folded_lines_are_every_path_byte_sorted(
             stacks in proptest::collection::vec(
-                proptest::collection::vec(0..NAMES.len() as u32, 1..6), 1..40),
+                (proptest::collection::vec(0..NAMES.len() as u32, 1..6), 1..12u64), 1..40),
         ) {
             let mut names = FunctionTable::new();
             for (i, n) in NAMES.iter().enumerate() {
                 names.insert(FuncId(i as u32), FuncInfo { name: Some(n.to_string()), ..FuncInfo::default() });
             }
             let mut tree = StackTree::new();
-            for s in &stacks {
+            for (s, weight) in &stacks {
                 let s: Vec<FuncId> = s.iter().map(|&i| FuncId(i)).collect();
-                tree.add_sample(&s, 1);
+                for _ in 0..*weight {
+                    tree.add_sample(&s, 1);
+                }
             }
-            let lines = tree.folded_lines(&names, Value::Count, None, &|v| v);
-            let mut sorted = lines.clone();
-            sorted.sort();
-            prop_assert_eq!(lines, sorted);
+            // The lines as sorting every path's line gives them.
+            let mut expected: Vec<String> = tree
+                .paths()
+                .iter()
+                .map(|p| {
+                    let frames: Vec<String> = p
+                        .path
+                        .iter()
+                        .map(|f| match names.name(*f).replace(';', ":") {
+                            n if n.is_empty() => "?".to_string(),
+                            n => n,
+                        })
+                        .collect();
+                    format!("t;{} {}", frames.join(";"), p.count)
+                })
+                .collect();
+            expected.sort();
+            let lines = tree.folded_lines(&names, Value::Count, Some("t"), &|v| v);
+            prop_assert_eq!(lines, expected);
         }
     }
 }
