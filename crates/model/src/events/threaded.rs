@@ -7,6 +7,10 @@
 //! stack and lines are appended to flat arrays of its batch (no allocation per sample), and
 //! the writer hands every emptied batch back for reuse. An error of the inner sink ends its
 //! thread; the driver sees it at its next batch or at [`EventSink::finish`].
+//!
+//! [`EventSink::finish`] finishes the inner sink on its thread and returns once it has; the
+//! thread then frees what the sink aggregated (a folded writer's tree, a profile's tables) on
+//! its own, off the driver's path: at the end of a conversion that is the last thing left.
 
 use std::io;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
@@ -84,6 +88,8 @@ enum Event {
         code_index: Option<u64>,
         tier: Option<FuncTier>,
     },
+    /// The driver is done: finish the inner sink.
+    Finish,
 }
 
 /// Events on their way to the writer, with the frames of their samples.
@@ -111,7 +117,10 @@ pub struct Threaded<S> {
     tx: Option<SyncSender<Batch>>,
     /// Batches the writer has emptied.
     spent: Receiver<Batch>,
-    worker: Option<JoinHandle<io::Result<S>>>,
+    /// The inner sink's `finish` result.
+    done: Receiver<io::Result<()>>,
+    /// The writer: the inner sink, unless it was finished (and freed) there.
+    worker: Option<JoinHandle<io::Result<Option<S>>>>,
 }
 
 impl<S: EventSink + Send + 'static> Threaded<S> {
@@ -119,22 +128,25 @@ impl<S: EventSink + Send + 'static> Threaded<S> {
     pub fn new(inner: S) -> io::Result<Threaded<S>> {
         let (tx, rx) = sync_channel::<Batch>(IN_FLIGHT);
         let (spent_tx, spent) = channel::<Batch>();
+        let (done_tx, done) = channel();
         let worker = std::thread::Builder::new()
             .name("writer".into())
-            .spawn(move || run(inner, rx, spent_tx))?;
+            .spawn(move || run(inner, rx, spent_tx, done_tx))?;
         Ok(Threaded {
             batch: Batch::with_capacity(),
             tx: Some(tx),
             spent,
+            done,
             worker: Some(worker),
         })
     }
 
-    /// Ends the thread and returns the inner sink (after [`EventSink::finish`]).
+    /// Ends the thread and returns the inner sink (not finished).
     pub fn into_inner(mut self) -> io::Result<S> {
         self.flush()?;
         self.tx = None;
-        self.join()
+        self.join()?
+            .ok_or_else(|| io::Error::other("the writer was already finished"))
     }
 
     fn push(&mut self, e: Event) -> io::Result<()> {
@@ -164,7 +176,7 @@ impl<S: EventSink + Send + 'static> Threaded<S> {
         }
     }
 
-    fn join(&mut self) -> io::Result<S> {
+    fn join(&mut self) -> io::Result<Option<S>> {
         match self.worker.take() {
             Some(h) => h
                 .join()
@@ -174,9 +186,20 @@ impl<S: EventSink + Send + 'static> Threaded<S> {
     }
 }
 
-fn run<S: EventSink>(mut inner: S, rx: Receiver<Batch>, spent: Sender<Batch>) -> io::Result<S> {
+fn run<S: EventSink>(
+    mut inner: S,
+    rx: Receiver<Batch>,
+    spent: Sender<Batch>,
+    done: Sender<io::Result<()>>,
+) -> io::Result<Option<S>> {
     for mut batch in rx {
         for e in batch.events.drain(..) {
+            if let Event::Finish = e {
+                let _ = done.send(inner.finish());
+                // Freed here, while the driver goes on.
+                drop(inner);
+                return Ok(None);
+            }
             deliver(&mut inner, e, &batch.stacks, &batch.lines, &batch.args)?;
         }
         batch.stacks.clear();
@@ -185,7 +208,7 @@ fn run<S: EventSink>(mut inner: S, rx: Receiver<Batch>, spent: Sender<Batch>) ->
         // The driver may have ended: then the batch is simply dropped.
         let _ = spent.send(batch);
     }
-    Ok(inner)
+    Ok(Some(inner))
 }
 
 fn deliver<S: EventSink>(
@@ -310,6 +333,8 @@ fn deliver<S: EventSink>(
                 js: t.js,
             }),
         }),
+        // Handled by `run`.
+        Event::Finish => Ok(()),
     }
 }
 
@@ -418,10 +443,18 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
         })
     }
     fn finish(&mut self) -> io::Result<()> {
+        self.push(Event::Finish)?;
         self.flush()?;
         self.tx = None;
-        let mut inner = self.join()?;
-        inner.finish()
+        match self.done.recv() {
+            Ok(result) => {
+                // The thread frees the sink's memory; the process may end before it has.
+                self.worker = None;
+                result
+            }
+            // The writer ended early: its error.
+            Err(_) => self.join().map(|_| ()),
+        }
     }
 }
 
