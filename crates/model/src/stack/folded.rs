@@ -92,12 +92,25 @@ impl StackTree {
         to_output_units: &dyn Fn(u64) -> u64,
         line: &mut dyn FnMut(&[u8]) -> io::Result<()>,
     ) -> io::Result<()> {
-        let mut escaped: FxHashMap<FuncId, Vec<u8>> = FxHashMap::default();
-        for node in self.nodes.iter().skip(1) {
-            escaped
-                .entry(node.func)
-                .or_insert_with(|| escape(&names.name(node.func)));
-        }
+        // Every node's escaped name, a range of one arena (one lookup per node, one escape per
+        // function).
+        let mut arena: Vec<u8> = Vec::new();
+        let mut by_func: FxHashMap<FuncId, (usize, usize)> = FxHashMap::default();
+        let ranges: Vec<(usize, usize)> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                *by_func.entry(n.func).or_insert_with(|| {
+                    let start = arena.len();
+                    arena.extend(escape(&names.name(n.func)));
+                    (start, arena.len())
+                })
+            })
+            .collect();
+        let escaped = NodeNames {
+            arena: &arena,
+            ranges: &ranges,
+        };
         let value_of = |n: &super::Node| -> u64 {
             if n.count == 0 {
                 return 0;
@@ -148,7 +161,7 @@ impl StackTree {
         &self,
         parents: Nodes,
         groups: &mut Vec<Vec<u32>>,
-        escaped: &'n FxHashMap<FuncId, Vec<u8>>,
+        escaped: &NodeNames<'n>,
         value_of: &dyn Fn(&super::Node) -> u64,
         prefix_len: usize,
     ) -> Level<'n> {
@@ -177,13 +190,15 @@ impl StackTree {
                 let Some(child) = self.nodes.get(c as usize) else {
                     continue;
                 };
-                let name = escaped.get(&child.func).map_or(&b"?"[..], Vec::as_slice);
+                let name = escaped.of(c);
                 let v = value_of(child);
                 if v != 0 {
                     let mut digits = [0u8; 20];
                     let mut itoa = itoa::Buffer::new();
                     let text = itoa.format(v).as_bytes();
-                    digits[..text.len()].copy_from_slice(text);
+                    if let Some(d) = digits.get_mut(..text.len()) {
+                        d.copy_from_slice(text);
+                    }
                     entries.push(Entry {
                         name,
                         rest: Rest::Line {
@@ -265,6 +280,22 @@ impl StackTree {
             Ok(())
         })?;
         out.write_all(&buf)
+    }
+}
+
+/// The escaped names of a tree's nodes.
+struct NodeNames<'n> {
+    arena: &'n [u8],
+    /// By node: its name's range of `arena`.
+    ranges: &'n [(usize, usize)],
+}
+
+impl<'n> NodeNames<'n> {
+    fn of(&self, node: u32) -> &'n [u8] {
+        self.ranges
+            .get(node as usize)
+            .and_then(|&(start, end)| self.arena.get(start..end))
+            .unwrap_or(b"?")
     }
 }
 
