@@ -5,10 +5,13 @@
 //!   [`Output::create`] and any file beside it (Parquet's tables, one perf map per process)
 //!   with [`Output::create_beside`]; everything is buffered.
 //! * Files are **staged**: written to a hidden temporary file in the same directory and renamed
-//!   over their names only by [`Output::commit`], after the whole conversion succeeded. A
+//!   to their names (an existing file removed first) only by [`Output::commit`], after the
+//!   whole conversion succeeded. A
 //!   failed or interrupted conversion leaves no partial output and never clobbers an existing
 //!   file ([`Output::discard`], or dropping the last handle, removes the temporary files).
 //! * [`OutStream`] adds gzip (level 1) when the name ends in `.gz` and the format allows it.
+//! * Files are written by a thread of their own ([`WriteBehind`]), so encoding overlaps the
+//!   `write` calls.
 //! * [`Output::create_large`] writes a regular file with `O_DIRECT` in aligned 8 MiB chunks
 //!   ([`DirectFile`]): multi-GB outputs (XRay YAML) are not throttled by page-cache writeback.
 
@@ -19,6 +22,9 @@ use std::sync::{Arc, Mutex};
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
+
+mod write_behind;
+pub use write_behind::WriteBehind;
 
 /// Where an output goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -122,7 +128,7 @@ impl Output {
             Dest::Stdout => Ok(Box::new(BufWriter::with_capacity(BUF, io::stdout()))),
             Dest::Path(p) => {
                 let f = self.stage(p)?;
-                Ok(Box::new(BufWriter::with_capacity(BUF, f)))
+                Ok(Box::new(WriteBehind::new(f)?))
             }
         }
     }
@@ -130,7 +136,7 @@ impl Output {
     /// Opens `path` (a file a format writes beside the main one), staged like it.
     pub fn create_beside(&self, path: &Path) -> io::Result<Box<dyn Write + Send>> {
         let f = self.stage(path)?;
-        Ok(Box::new(BufWriter::with_capacity(BUF, f)))
+        Ok(Box::new(WriteBehind::new(f)?))
     }
 
     /// Opens the output for a large write: a regular file through [`DirectFile`] where the
