@@ -1,5 +1,7 @@
 //! The one place that maps an input's format to its crate's `info`, `dump` and `validate`
-//! (analyses and conversions go through the model's [`Source`](profkit_model::Source)).
+//! (analyses and conversions go through the model's [`Source`](profkit_model::Source)). A
+//! jitdump or Mono file walks its records or buffers through one interface whether it is
+//! mapped or a stream ([`Scanned::jitdump`], [`Scanned::mlpd`]).
 
 use std::io::Write;
 
@@ -8,24 +10,24 @@ use profkit_common::{Summary, Truncation, Validation};
 
 use crate::cli::DumpArgs;
 use crate::detect::Format;
-use crate::source::Opened;
+use crate::source::{Opened, Scanned};
 
 /// What `profkit info` shows of the input.
-pub fn summary(o: &Opened) -> Result<Summary> {
-    Ok(match o.format {
-        Format::Jitdump => profkit_jitdump::summary(&o.jitdump()?),
-        Format::PerfMap => profkit_jitdump::perfmap::summary(o.bytes()),
-        Format::Xray => profkit_xray::summary(&o.trace()?),
-        Format::XrayProfile => profkit_xray::profile::summary::summary(&o.profile()?),
+pub fn summary(s: &mut Scanned) -> Result<Summary> {
+    Ok(match s.format() {
+        Format::Jitdump => profkit_jitdump::summary_of(&mut *s.jitdump()?),
+        Format::Mlpd => profkit_mlpd::summary::summary_of(&mut *s.mlpd()?),
+        Format::PerfMap => profkit_jitdump::perfmap::summary(s.whole()?.bytes()),
+        Format::Xray => profkit_xray::summary(&s.whole()?.trace()?),
+        Format::XrayProfile => profkit_xray::profile::summary::summary(&s.whole()?.profile()?),
         Format::XrayYaml => {
-            let mut s = profkit_xray::summary(&o.trace()?);
-            s.format = "xray-yaml";
-            s.kind.push_str(" (read from llvm-xray YAML)");
-            s
+            let mut sum = profkit_xray::summary(&s.whole()?.trace()?);
+            sum.format = "xray-yaml";
+            sum.kind.push_str(" (read from llvm-xray YAML)");
+            sum
         }
-        Format::Mlpd => profkit_mlpd::summary::summary(&o.mlpd()?),
-        Format::Perf => perf_summary(o)?,
-        Format::Elf => return Err(o.unsupported("info")),
+        Format::Perf => perf_summary(s.whole()?)?,
+        Format::Elf => return Err(s.whole()?.unsupported("info")),
     })
 }
 
@@ -61,8 +63,18 @@ fn perf_summary(o: &Opened) -> Result<Summary> {
     Ok(s)
 }
 
-/// What `profkit validate` reports of the input.
-pub fn validate(o: &Opened) -> Result<Validation> {
+/// What `profkit validate` reports of the input (a jitdump or Mono header that does not parse
+/// is a finding).
+pub fn validate(s: &mut Scanned) -> Result<Validation> {
+    let o = match s {
+        Scanned::Stream(st, Format::Jitdump) => {
+            return Ok(profkit_jitdump::validate::validate_stream(st))
+        }
+        Scanned::Stream(st, Format::Mlpd) => {
+            return Ok(profkit_mlpd::validate::validate_stream(st))
+        }
+        _ => s.whole()?,
+    };
     Ok(match o.format {
         Format::Jitdump => profkit_jitdump::validate(o.bytes()),
         Format::PerfMap => profkit_jitdump::perfmap::validate(o.bytes()),
@@ -95,18 +107,42 @@ pub struct Dumped {
 }
 
 /// `profkit dump` of the input into `out`.
-pub fn dump(o: &Opened, args: &DumpArgs, out: &mut dyn Write) -> Result<Dumped> {
+pub fn dump(s: &mut Scanned, args: &DumpArgs, out: &mut dyn Write) -> Result<Dumped> {
     let mut d = Dumped::default();
-    match o.format {
+    match s.format() {
         Format::Jitdump => {
             let opts = profkit_jitdump::dump::DumpOptions {
                 json: args.json,
                 code: args.code,
             };
-            let r = profkit_jitdump::dump::write_dump(out, &o.jitdump()?, opts)?;
+            let r = profkit_jitdump::dump::write_records(out, &mut *s.jitdump()?, opts)?;
             d.stopped = r.error.map(|e| e.to_string());
             d.truncation = r.truncation;
         }
+        Format::Mlpd => {
+            let mut src = s.mlpd()?;
+            let problems = if args.json {
+                profkit_mlpd::dump::write_ndjson_of(&mut *src, out)?
+            } else {
+                profkit_mlpd::dump::write_text_of(&mut *src, out)?
+            };
+            d.problems = problems
+                .iter()
+                .filter(|p| !p.is_truncation())
+                .map(|p| p.to_string())
+                .collect();
+            d.truncation = src.truncation();
+        }
+        _ => dump_whole(s.whole()?, args, out, &mut d)?,
+    }
+    out.flush()?;
+    Ok(d)
+}
+
+/// [`dump`] of the formats read whole.
+fn dump_whole(o: &Opened, args: &DumpArgs, out: &mut dyn Write, d: &mut Dumped) -> Result<()> {
+    match o.format {
+        Format::Jitdump | Format::Mlpd => unreachable_format(o)?,
         Format::PerfMap => {
             let opts = profkit_jitdump::dump::DumpOptions {
                 json: args.json,
@@ -130,20 +166,6 @@ pub fn dump(o: &Opened, args: &DumpArgs, out: &mut dyn Write) -> Result<Dumped> 
             d.problems = r.problems.iter().map(|p| p.to_string()).collect();
             d.truncation = r.truncation;
         }
-        Format::Mlpd => {
-            let file = o.mlpd()?;
-            let problems = if args.json {
-                profkit_mlpd::dump::write_ndjson(&file, out)?
-            } else {
-                profkit_mlpd::dump::write_text(&file, out)?
-            };
-            d.problems = problems
-                .iter()
-                .filter(|p| !p.is_truncation())
-                .map(|p| p.to_string())
-                .collect();
-            d.truncation = file.truncation();
-        }
         Format::Perf => {
             let opts = profkit_perf::dump::DumpOptions {
                 json: args.json,
@@ -155,6 +177,14 @@ pub fn dump(o: &Opened, args: &DumpArgs, out: &mut dyn Write) -> Result<Dumped> 
         }
         Format::Elf => return Err(o.unsupported("dump")),
     }
-    out.flush()?;
-    Ok(d)
+    Ok(())
+}
+
+/// The formats [`Scanned`] walks itself never get here.
+fn unreachable_format<T>(o: &Opened) -> Result<T> {
+    Err(anyhow::anyhow!(
+        "{}: {} is walked through Scanned",
+        o.name(),
+        o.format.description()
+    ))
 }

@@ -1,10 +1,17 @@
 //! Opening inputs: a path (memory-mapped) or `-` (stdin), with gzip unwrapped transparently.
+//!
+//! A plain file is mapped ([`Input`]). A gzip file, stdin or a pipe is a stream
+//! ([`StreamInput`]): its first (decompressed) bytes are read ahead for format detection, so a
+//! stream of no known format fails before it is inflated. The formats whose readers stream
+//! (jitdump and Mono files: `info`, `dump`, `validate`, `report`) read it one record or buffer
+//! at a time; every other reader takes the whole input in memory ([`read_whole`]), up to
+//! [`max_inflated`] bytes.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, BufRead, Read};
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use profkit_common::{FileBytes, Truncation};
 
 /// An opened input.
@@ -20,68 +27,103 @@ pub struct Input {
     pub cut: Option<Truncation>,
 }
 
-/// How much of a gzip stream is inflated before [`open_checked`]'s check sees it.
-const CHECK_HEAD: usize = 64 << 10;
+/// How much of a stream is read ahead for format detection ([`StreamInput::head`]).
+const HEAD: usize = 64 << 10;
+
+/// How much of a stream a reader that needs the whole input may take into memory, unless
+/// `PROFKIT_MAX_INFLATED` says otherwise.
+const MAX_INFLATED: u64 = 1 << 30;
 
 pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// Opens `path` (`-` = stdin) and unwraps gzip.
-pub fn open(path: &Path) -> Result<Input> {
-    open_checked(path, &|_| Ok(()))
+/// The most bytes [`read_whole`] takes from a stream: `PROFKIT_MAX_INFLATED` (bytes, or with a
+/// `K`, `M` or `G` suffix, powers of 1024), else 1 GiB.
+pub fn max_inflated() -> Result<u64> {
+    let Some(v) = std::env::var_os("PROFKIT_MAX_INFLATED") else {
+        return Ok(MAX_INFLATED);
+    };
+    let s = v.to_string_lossy();
+    let t = s.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (t.get(..i), 10),
+        Some((i, 'm' | 'M')) => (t.get(..i), 20),
+        Some((i, 'g' | 'G')) => (t.get(..i), 30),
+        _ => (Some(t), 0),
+    };
+    digits
+        .and_then(|d| d.trim().parse::<u64>().ok())
+        .and_then(|n| n.checked_mul(1 << shift))
+        .with_context(|| format!("PROFKIT_MAX_INFLATED={s:?}: expected a size in bytes (e.g. 4G)"))
 }
 
-/// [`open`], with `check` run on the first decompressed bytes of a gzip stream (up to 64 KiB)
-/// before the rest is inflated: a stream that is not a known format fails at once, whatever
-/// its size. A stream cut off or corrupt part-way is kept up to there ([`Input::cut`]).
-pub fn open_checked(path: &Path, check: &dyn Fn(&[u8]) -> Result<()>) -> Result<Input> {
-    let (name, raw) = if path.as_os_str() == "-" {
-        let mut v = Vec::new();
-        io::stdin()
-            .lock()
-            .read_to_end(&mut v)
-            .context("<stdin>: cannot read")?;
-        ("<stdin>".to_string(), FileBytes::Owned(v))
-    } else {
-        let name = path.display().to_string();
-        let file = File::open(path).with_context(|| format!("{name}: cannot open"))?;
-        let data = FileBytes::of_file(&file).with_context(|| format!("{name}: cannot read"))?;
-        (name, data)
-    };
-    if raw.starts_with(&GZIP_MAGIC) {
-        let mut out = Vec::new();
-        let mut gz = flate2::read::MultiGzDecoder::new(&raw[..]);
-        let head = (&mut gz).take(CHECK_HEAD as u64).read_to_end(&mut out);
-        if head.is_ok() {
-            check(&out)?;
-        }
-        let rest = head.and_then(|_| gz.read_to_end(&mut out));
-        let cut = match rest {
-            Ok(_) => None,
-            Err(e) if out.is_empty() => {
-                return Err(anyhow::Error::new(e)
-                    .context(format!("{name}: gzip data is corrupt or cut off")))
-            }
-            Err(e) => Some(Truncation::new(
-                out.len() as u64,
-                None,
-                format!(
-                    "the gzip stream is cut off or corrupt ({e}); offsets are in the {} bytes inflated before it",
-                    out.len()
-                ),
-            )),
-        };
-        return Ok(Input {
-            name,
-            data: FileBytes::Owned(out),
-            compression: Some("gzip"),
-            cut,
-        });
+/// Opens `path` (`-` = stdin) whole: a plain file mapped, a gzip file or stdin read into
+/// memory (see [`read_whole`]).
+pub fn open(path: &Path) -> Result<Input> {
+    match open_streaming(path)? {
+        Opened::Data(input) => Ok(input),
+        Opened::Stream(s) => read_whole(s, "the input"),
     }
+}
+
+/// Reads the rest of a stream into memory, up to [`max_inflated`] bytes (an error beyond:
+/// `what` names what was to be read). A gzip stream cut off or corrupt part-way is kept up to
+/// there ([`Input::cut`]).
+pub fn read_whole(mut s: StreamInput, what: &str) -> Result<Input> {
+    let limit = max_inflated()?;
+    let mut out: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    let failed = loop {
+        let n = match s.read(&mut chunk) {
+            Ok(0) => break None,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => break Some(e),
+        };
+        let len = out.len() as u64 + n as u64;
+        if len > limit {
+            let from = match s.compression {
+                Some(c) => format!("a {c} stream"),
+                None => "a stream".to_string(),
+            };
+            bail!(
+                "{}: {what} is read into memory from {from}, and it is over the limit of {limit} bytes \
+                 (PROFKIT_MAX_INFLATED, 1G by default): decompress it to a file first, or raise the limit",
+                s.name
+            );
+        }
+        if out.capacity() - out.len() < n {
+            // grow by doubling, but never past the limit
+            let want = (out.capacity().saturating_mul(2))
+                .max(1 << 20)
+                .min(usize::try_from(limit).unwrap_or(usize::MAX));
+            out.reserve_exact(want.saturating_sub(out.len()));
+        }
+        out.extend_from_slice(chunk.get(..n).unwrap_or_default());
+    };
+    let cut = match failed {
+        None => None,
+        Some(e) if out.is_empty() || s.compression.is_none() => {
+            let what = if s.compression.is_some() {
+                "gzip data is corrupt or cut off"
+            } else {
+                "cannot read"
+            };
+            return Err(anyhow::Error::new(e).context(format!("{}: {what}", s.name)));
+        }
+        Some(e) => Some(Truncation::new(
+            out.len() as u64,
+            None,
+            format!(
+                "the gzip stream is cut off or corrupt ({e}); offsets are in the {} bytes inflated before it",
+                out.len()
+            ),
+        )),
+    };
     Ok(Input {
-        name,
-        data: raw,
-        compression: None,
-        cut: None,
+        name: s.name,
+        data: FileBytes::Owned(out),
+        compression: s.compression,
+        cut,
     })
 }
 
@@ -91,30 +133,123 @@ pub fn open_checked(path: &Path, check: &dyn Fn(&[u8]) -> Result<()>) -> Result<
 pub enum Opened {
     /// A plain file, mapped (or read, when it cannot be mapped).
     Data(Input),
-    /// A stream: `head` is a peek at its first (decompressed) bytes for format detection.
+    /// A stream: its first (decompressed) bytes are read ahead for format detection.
     Stream(StreamInput),
 }
 
-/// A stream input.
+/// A stream input: the decompressed bytes, as [`Read`] and [`BufRead`], from the start.
 pub struct StreamInput {
     /// Name for messages.
     pub name: String,
-    /// The (decompressed) bytes; reading starts at the beginning.
-    pub reader: Box<dyn io::BufRead + Send>,
+    /// `Some("gzip")` when the stream is compressed.
+    pub compression: Option<&'static str>,
+    /// The bytes read ahead ([`StreamInput::head`]), returned first.
+    head: Vec<u8>,
+    /// How much of `head` has been consumed.
+    at: usize,
+    /// Whether the read-ahead has been done.
+    peeked: bool,
+    /// How the stream failed during the read-ahead (returned once `head` is consumed).
+    failed: Option<io::Error>,
+    inner: Box<dyn BufRead + Send>,
+    /// (Decompressed) bytes consumed so far.
+    consumed: u64,
 }
 
 impl StreamInput {
-    /// The first bytes of the stream (for format detection), without consuming them.
-    pub fn peek(&mut self) -> Result<&[u8]> {
-        let name = &self.name;
-        self.reader
-            .fill_buf()
-            .with_context(|| format!("{name}: cannot read"))
+    fn new(
+        name: String,
+        compression: Option<&'static str>,
+        inner: Box<dyn BufRead + Send>,
+    ) -> Self {
+        StreamInput {
+            name,
+            compression,
+            head: Vec::new(),
+            at: 0,
+            peeked: false,
+            failed: None,
+            inner,
+            consumed: 0,
+        }
+    }
+
+    /// The first (decompressed) bytes of the stream, up to 64 KiB (fewer when it ends or fails
+    /// before), for format detection; they are still read first.
+    pub fn head(&mut self) -> &[u8] {
+        if !self.peeked {
+            self.peeked = true;
+            self.head = vec![0u8; HEAD];
+            let mut n = 0;
+            while let Some(rest) = self.head.get_mut(n..).filter(|r| !r.is_empty()) {
+                match self.inner.read(rest) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        self.failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            self.head.truncate(n);
+        }
+        self.head.get(self.at..).unwrap_or_default()
+    }
+
+    /// How the stream failed while its first bytes were read ahead ([`StreamInput::head`]), if
+    /// it did.
+    pub fn head_failure(&self) -> Option<&io::Error> {
+        self.failed.as_ref()
+    }
+
+    /// Reads (and drops) the rest of the stream; the stream's whole (decompressed) size, or
+    /// what there was of it before it failed.
+    pub fn finish(&mut self) -> u64 {
+        let _ = io::copy(self, &mut io::sink());
+        self.consumed
+    }
+}
+
+impl Read for StreamInput {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let avail = self.fill_buf()?;
+        let n = avail.len().min(buf.len());
+        if let (Some(dst), Some(src)) = (buf.get_mut(..n), avail.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for StreamInput {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.at < self.head.len() {
+            return Ok(self.head.get(self.at..).unwrap_or_default());
+        }
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.consumed += n as u64;
+        if self.at < self.head.len() {
+            self.at += n;
+            if self.at >= self.head.len() {
+                self.head = Vec::new();
+                self.at = 0;
+            }
+        } else {
+            self.inner.consume(n);
+        }
     }
 }
 
 /// Opens `path` (`-` = stdin) for streaming: gzip (by its magic) and stdin become streams,
-/// plain files are mapped as with [`open`].
+/// plain files are mapped.
 pub fn open_streaming(path: &Path) -> Result<Opened> {
     const BUF: usize = 1 << 20;
     let (name, mut raw): (String, Box<dyn io::BufRead + Send>) = if path.as_os_str() == "-" {
@@ -131,7 +266,13 @@ pub fn open_streaming(path: &Path) -> Result<Opened> {
             .with_context(|| format!("{name}: cannot read"))?;
         let is_file = file.metadata().map(|m| m.is_file()).unwrap_or(false);
         if is_file && !(n == 2 && magic == GZIP_MAGIC) {
-            return open(path).map(Opened::Data);
+            let data = FileBytes::of_file(&file).with_context(|| format!("{name}: cannot read"))?;
+            return Ok(Opened::Data(Input {
+                name,
+                data,
+                compression: None,
+                cut: None,
+            }));
         }
         let head = io::Cursor::new(magic.get(..n).unwrap_or_default().to_vec());
         (
@@ -143,13 +284,11 @@ pub fn open_streaming(path: &Path) -> Result<Opened> {
         .fill_buf()
         .with_context(|| format!("{name}: cannot read"))?
         .starts_with(&GZIP_MAGIC);
-    let reader: Box<dyn io::BufRead + Send> = if is_gzip {
-        Box::new(io::BufReader::with_capacity(
-            1 << 16,
-            flate2::bufread::MultiGzDecoder::new(raw),
-        ))
+    Ok(Opened::Stream(if is_gzip {
+        let inflated =
+            io::BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(raw));
+        StreamInput::new(name, Some("gzip"), Box::new(inflated))
     } else {
-        raw
-    };
-    Ok(Opened::Stream(StreamInput { name, reader }))
+        StreamInput::new(name, None, raw)
+    }))
 }

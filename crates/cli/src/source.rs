@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
+use profkit_jitdump::{RecordSource, StreamRecords};
+use profkit_mlpd::source::{BufferSource, StreamBuffers};
 use profkit_model::feed::perf::PerfOptions;
 use profkit_model::feed::xray::add_object;
 use profkit_model::{Clock, FunctionTable, Source};
@@ -12,7 +14,7 @@ use profkit_xray::{yaml, InstrMap, Symbolizer, Trace};
 
 use crate::cli::InputFormat;
 use crate::detect::{detect, Format};
-use crate::input::{self, Input};
+use crate::input::{self, Input, StreamInput};
 
 const UNKNOWN: &str = "unknown format: not a jitdump (magic \"DTiJ\"/\"JiTD\"), perf map, perf.data, XRay trace or profile, Mono log profiler file or ELF binary (use --input-format to force one)";
 
@@ -29,20 +31,22 @@ pub struct Opened {
 }
 
 impl Opened {
-    /// Opens `path` (`-` = stdin) and determines its format (`forced` overrides detection).
+    /// Opens `path` (`-` = stdin) and determines its format (`forced` overrides detection). A
+    /// stream (gzip, stdin) is read into memory after its first bytes are detected (so a
+    /// stream of no known format fails at once, whatever its size).
     pub fn open(path: &Path, forced: Option<InputFormat>) -> Result<Opened> {
-        let check = |head: &[u8]| -> Result<()> {
-            if forced.is_none() && detect(head).is_none() {
-                let name = if path == Path::new("-") {
-                    "<stdin>".to_string()
-                } else {
-                    path.display().to_string()
-                };
-                bail!("{name}: {UNKNOWN}");
+        match input::open_streaming(path)? {
+            input::Opened::Data(input) => Opened::of(input, forced, path),
+            input::Opened::Stream(mut s) => {
+                let format = stream_format(&mut s, forced)?;
+                let input = input::read_whole(s, format.description())?;
+                Opened::of(input, forced, path)
             }
-            Ok(())
-        };
-        let input = input::open_checked(path, &check)?;
+        }
+    }
+
+    /// The input read whole, with its format.
+    fn of(input: Input, forced: Option<InputFormat>, path: &Path) -> Result<Opened> {
         if let Some(cut) = &input.cut {
             crate::output::print_truncation(&input.name, cut);
         }
@@ -155,6 +159,116 @@ impl Opened {
             Format::Jitdump => Source::jitdump(self.bytes()),
             Format::Perf => Source::perf(self.bytes(), PerfOptions::new(self.path(), Vec::new())),
             Format::PerfMap | Format::Elf => return Err(self.unsupported(what)),
+        })
+    }
+}
+
+/// The format of a stream, from its first (decompressed) bytes (`forced` overrides detection).
+fn stream_format(s: &mut StreamInput, forced: Option<InputFormat>) -> Result<Format> {
+    if let Some(f) = forced {
+        return Ok(crate::detect::forced(f));
+    }
+    if let Some(f) = detect(s.head()) {
+        return Ok(f);
+    }
+    let got = s.head().len();
+    match s.head_failure() {
+        // too little was inflated to tell the format: the stream is the problem
+        Some(e) => bail!(
+            "{}: gzip data is corrupt or cut off after {got} inflated bytes ({e})",
+            s.name
+        ),
+        None => bail!("{}: {UNKNOWN}", s.name),
+    }
+}
+
+/// An input opened for `info`, `dump` and `validate`: a jitdump or Mono file that arrives as a
+/// stream (gzip, stdin) is read one record or buffer at a time, so memory stays flat whatever
+/// its size; anything else is [`Opened`] whole (a plain file mapped, another stream read into
+/// memory, up to [`input::max_inflated`]).
+pub enum Scanned {
+    /// The input mapped or in memory.
+    Whole(Opened),
+    /// A jitdump or Mono stream.
+    Stream(StreamInput, Format),
+}
+
+impl Scanned {
+    /// Opens `path` (`-` = stdin) and determines its format (`forced` overrides detection).
+    pub fn open(path: &Path, forced: Option<InputFormat>) -> Result<Scanned> {
+        match input::open_streaming(path)? {
+            input::Opened::Data(input) => Opened::of(input, forced, path).map(Scanned::Whole),
+            input::Opened::Stream(mut s) => match stream_format(&mut s, forced)? {
+                f @ (Format::Jitdump | Format::Mlpd) => Ok(Scanned::Stream(s, f)),
+                f => {
+                    let input = input::read_whole(s, f.description())?;
+                    Opened::of(input, forced, path).map(Scanned::Whole)
+                }
+            },
+        }
+    }
+
+    /// The name for messages.
+    pub fn name(&self) -> &str {
+        match self {
+            Scanned::Whole(o) => o.name(),
+            Scanned::Stream(s, _) => &s.name,
+        }
+    }
+
+    /// The input's format.
+    pub fn format(&self) -> Format {
+        match self {
+            Scanned::Whole(o) => o.format,
+            Scanned::Stream(_, f) => *f,
+        }
+    }
+
+    /// `Some("gzip")` for a compressed input.
+    pub fn compression(&self) -> Option<&'static str> {
+        match self {
+            Scanned::Whole(o) => o.input.compression,
+            Scanned::Stream(s, _) => s.compression,
+        }
+    }
+
+    /// The (decompressed) size; a stream is read to its end first.
+    pub fn size(&mut self) -> u64 {
+        match self {
+            Scanned::Whole(o) => o.input.data.len() as u64,
+            Scanned::Stream(s, _) => s.finish(),
+        }
+    }
+
+    /// The input in memory: every format but a jitdump or Mono file read as a stream.
+    pub fn whole(&self) -> Result<&Opened> {
+        match self {
+            Scanned::Whole(o) => Ok(o),
+            Scanned::Stream(s, f) => Err(anyhow!(
+                "{}: {} is read as a stream here, not in memory",
+                s.name,
+                f.description()
+            )),
+        }
+    }
+
+    /// A jitdump's records, from memory or from the stream.
+    pub fn jitdump(&mut self) -> Result<Box<dyn RecordSource + '_>> {
+        let name = self.name().to_string();
+        let at = |e| anyhow!("{name}: {e}");
+        Ok(match self {
+            Scanned::Whole(o) => Box::new(o.jitdump()?.source()),
+            Scanned::Stream(s, _) => Box::new(StreamRecords::new(s).map_err(at)?),
+        })
+    }
+
+    /// A Mono file's buffers, from memory or from the stream.
+    pub fn mlpd(&mut self) -> Result<Box<dyn BufferSource + '_>> {
+        let name = self.name().to_string();
+        let at = |e| anyhow!("{name}: {e}");
+        Ok(match self {
+            Scanned::Whole(o) => Box::new(o.mlpd()?.source()),
+            Scanned::Stream(s, _) => Box::new(StreamBuffers::new(s).map_err(at)?),
         })
     }
 }

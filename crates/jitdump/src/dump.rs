@@ -1,9 +1,9 @@
 //! `profkit dump`: one line per record, as text or as NDJSON, for jitdumps and perf maps.
 //!
 //! A [`Dumper`] renders the file header, each [`RawRecord`] and each perf map entry into any
-//! `&mut dyn Write`; [`write_dump`] walks a whole dump with it and [`write_perf_map`] a whole
-//! perf map. `profkit dump --follow` feeds the records of a growing file to the same
-//! [`Dumper`], so both print the same lines.
+//! `&mut dyn Write`; [`write_dump`] walks a whole dump with it ([`write_records`] a dump in
+//! memory or a stream) and [`write_perf_map`] a whole perf map. `profkit dump --follow` feeds
+//! the records of a growing file to the same [`Dumper`], so all print the same lines.
 //!
 //! Text: `HEADER …`, then `#<index> <offset> <TYPE> ts <timestamp> size <total_size>` and the
 //! record's fields; DEBUG_INFO entries, DEBUG_INFO2 functions, inline calls and lines, and
@@ -22,7 +22,7 @@ use profkit_common::json;
 
 use crate::error::{Error, Truncation};
 use crate::perfmap::{self, PerfMapEntry, PerfMapLineError};
-use crate::read::{DebugInfo, DebugWalkEnd, Header, JitDump, RawRecord, Record};
+use crate::read::{DebugInfo, DebugWalkEnd, Header, JitDump, RawRecord, Record, RecordSource};
 use crate::validate::recovered_name_tail;
 
 /// How records are rendered.
@@ -58,11 +58,19 @@ pub fn write_dump(
     dump: &JitDump<'_>,
     options: DumpOptions,
 ) -> io::Result<DumpOutcome> {
+    write_records(out, &mut dump.source(), options)
+}
+
+/// [`write_dump`] of a dump in memory or of a stream.
+pub fn write_records(
+    out: &mut dyn Write,
+    records: &mut dyn RecordSource,
+    options: DumpOptions,
+) -> io::Result<DumpOutcome> {
     let mut d = Dumper::new(options);
-    d.header(out, dump.header())?;
+    d.header(out, &records.header())?;
     let mut outcome = DumpOutcome::default();
-    let mut records = dump.records();
-    for raw in &mut records {
+    while let Some(raw) = records.next() {
         match raw {
             Ok(raw) => {
                 d.record(out, &raw)?;

@@ -11,7 +11,8 @@
 //!
 //! * [`raw`]: on-disk constants, [`Endian`], the open newtype [`RecordType`].
 //! * [`read`]: zero-copy [`JitDump`] → [`Records`] → [`RawRecord`] → [`Record`], and a
-//!   [`FollowReader`] for files still being written. Nothing is allocated per record and no
+//!   [`FollowReader`] for files still being written; [`RecordSource`] walks the records of a
+//!   dump in memory or of a stream ([`StreamRecords`], one record in memory at a time). Nothing is allocated per record and no
 //!   size field is trusted before it is checked against the bytes that remain; a cut-off file
 //!   yields every complete record plus a [`Truncation`].
 //! * [`mod@write`]: [`JitDumpWriter`] for every record kind, either byte order; [`JitDumpFile`]
@@ -51,9 +52,10 @@ pub use error::{Error, Result, Truncation};
 pub use raw::{Endian, RecordType};
 pub use read::{
     CodeLoad, CodeMove, DebugEntry, DebugInfo, DebugInfo2, EmbeddedSourceFile, FollowReader,
-    Header, JitDump, JitTier, RawRecord, Record, Records, UnwindingInfo,
+    Header, JitDump, JitTier, RawRecord, Record, RecordSource, Records, StreamRecords,
+    UnwindingInfo,
 };
-pub use summary::{summary, Scan};
+pub use summary::{summary, summary_of, Scan};
 pub use validate::{validate, Finding, Severity, Validation};
 pub use write::{
     CodeLoadData, DebugInfo2Builder, DebugInfo2Data, HeaderOptions, InlineCall, JitDumpFile,

@@ -10,7 +10,7 @@ use profkit_common::{Summary, ThreadSummary, TimeSpan, Value};
 
 use crate::error::{Error, Truncation};
 use crate::raw::{elf_machine_name, RecordType, FLAG_ARCH_TIMESTAMP};
-use crate::read::{JitDump, Record};
+use crate::read::{JitDump, Record, RecordSource};
 
 /// Counts and ranges of a whole dump.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -53,11 +53,15 @@ pub struct Scan {
 impl Scan {
     /// Scans every record of `dump`.
     pub fn of(dump: &JitDump<'_>) -> Scan {
+        Scan::of_source(&mut dump.source())
+    }
+
+    /// Scans every record of `records` (a dump in memory or a stream).
+    pub fn of_source(records: &mut dyn RecordSource) -> Scan {
         let mut s = Scan::default();
         let mut threads: HashMap<(u32, u32), usize> = HashMap::new();
         let mut addr_uses: HashMap<u64, u32> = HashMap::new();
-        let mut records = dump.records();
-        for raw in &mut records {
+        while let Some(raw) = records.next() {
             let raw = match raw {
                 Ok(r) => r,
                 Err(e) => {
@@ -147,8 +151,13 @@ impl Scan {
 /// * problems: records that do not parse, plus the corrupt record that stopped the scan;
 ///   `first_problem` is the first of them in file order.
 pub fn summary(dump: &JitDump<'_>) -> Summary {
-    let h = dump.header();
-    let s = Scan::of(dump);
+    summary_of(&mut dump.source())
+}
+
+/// [`summary`] of a dump in memory or of a stream.
+pub fn summary_of(records: &mut dyn RecordSource) -> Summary {
+    let s = Scan::of_source(records);
+    let h = records.header();
     let mut kinds: Vec<(String, u64)> = RecordType::KNOWN
         .iter()
         .map(|&t| (t.to_string(), s.count(t)))

@@ -7,6 +7,7 @@
 //! Address reuse without MOVE is normal (V8 after GC) and is not a finding; `Summary` counts it.
 
 use std::collections::{BTreeSet, HashMap};
+use std::io::BufRead;
 
 pub use profkit_common::{Finding, Findings, Severity, Validation};
 
@@ -14,6 +15,7 @@ use crate::error::{Error, Truncation};
 use crate::raw::{FILE_HEADER_SIZE, FLAG_ARCH_TIMESTAMP, TIER_COLORS};
 use crate::read::{
     all_zero, CodeLoad, DebugInfo, DebugInfo2, DebugWalkEnd, Header, JitDump, RawRecord, Record,
+    RecordSource, StreamRecords,
 };
 
 /// Every finding code, with its severity and a one-line description.
@@ -89,9 +91,28 @@ pub mod codes {
 
 /// Validates a whole jitdump in memory.
 pub fn validate(data: &[u8]) -> Validation {
-    let mut v = Validator::new();
     match JitDump::parse(data) {
-        Ok(dump) => v.run(&dump),
+        Ok(dump) => validate_records(Ok(&mut dump.source())),
+        Err(e) => validate_records(Err(e)),
+    }
+}
+
+/// Validates a jitdump read as a stream (a gzip file, a pipe), one record in memory at a
+/// time: the same findings as [`validate`] on the same bytes, the offsets in the stream (a
+/// stream that fails is cut where it fails).
+pub fn validate_stream(r: impl BufRead) -> Validation {
+    match StreamRecords::new(r) {
+        Ok(mut records) => validate_records(Ok(&mut records)),
+        Err(e) => validate_records(Err(e)),
+    }
+}
+
+/// Validates the records of a dump whose header was read, or reports the header's error
+/// (`header-invalid`).
+fn validate_records(opened: core::result::Result<&mut dyn RecordSource, Error>) -> Validation {
+    let mut v = Validator::new();
+    match opened {
+        Ok(records) => v.run(records),
         Err(e) => v.push_error_finding("header-invalid", &e),
     }
     v.finish()
@@ -238,11 +259,10 @@ impl Validator {
         self.findings.finish(self.records, self.truncation)
     }
 
-    fn run(&mut self, dump: &JitDump<'_>) {
-        self.check_header(dump.header());
-        let mut records = dump.records();
+    fn run(&mut self, records: &mut dyn RecordSource) {
+        self.check_header(&records.header());
         let mut first_ts = None;
-        for raw in &mut records {
+        while let Some(raw) = records.next() {
             let raw = match raw {
                 Ok(r) => r,
                 Err(e) => {
@@ -256,7 +276,7 @@ impl Validator {
         }
         // The cut becomes the common `truncated` error in `finish`.
         self.truncation = records.truncation().cloned();
-        self.check_header_clock(dump.header(), first_ts);
+        self.check_header_clock(&records.header(), first_ts);
         self.flush_pending(None);
         self.report_bias();
         self.check_embedded_references();

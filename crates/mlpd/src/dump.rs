@@ -20,16 +20,22 @@ use profkit_common::json;
 use crate::error::Error;
 use crate::raw::{mtype_name, EventType};
 use crate::read::{Buffer, EventKind, File};
+use crate::source::BufferSource;
 
 /// Writes the text dump of `file`; returns the decoding problems.
 pub fn write_text(file: &File<'_>, out: &mut dyn Write) -> io::Result<Vec<Error>> {
-    let h = &file.header;
+    write_text_of(&mut file.source(), out)
+}
+
+/// [`write_text`] of a file in memory or of a stream.
+pub fn write_text_of(src: &mut dyn BufferSource, out: &mut dyn Write) -> io::Result<Vec<Error>> {
+    let h = src.header();
     writeln!(
         out,
         "header: {}.{} data {} ptrsize {} pid {} args {:?}",
         h.major, h.minor, h.data_version, h.ptrsize, h.pid, h.args
     )?;
-    each_buffer(file, |b| {
+    each_buffer(src, |b| {
         let bh = b.header;
         writeln!(
             out,
@@ -49,7 +55,12 @@ pub fn write_text(file: &File<'_>, out: &mut dyn Write) -> io::Result<Vec<Error>
 
 /// Writes the NDJSON dump of `file`; returns the decoding problems.
 pub fn write_ndjson(file: &File<'_>, out: &mut dyn Write) -> io::Result<Vec<Error>> {
-    let h = &file.header;
+    write_ndjson_of(&mut file.source(), out)
+}
+
+/// [`write_ndjson`] of a file in memory or of a stream.
+pub fn write_ndjson_of(src: &mut dyn BufferSource, out: &mut dyn Write) -> io::Result<Vec<Error>> {
+    let h = src.header();
     let mut line: Vec<u8> = Vec::with_capacity(256);
     line.extend_from_slice(
         format!(
@@ -61,7 +72,7 @@ pub fn write_ndjson(file: &File<'_>, out: &mut dyn Write) -> io::Result<Vec<Erro
     json::push_str(&mut line, &h.args);
     line.extend_from_slice(b"}\n");
     out.write_all(&line)?;
-    each_buffer(file, |b| {
+    each_buffer(src, |b| {
         let bh = b.header;
         writeln!(
             out,
@@ -86,11 +97,11 @@ pub fn write_ndjson(file: &File<'_>, out: &mut dyn Write) -> io::Result<Vec<Erro
 
 /// Calls `f` on every buffer; collects the problems (of the scan and of the events).
 fn each_buffer(
-    file: &File<'_>,
+    src: &mut dyn BufferSource,
     mut f: impl FnMut(&Buffer<'_>) -> io::Result<Vec<Error>>,
 ) -> io::Result<Vec<Error>> {
     let mut problems = Vec::new();
-    for b in file.buffers() {
+    while let Some(b) = src.next() {
         match b {
             Ok(b) => problems.extend(f(&b)?),
             Err(e) => problems.push(e),

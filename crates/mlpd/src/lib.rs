@@ -22,6 +22,8 @@
 //! * [`dump`]: the text and NDJSON lines of `profkit dump`.
 //! * [`open`]: gzip detection and decompression.
 //! * [`stream`]: [`stream::StreamReader`] reads a file (e.g. a gzip stream) one buffer at a time.
+//! * [`source`]: [`source::BufferSource`] walks the buffers of a [`File`] in memory or of a
+//!   stream with one interface (what `summary`, `validate` and `dump` take).
 //!
 //! ```
 //! use profkit_mlpd::{write::Writer, File, EventKind, Header};
@@ -45,6 +47,7 @@ pub mod header;
 pub mod open;
 pub mod raw;
 pub mod read;
+pub mod source;
 pub mod stream;
 pub mod summary;
 pub mod validate;

@@ -21,6 +21,11 @@ use crate::read::{Buffer, BufferHeader};
 /// Header strings longer than this are refused (Mono writes a few dozen bytes).
 const MAX_HEADER_STRING: u32 = 1 << 20;
 
+/// The largest buffer a [`StreamReader`] holds in memory: 256 MiB (Mono writes 64 KiB buffers,
+/// larger only for an event that does not fit). A longer buffer in a stream is a `bad value`
+/// error and is skipped (the file can still be read whole once decompressed).
+pub const MAX_STREAM_BUFFER: u32 = 256 << 20;
+
 /// A buffer read from a stream: it owns its event bytes.
 #[derive(Clone, Debug, Default)]
 pub struct OwnedBuffer {
@@ -92,6 +97,8 @@ pub struct StreamReader<R> {
     index: usize,
     done: bool,
     truncation: Option<Truncation>,
+    /// How the stream failed, if it did (a cut or corrupt gzip stream).
+    failure: Option<String>,
 }
 
 fn io_error(pos: u64, e: &io::Error) -> Error {
@@ -152,6 +159,7 @@ impl<R: Read> StreamReader<R> {
             index: 0,
             done: false,
             truncation: None,
+            failure: None,
         })
     }
 
@@ -178,6 +186,17 @@ impl<R: Read> StreamReader<R> {
         self.truncation.clone()
     }
 
+    /// How the stream failed (a cut or corrupt gzip stream), once the reader has met it.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
+    }
+
+    /// Offset of the next buffer in the (decompressed) stream: after a bad buffer magic, of the
+    /// next `BUF_ID` (or of the bad magic, when none follows).
+    pub fn offset(&self) -> u64 {
+        self.pos
+    }
+
     /// The next buffer, read into `data` (a recycled allocation; its content is replaced).
     pub fn next_buffer(&mut self, mut data: Vec<u8>) -> Option<Result<OwnedBuffer>> {
         if self.done {
@@ -191,6 +210,7 @@ impl<R: Read> StreamReader<R> {
                 self.done = true;
                 let mut cut = header_cut(self.index, self.pos, 0);
                 cut.reason = format!("{} (the stream fails: {e})", cut.reason);
+                self.failure = Some(e.to_string());
                 self.truncation = Some(cut);
                 return Some(Err(Error::new(
                     self.pos,
@@ -239,6 +259,30 @@ impl<R: Read> StreamReader<R> {
             thread_id: word(32),
             method_base: word(40),
         };
+        if header.len > MAX_STREAM_BUFFER {
+            let err = Error::new(
+                self.pos + 4,
+                ErrorKind::BadValue(
+                    "buffer length (a streamed buffer may have 256 MiB; skipped)",
+                    header.len.into(),
+                ),
+            )
+            .at(self.index as u64, None);
+            let want = u64::from(header.len);
+            match io::copy(&mut (&mut self.r).take(want), &mut io::sink()) {
+                Ok(n) if n == want => {
+                    self.index += 1;
+                    self.pos += BUF_HEADER_SIZE as u64 + want;
+                }
+                // the stream ends (or fails) inside the skipped buffer
+                got => {
+                    let got = got.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+                    self.done = true;
+                    self.truncation = Some(buffer_cut(self.index, self.pos, header.len, got));
+                }
+            }
+            return Some(Err(err));
+        }
         data.clear();
         let want = u64::from(header.len);
         // A stream that fails part-way (a cut gzip file: "incomplete deflate stream") is cut
@@ -259,6 +303,7 @@ impl<R: Read> StreamReader<R> {
             self.truncation = buf.truncation();
             if let (Some(t), Some(e)) = (&mut self.truncation, failed) {
                 t.reason = format!("{} (the stream fails: {e})", t.reason);
+                self.failure = Some(e.to_string());
             }
         }
         Some(Ok(buf))

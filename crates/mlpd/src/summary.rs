@@ -9,10 +9,16 @@ use rustc_hash::FxHashMap;
 use crate::header::Header;
 use crate::raw::*;
 use crate::read::{EventKind, File, MetaAction};
+use crate::source::BufferSource;
 
 /// One pass over the file's buffers and events.
 pub fn summary(file: &File<'_>) -> Summary {
-    let h = &file.header;
+    summary_of(&mut file.source())
+}
+
+/// [`summary`] of a file in memory or of a stream.
+pub fn summary_of(src: &mut dyn BufferSource) -> Summary {
+    let h = &src.header().clone();
     let mut s = Summary {
         format: "mlpd",
         kind: format!(
@@ -29,8 +35,7 @@ pub fn summary(file: &File<'_>) -> Summary {
     let mut names: FxHashMap<u64, String> = FxHashMap::default();
     let mut buffers = 0u64;
     let (mut first, mut last) = (u64::MAX, 0u64);
-    let mut scan = file.buffers();
-    for b in scan.by_ref() {
+    while let Some(b) = src.next() {
         let b = match b {
             Ok(b) => b,
             // a cut inside a buffer header: the scan's truncation says it
@@ -82,12 +87,7 @@ pub fn summary(file: &File<'_>) -> Summary {
             s.truncation = b.cut_at(next, s.records, incomplete.as_ref());
         }
     }
-    if s.truncation.is_none() {
-        s.truncation = scan.truncation().map(|mut t| {
-            t.record = Some(s.records);
-            t
-        });
-    }
+    s.truncation = src.cut(s.truncation.take(), s.records);
     for t in &mut threads {
         t.name = names.get(&t.tid).cloned();
     }

@@ -9,6 +9,8 @@
 //! methods, vtables and classes never defined). A file cut inside a buffer (also between two
 //! events) is the `truncated` error, at the start of the incomplete event.
 
+use std::io::Read;
+
 use profkit_common::{Findings, Truncation, Validation};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -16,6 +18,7 @@ use crate::error::ErrorKind;
 use crate::header::Header;
 use crate::raw::*;
 use crate::read::{Buffer, ClassRef, EventKind, File, MetaAction};
+use crate::source::{BufferSource, StreamBuffers};
 
 /// Every finding code, with its severity and a one-line description.
 pub mod codes {
@@ -97,25 +100,27 @@ pub mod codes {
 
 /// Validates a file whose header parsed.
 pub fn validate(file: &File<'_>) -> Validation {
-    let mut v = Validator::new(file.header.data_version);
-    v.header(&file.header);
-    let mut scan = file.buffers();
+    validate_source(&mut file.source())
+}
+
+/// [`validate`] of a file in memory or of a stream.
+pub fn validate_source(src: &mut dyn BufferSource) -> Validation {
+    let mut v = Validator::new(src.header().data_version);
+    v.header(src.header());
     let mut cut = None;
-    while let Some(b) = scan.next() {
+    while let Some(b) = src.next() {
         match b {
             Ok(b) => {
                 if let Some(t) = v.buffer(&b) {
                     cut = Some(t);
                 }
             }
-            // a cut inside a buffer header: the scan's truncation says it
+            // a cut inside a buffer header: the walk's truncation says it
             Err(e) if e.is_truncation() => {}
             Err(e) => {
-                let skipped = if scan.offset() as u64 > e.offset {
-                    format!(
-                        "{} bytes skipped to the next buffer",
-                        scan.offset() as u64 - e.offset
-                    )
+                let resume = src.offset();
+                let skipped = if resume > e.offset {
+                    format!("{} bytes skipped to the next buffer", resume - e.offset)
                 } else {
                     "no buffer magic follows: the rest of the file is skipped".to_string()
                 };
@@ -129,12 +134,7 @@ pub fn validate(file: &File<'_>) -> Validation {
             }
         }
     }
-    let truncation = cut.or_else(|| {
-        scan.truncation().map(|mut t| {
-            t.record = Some(v.events);
-            t
-        })
-    });
+    let truncation = src.cut(cut, v.events);
     v.end(truncation.is_some());
     v.f.finish(v.events, truncation)
 }
@@ -144,30 +144,55 @@ pub fn validate(file: &File<'_>) -> Validation {
 pub fn validate_bytes(data: &[u8]) -> Validation {
     match File::parse(data) {
         Ok(f) => validate(&f),
-        Err(e) => {
-            let mut f = Findings::new(codes::ALL);
-            match e.kind {
-                ErrorKind::Truncated(what) => {
-                    return f.finish(
-                        0,
-                        Some(Truncation::new(
-                            0,
-                            None,
-                            format!("the file ends inside its {what} ({} bytes)", data.len()),
-                        )),
-                    )
-                }
-                ErrorKind::UnsupportedVersion(_) => f.push(
-                    codes::UNSUPPORTED_VERSION,
-                    e.offset,
-                    None,
-                    e.kind.to_string(),
-                ),
-                _ => f.push(codes::HEADER_INVALID, e.offset, None, e.kind.to_string()),
-            }
-            f.finish(0, None)
-        }
+        Err(e) => header_problem(&e, data.len() as u64),
     }
+}
+
+/// Validates a file read as a stream (a gzip file, a pipe), one buffer in memory at a time:
+/// [`validate_bytes`]'s findings on the same bytes, offsets in the stream (a stream that fails
+/// is cut where it fails).
+pub fn validate_stream(r: impl Read) -> Validation {
+    match StreamBuffers::new(r) {
+        Ok(mut src) => validate_source(&mut src),
+        // a stream's header error is where the stream ends when it is a cut
+        Err(e) => header_problem(&e, e.offset),
+    }
+}
+
+/// The validation of a file whose header does not parse (`len` bytes of it are there).
+fn header_problem(e: &crate::Error, len: u64) -> Validation {
+    let mut f = Findings::new(codes::ALL);
+    match e.kind {
+        ErrorKind::Truncated(what) => {
+            return f.finish(
+                0,
+                Some(Truncation::new(
+                    0,
+                    None,
+                    format!("the file ends inside its {what} ({len} bytes)"),
+                )),
+            )
+        }
+        // a stream that fails inside the header (a cut gzip stream) is cut there
+        ErrorKind::Io(ref why) => {
+            return f.finish(
+                0,
+                Some(Truncation::new(
+                    0,
+                    None,
+                    format!("the file ends inside its header (the stream fails: {why})"),
+                )),
+            )
+        }
+        ErrorKind::UnsupportedVersion(_) => f.push(
+            codes::UNSUPPORTED_VERSION,
+            e.offset,
+            None,
+            e.kind.to_string(),
+        ),
+        _ => f.push(codes::HEADER_INVALID, e.offset, None, e.kind.to_string()),
+    }
+    f.finish(0, None)
 }
 
 /// The code of a decoding error (truncations are reported as the cut).

@@ -11,16 +11,16 @@ use profkit_jitdump::dump::{DumpOptions, Dumper};
 use profkit_jitdump::{FollowReader, RecordType};
 
 use crate::cli::DumpArgs;
-use crate::source::Opened;
+use crate::source::Scanned;
 use crate::{formats, output};
 
 pub fn run(args: &DumpArgs) -> Result<ExitCode> {
     if args.follow {
         return follow(args);
     }
-    let o = Opened::open(&args.file, args.input.input_format)?;
+    let mut o = Scanned::open(&args.file, args.input.input_format)?;
     let mut out = output::stdout();
-    let d = formats::dump(&o, args, &mut out)?;
+    let d = formats::dump(&mut o, args, &mut out)?;
     if let Some(t) = &d.truncation {
         output::print_truncation(o.name(), t);
         if args.json {

@@ -8,18 +8,19 @@ use anyhow::Result;
 use profkit_common::summary::Source;
 
 use crate::cli::InfoArgs;
-use crate::source::Opened;
+use crate::source::Scanned;
 use crate::{formats, output};
 
 pub fn run(args: &InfoArgs) -> Result<ExitCode> {
     let mut out = output::stdout();
     for (i, path) in args.files.iter().enumerate() {
-        let o = Opened::open(path, args.input.input_format)?;
-        let summary = formats::summary(&o)?;
+        let mut o = Scanned::open(path, args.input.input_format)?;
+        let summary = formats::summary(&mut o)?;
+        let size = o.size();
         let src = Source {
             file: o.name(),
-            size: o.input.data.len() as u64,
-            compression: o.input.compression,
+            size,
+            compression: o.compression(),
         };
         if args.json {
             summary.write_json(&mut out, &src)?;

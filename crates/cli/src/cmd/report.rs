@@ -136,12 +136,12 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
             (input.name, r)
         }
         Opened::Stream(mut s) => {
-            match forced.or_else(|| s.peek().ok().and_then(detect)) {
+            match forced.or_else(|| detect(s.head())) {
                 Some(Format::Mlpd) | None => {}
                 Some(f) => return Err(not_mlpd(&s.name, f)),
             }
             let r =
-                report::compute_stream(s.reader, &opts).map_err(|e| anyhow!("{}: {e}", s.name))?;
+                report::compute_stream(&mut s, &opts).map_err(|e| anyhow!("{}: {e}", s.name))?;
             (s.name, r)
         }
     };

@@ -10,15 +10,15 @@ use profkit_common::{json, Finding, Severity, Validation};
 
 use crate::cli::ValidateArgs;
 use crate::detect::Format;
-use crate::source::Opened;
+use crate::source::Scanned;
 use crate::{formats, output};
 
 pub fn run(args: &ValidateArgs) -> Result<ExitCode> {
     let mut out = output::color_stdout();
     let mut any_errors = false;
     for path in &args.files {
-        let o = Opened::open(path, args.input.input_format)?;
-        let v = formats::validate(&o)?;
+        let mut o = Scanned::open(path, args.input.input_format)?;
+        let v = formats::validate(&mut o)?;
         any_errors |= v.has_errors();
         if args.json {
             write_json(&mut out, &o, &v, args.errors_only)?;
@@ -34,16 +34,16 @@ pub fn run(args: &ValidateArgs) -> Result<ExitCode> {
     })
 }
 
-fn write_text(out: &mut impl Write, o: &Opened, v: &Validation, errors_only: bool) -> Result<()> {
+fn write_text(out: &mut impl Write, o: &Scanned, v: &Validation, errors_only: bool) -> Result<()> {
     let errors = v.errors().count();
     let warnings = v.warnings().count();
     writeln!(
         out,
         "{}: {} ({} {}): {errors} error{}, {warnings} warning{}",
         o.name(),
-        o.format.name(),
+        o.format().name(),
         v.records,
-        formats::record_unit(o.format),
+        formats::record_unit(o.format()),
         if errors == 1 { "" } else { "s" },
         if warnings == 1 { "" } else { "s" },
     )?;
@@ -58,7 +58,7 @@ fn write_text(out: &mut impl Write, o: &Opened, v: &Validation, errors_only: boo
             "  {style}{}{style:#}[{}] {}: {}",
             f.severity.name(),
             f.code,
-            place(o.format, f),
+            place(o.format(), f),
             f.message
         )?;
     }
@@ -75,12 +75,12 @@ fn place(format: Format, f: &Finding) -> String {
     }
 }
 
-fn write_json(out: &mut impl Write, o: &Opened, v: &Validation, errors_only: bool) -> Result<()> {
+fn write_json(out: &mut impl Write, o: &Scanned, v: &Validation, errors_only: bool) -> Result<()> {
     let mut b: Vec<u8> = Vec::with_capacity(1024);
     b.extend_from_slice(b"{\"schema\":\"profkit.validate/1\",\"file\":");
     json::push_str(&mut b, o.name());
     b.extend_from_slice(b",\"format\":");
-    json::push_str(&mut b, o.format.name());
+    json::push_str(&mut b, o.format().name());
     b.extend_from_slice(format!(",\"records\":{}", v.records).as_bytes());
     for (key, sev) in [("errors", Severity::Error), ("warnings", Severity::Warning)] {
         b.extend_from_slice(format!(",\"{key}\":[").as_bytes());

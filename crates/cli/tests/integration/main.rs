@@ -10,6 +10,7 @@
 mod cuts;
 mod export;
 mod graph;
+mod gzip;
 mod jitdump;
 mod mlpd;
 mod perf;

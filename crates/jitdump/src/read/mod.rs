@@ -6,12 +6,15 @@
 //! * [`RawRecord::parse`] decodes a body into a [`Record`]; variable-length parts (DEBUG_INFO
 //!   entries, DEBUG_INFO2 lists) are decoded lazily by iterators.
 //! * [`FollowReader`] reads a growing file: "not enough bytes yet" is distinct from corruption.
+//! * [`RecordSource`] walks the records of a dump in memory ([`JitDump::source`]) or of a
+//!   stream ([`StreamRecords`]: a gzip file, a pipe) with one interface.
 
 mod bytes;
 mod debug_info2;
 mod follow;
 mod header;
 mod records;
+mod stream;
 
 pub use debug_info2::{
     DebugInfo2, DebugInfo2Counts, FunctionRecord, InlineCallRecord, LineRecord, Range, StringList,
@@ -22,5 +25,7 @@ pub use records::{
     CodeLoad, CodeMove, DebugEntries, DebugEntry, DebugInfo, DebugWalkEnd, EmbeddedSourceFile,
     JitTier, RawRecord, Record, RecordHeader, Records, UnwindingInfo,
 };
+
+pub use stream::{RecordSource, SliceRecords, StreamRecords, MAX_STREAM_RECORD};
 
 pub(crate) use bytes::all_zero;
