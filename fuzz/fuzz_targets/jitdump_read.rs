@@ -4,7 +4,9 @@
 //! fixed-stride recovery), every DEBUG_INFO2 list, `validate`, `summary`, the `dump`
 //! renderer, the jitdump → perf map conversion, the perf map reader, validator and summary,
 //! and `FollowReader` fed the bytes in two chunks (it must deliver exactly the records the
-//! slice reader does).
+//! slice reader does), and `StreamRecords` (what `info`/`dump`/`validate` read gzip and stdin
+//! with) through a small buffer: the same records, error and cut as the slice's
+//! `RecordSource`, the same summary and validation.
 //!
 //! Readers must never panic; the assertions below are API invariants.
 
@@ -15,11 +17,13 @@ use std::rc::Rc;
 use libfuzzer_sys::fuzz_target;
 use profkit_jitdump::read::DebugWalkEnd;
 use profkit_jitdump::validate::codes;
+use profkit_jitdump::read::{RecordSource, StreamRecords};
 use profkit_jitdump::{perfmap, FollowReader, JitDump, RawRecord, Record};
 
 fuzz_target!(|data: &[u8]| {
     let slice_records = read_slice(data);
     follow_in_two_chunks(data, &slice_records);
+    stream_walks_like_the_slice(data);
 
     let report = profkit_jitdump::validate(data);
     check_report(&report);
@@ -328,4 +332,53 @@ fn follow_in_two_chunks(data: &[u8], slice: &SliceRecords) {
         "FollowReader (split at {split} of {}) disagrees with Records",
         data.len()
     );
+}
+
+/// What a [`RecordSource`] walk yields: (index, offset, type, body) per record, the error
+/// (where: the messages may differ, a stream not knowing the file's size), the cut.
+type Walk = (
+    Vec<(usize, u64, u32, Vec<u8>)>,
+    Option<(u64, Option<u64>)>,
+    Option<String>,
+);
+
+fn walk(records: &mut dyn RecordSource) -> Walk {
+    let mut out = Vec::new();
+    let mut error = None;
+    while let Some(r) = records.next() {
+        match r {
+            Ok(r) => out.push((r.index, r.offset, r.record_type.0, r.body.to_vec())),
+            Err(e) => error = Some((e.offset, e.record)),
+        }
+    }
+    (out, error, records.truncation().map(|t| t.to_string()))
+}
+
+/// The stream reader over a buffer of a few bytes (its size taken from the data) must see
+/// what the slice reader sees.
+fn stream_walks_like_the_slice(data: &[u8]) {
+    let capacity = 1 + usize::from(data.last().copied().unwrap_or(0) % 61);
+    let reader = || io::BufReader::with_capacity(capacity, data);
+    let slice = JitDump::parse(data).map(|d| walk(&mut d.source()));
+    let stream = StreamRecords::new(reader()).map(|mut s| walk(&mut s));
+    match (&slice, &stream) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "stream (buffer {capacity}) and slice disagree"),
+        (Err(a), Err(b)) => assert_eq!((a.offset, a.record), (b.offset, b.record)),
+        _ => panic!("slice {:?} but stream {:?}", slice.is_ok(), stream.is_ok()),
+    }
+    if let (Ok(dump), Ok(mut s)) = (JitDump::parse(data), StreamRecords::new(reader())) {
+        let a = profkit_jitdump::summary(&dump);
+        let b = profkit_jitdump::summary_of(&mut s);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    }
+    // The same findings, where; the messages of sizes past a stream's bound differ.
+    let found = |v: &profkit_jitdump::Validation| -> Vec<_> {
+        v.findings
+            .iter()
+            .map(|f| (f.code, f.severity, f.offset, f.record))
+            .collect()
+    };
+    let a = profkit_jitdump::validate(data);
+    let b = profkit_jitdump::validate::validate_stream(reader());
+    assert_eq!(found(&a), found(&b));
 }

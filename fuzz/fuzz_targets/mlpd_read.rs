@@ -1,7 +1,9 @@
 //! profkit-mlpd's reader on arbitrary bytes: header, buffers, every event and every lazy list,
 //! its validate, summary and dump, then the report (profkit-model's `mono_report`: per-buffer
 //! replay and, with traces and tracking, the ordered one) from the slice and from the streaming
-//! reader. Must never panic or allocate from unchecked counts.
+//! reader; and the stream source of `info`/`dump`/`validate` (gzip, stdin) through a small
+//! buffer must give the summary and validation of the slice. Must never panic or allocate from
+//! unchecked counts.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -9,6 +11,7 @@ use profkit_model::mono_report::{self as report, Find, Options};
 use profkit_mlpd::{EventKind, File};
 
 fuzz_target!(|data: &[u8]| {
+    stream_source_agrees(data);
     // the stream reader sees the same bytes (it must agree with the slice reader's report)
     let streamed = report::compute_stream(data, &Options::default());
     let Ok(file) = File::parse(data) else {
@@ -76,3 +79,28 @@ fuzz_target!(|data: &[u8]| {
     let _ = report::write_text(&mut out, &full, &report::SECTIONS, true);
     let _ = report::to_json(&full);
 });
+
+/// `summary` and `validate` over the stream source equal those over the bytes.
+fn stream_source_agrees(data: &[u8]) {
+    let capacity = 1 + usize::from(data.last().copied().unwrap_or(0) % 61);
+    let reader = || std::io::BufReader::with_capacity(capacity, data);
+    // The same findings, where (a stream's messages may count what it has read, not the
+    // file's size).
+    let found = |v: &profkit_common::Validation| -> Vec<_> {
+        v.findings
+            .iter()
+            .map(|f| (f.code, f.severity, f.offset, f.record))
+            .collect()
+    };
+    let a = profkit_mlpd::validate::validate_bytes(data);
+    let b = profkit_mlpd::validate::validate_stream(reader());
+    assert_eq!(found(&a), found(&b));
+    if let (Ok(file), Ok(mut s)) = (
+        File::parse(data),
+        profkit_mlpd::source::StreamBuffers::new(reader()),
+    ) {
+        let a = profkit_mlpd::summary::summary(&file);
+        let b = profkit_mlpd::summary::summary_of(&mut s);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    }
+}

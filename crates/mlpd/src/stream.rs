@@ -132,6 +132,11 @@ impl<R: Read> StreamReader<R> {
         } else {
             let fixed = 8 + if major >= 3 { 8 } else { 0 } + 14;
             Self::append(&mut r, &mut head, fixed, "file header")?;
+            // What the fixed part gets wrong (magic, version), the slice reader reports first.
+            match Header::parse(&head) {
+                Err(e) if !matches!(e.kind, ErrorKind::Truncated(_)) => return Err(e),
+                _ => {}
+            }
             for what in ["header args", "header arch", "header os"] {
                 let at = head.len();
                 Self::append(&mut r, &mut head, 4, what)?;
@@ -141,7 +146,16 @@ impl<R: Read> StreamReader<R> {
                 }
                 let len = u32::from_le_bytes(len);
                 if len > MAX_HEADER_STRING {
-                    return Err(Error::new(at as u64, ErrorKind::BadValue(what, len.into())));
+                    // Too long to hold; a stream that ends inside it is cut there, as the
+                    // slice reader says.
+                    let ends = io::copy(&mut (&mut r).take(len.into()), &mut io::sink())
+                        .map_err(|e| io_error(at as u64, &e))?;
+                    let kind = if ends < u64::from(len) {
+                        ErrorKind::Truncated(what)
+                    } else {
+                        ErrorKind::BadValue(what, len.into())
+                    };
+                    return Err(Error::new(at as u64, kind));
                 }
                 Self::append(&mut r, &mut head, len as usize, what)?;
             }
@@ -170,7 +184,12 @@ impl<R: Read> StreamReader<R> {
         let got = read_full(r, head.get_mut(at..).unwrap_or(&mut []))
             .map_err(|e| io_error(at as u64, &e))?;
         if got < n {
-            return Err(Error::new((at + got) as u64, ErrorKind::Truncated(what)));
+            // The stream ends here: the file is these bytes, and the slice reader's verdict on
+            // them is the one (a bad magic before a cut, say).
+            head.truncate(at + got);
+            return Err(Header::parse(head)
+                .err()
+                .unwrap_or_else(|| Error::new((at + got) as u64, ErrorKind::Truncated(what))));
         }
         Ok(())
     }

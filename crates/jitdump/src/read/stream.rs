@@ -88,6 +88,22 @@ fn append(r: &mut impl Read, buf: &mut Vec<u8>, n: u64) -> Option<io::Error> {
 }
 
 /// `reason`, with the stream's failure when there was one.
+/// Reads and drops up to `n` bytes: how many were missing (the stream ended or failed first),
+/// and the failure.
+fn skip(r: &mut impl BufRead, mut n: u64) -> (u64, Option<io::Error>) {
+    while n > 0 {
+        let got = match r.fill_buf() {
+            Ok([]) => break,
+            Ok(b) => b.len().min(usize::try_from(n).unwrap_or(usize::MAX)),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return (n, Some(e)),
+        };
+        r.consume(got);
+        n -= got as u64;
+    }
+    (n, None)
+}
+
 fn with_failure(reason: String, failed: Option<&io::Error>) -> String {
     match failed {
         Some(e) => format!("{reason} (the stream fails: {e})"),
@@ -206,6 +222,21 @@ impl<R: BufRead> RecordSource for StreamRecords<R> {
         let id = super::bytes::u32_at(&head, 0, endian).unwrap_or(0);
         let total_size = super::bytes::u32_at(&head, 4, endian).unwrap_or(0);
         if total_size > MAX_STREAM_RECORD {
+            // Too big to hold; but if the stream ends inside it, the file is cut there, as
+            // the slice reader says: count what remains (without keeping it) to tell.
+            let body = u64::from(total_size) - RECORD_HEADER_SIZE as u64;
+            let (left, failed) = skip(&mut self.r, body);
+            if left > 0 {
+                self.cut(with_failure(
+                    format!(
+                        "{} declares total_size {total_size} but only {} bytes remain",
+                        RecordType(id),
+                        RECORD_HEADER_SIZE as u64 + body - left
+                    ),
+                    failed.as_ref(),
+                ));
+                return None;
+            }
             self.done = true;
             return Some(Err(Error::record(
                 self.index as u64,
@@ -347,16 +378,26 @@ mod tests {
 
     #[test]
     fn a_huge_total_size_is_refused_before_it_is_read() {
+        // A record over the bound where the stream goes on past it: an error, nothing held.
         let mut bytes = crate::write::example_dump();
         let at = bytes.len() as u64;
-        bytes.extend_from_slice(&[0, 0, 0, 0, 0xf0, 0xff, 0xff, 0xff]);
+        let huge = MAX_STREAM_RECORD + 1;
+        bytes.extend_from_slice(&[0, 0, 0, 0]);
+        bytes.extend_from_slice(&huge.to_le_bytes());
         bytes.extend_from_slice(&[0; 8]);
-        let mut s = StreamRecords::new(&bytes[..]).unwrap();
+        let rest = io::repeat(0).take(u64::from(huge));
+        let mut s = StreamRecords::new(io::BufReader::new(Read::chain(&bytes[..], rest))).unwrap();
         let (_, error, cut) = walk(&mut s);
         let e = error.unwrap();
         assert_eq!(e.offset, at);
         assert!(e.message.contains("a streamed record may have"), "{e}");
         assert_eq!(cut, None);
+        // Where the stream ends inside it, the file is cut there, as the slice reader says.
+        bytes[at as usize + 4..at as usize + 8].copy_from_slice(&0xffff_fff0u32.to_le_bytes());
+        let slice = walk(&mut JitDump::parse(&bytes).unwrap().source());
+        let stream = walk(&mut StreamRecords::new(&bytes[..]).unwrap());
+        assert_eq!(stream, slice);
+        assert!(stream.2.is_some());
         let mut head = crate::write::example_dump();
         head.truncate(40);
         head[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
