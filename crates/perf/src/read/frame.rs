@@ -112,8 +112,9 @@ fn check(
                 return Ok(None);
             }
         }
+        // linux-perf-data takes the feature id's low 32 bits (`as u32`): so must the check.
         if record_type == RecordType::HEADER_FEATURE
-            && u64_at(body, 0, e) == Some(u64::from(FEATURE_EVENT_DESC))
+            && u64_at(body, 0, e).map(|id| id as u32) == Some(FEATURE_EVENT_DESC)
         {
             if let Err(m) = check_event_desc(body.get(8..).unwrap_or_default(), e) {
                 return Err(Error::record(

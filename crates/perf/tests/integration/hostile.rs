@@ -199,3 +199,18 @@ fn byte_flips_never_panic() {
         }
     }
 }
+
+/// Inputs the fuzzers once broke, in `fuzz/regressions/perf_read/`: every entry point reads
+/// them without panicking or allocating from an unchecked count (an allocation of the size a
+/// field asks for would abort this test).
+#[test]
+fn fuzz_regressions_stay_fixed() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/regressions/perf_read");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        exercise(&std::fs::read(entry.unwrap().path()).unwrap());
+        n += 1;
+    }
+    assert!(n > 0, "no regression inputs in {}", dir.display());
+}
