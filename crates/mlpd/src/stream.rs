@@ -22,8 +22,9 @@ use crate::read::{Buffer, BufferHeader};
 const MAX_HEADER_STRING: u32 = 1 << 20;
 
 /// The largest buffer a [`StreamReader`] holds in memory: 256 MiB (Mono writes 64 KiB buffers,
-/// larger only for an event that does not fit). A longer buffer in a stream is a `bad value`
-/// error and is skipped (the file can still be read whole once decompressed).
+/// larger only for an event that does not fit). A longer buffer that the stream goes on past is
+/// a `bad value` error and is skipped (the file can still be read whole once decompressed); one
+/// that the stream ends inside is a cut buffer, as in the file.
 pub const MAX_STREAM_BUFFER: u32 = 256 << 20;
 
 /// A buffer read from a stream: it owns its event bytes.
@@ -99,6 +100,8 @@ pub struct StreamReader<R> {
     truncation: Option<Truncation>,
     /// How the stream failed, if it did (a cut or corrupt gzip stream).
     failure: Option<String>,
+    /// The largest buffer held ([`MAX_STREAM_BUFFER`]; smaller in tests).
+    max_buffer: u32,
 }
 
 fn io_error(pos: u64, e: &io::Error) -> Error {
@@ -174,6 +177,7 @@ impl<R: Read> StreamReader<R> {
             done: false,
             truncation: None,
             failure: None,
+            max_buffer: MAX_STREAM_BUFFER,
         })
     }
 
@@ -242,71 +246,30 @@ impl<R: Read> StreamReader<R> {
             self.done = true;
             return None;
         }
-        let word = |i: usize| -> u64 {
-            let mut b = [0u8; 8];
-            if let Some(s) = raw.get(i..i + 8) {
-                b.copy_from_slice(s);
-            }
-            u64::from_le_bytes(b)
-        };
-        let id = word(0) as u32;
-        if got >= 4 && id != BUF_ID {
-            let err =
-                Error::new(self.pos, ErrorKind::BadBufferMagic(id)).at(self.index as u64, None);
-            self.resync(raw.get(..got).unwrap_or(&[]));
-            return Some(Err(err));
-        }
-        if got < BUF_HEADER_SIZE {
-            // the offset of the first field that does not fit, as the slice reader says
-            let field = [0, 4, 8, 16, 24, 32, 40]
-                .into_iter()
-                .rfind(|&b| b <= got)
-                .unwrap_or(0);
-            self.done = true;
-            self.truncation = Some(header_cut(self.index, self.pos, got));
-            return Some(Err(Error::new(
-                self.pos + field as u64,
-                ErrorKind::Truncated("buffer header"),
-            )
-            .at(self.index as u64, None)));
-        }
-        let header = BufferHeader {
-            len: (word(0) >> 32) as u32,
-            time_base: word(8),
-            ptr_base: word(16),
-            obj_base: word(24),
-            thread_id: word(32),
-            method_base: word(40),
-        };
-        if header.len > MAX_STREAM_BUFFER {
-            let err = Error::new(
-                self.pos + 4,
-                ErrorKind::BadValue(
-                    "buffer length (a streamed buffer may have 256 MiB; skipped)",
-                    header.len.into(),
-                ),
-            )
-            .at(self.index as u64, None);
-            let want = u64::from(header.len);
-            match io::copy(&mut (&mut self.r).take(want), &mut io::sink()) {
-                Ok(n) if n == want => {
-                    self.index += 1;
-                    self.pos += BUF_HEADER_SIZE as u64 + want;
-                }
-                // the stream ends (or fails) inside the skipped buffer
-                got => {
-                    let got = got.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let header = match BufferHeader::parse(raw.get(..got).unwrap_or(&[]), self.pos) {
+            Ok(h) => h,
+            Err(e) => {
+                if e.is_truncation() {
                     self.done = true;
-                    self.truncation = Some(buffer_cut(self.index, self.pos, header.len, got));
+                    self.truncation = Some(header_cut(self.index, self.pos, got));
+                } else {
+                    self.resync(raw.get(..got).unwrap_or(&[]));
                 }
+                return Some(Err(e.at(self.index as u64, None)));
             }
-            return Some(Err(err));
-        }
+        };
         data.clear();
         let want = u64::from(header.len);
+        // At most MAX_STREAM_BUFFER bytes are held. A longer buffer that the stream ends
+        // inside is a cut buffer like any other (the slice reader's verdict: a length is not
+        // wrong, the file is cut); only one the stream goes on past is too big to hold.
+        let hold = want.min(self.max_buffer.into());
         // A stream that fails part-way (a cut gzip file: "incomplete deflate stream") is cut
         // there: the events read before are used, as when a plain file ends early.
-        let failed = (&mut self.r).take(want).read_to_end(&mut data).err();
+        let failed = (&mut self.r).take(hold).read_to_end(&mut data).err();
+        if failed.is_none() && data.len() as u64 == hold && hold < want {
+            return Some(Err(self.skip_oversized(header, data.len() as u64)));
+        }
         let truncated = (data.len() as u64) < want || failed.is_some();
         let buf = OwnedBuffer {
             index: self.index,
@@ -326,6 +289,36 @@ impl<R: Read> StreamReader<R> {
             }
         }
         Some(Ok(buf))
+    }
+
+    /// A buffer of `header.len` bytes, over the bound ([`MAX_STREAM_BUFFER`]), whose first `read` bytes
+    /// were read: the rest is read and dropped, and the buffer is a `bad value` error (or a
+    /// cut, when the stream ends inside it).
+    #[cold]
+    fn skip_oversized(&mut self, header: BufferHeader, read: u64) -> Error {
+        let err = Error::new(
+            self.pos + 4,
+            ErrorKind::BadValue(
+                "buffer length (a streamed buffer may have 256 MiB; skipped)",
+                header.len.into(),
+            ),
+        )
+        .at(self.index as u64, None);
+        let want = u64::from(header.len) - read;
+        match io::copy(&mut (&mut self.r).take(want), &mut io::sink()) {
+            Ok(n) if n == want => {
+                self.index += 1;
+                self.pos += BUF_HEADER_SIZE as u64 + u64::from(header.len);
+            }
+            // the stream ends (or fails) inside the skipped buffer
+            got => {
+                let got = read + got.unwrap_or(0);
+                let got = usize::try_from(got).unwrap_or(usize::MAX);
+                self.done = true;
+                self.truncation = Some(buffer_cut(self.index, self.pos, header.len, got));
+            }
+        }
+        err
     }
 
     /// After a bad buffer magic in `raw` (read at `self.pos`): finds the next `BUF_ID` and
@@ -356,5 +349,127 @@ impl<R: Read> StreamReader<R> {
                 Ok(n) => window.extend_from_slice(chunk.get(..n).unwrap_or(&[])),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::BufReader;
+
+    use super::*;
+    use crate::validate::{validate_bytes, validate_stream};
+
+    /// The findings where they are: (code, severity, offset, record).
+    fn found(v: &profkit_common::Validation) -> Vec<(&str, String, u64, Option<u64>)> {
+        v.findings
+            .iter()
+            .map(|f| (f.code, format!("{:?}", f.severity), f.offset, f.record))
+            .collect()
+    }
+
+    /// Found by `mlpd_read` (crash-c32f3441…, minimised): a major-0 header, then a buffer
+    /// whose length (0xd080_0193, 3.5 GB) is over the stream's bound and past the end of the
+    /// file, with one event and the byte of an unknown one. The file is cut inside that buffer
+    /// (the slice reader decodes what there is); the stream called the length a bad value at 36
+    /// and skipped the buffer.
+    const CUT_HUGE_BUFFER: [u8; 105] = [
+        0x01, 0x5a, 0x50, 0x4d, 0x00, 0x00, 0x08, 0x08, 0x00, 0x68, 0xe5, 0xcf, 0x8b, 0x01, 0x00,
+        0x00, 0x16, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x92, 0x10, 0x00, 0x00, 0xb3, 0x15,
+        0x00, 0x00, // header (major 0, data version 8)
+        0x01, 0x4c, 0x50, 0x4d, 0x93, 0x01, 0x80, 0xd0, 0xaa, 0x7d, 0x80, 0xbe, 0x80, 0x80, 0xd0,
+        0xaa, 0x7d, 0x11, 0x0a, 0x00, 0x01, 0x21, 0x0a, 0x80, 0x80, 0x40, 0x31, 0x0a, 0x02, 0x00,
+        0x80, 0x80, 0x80, 0x80, 0x80, 0x04, 0x11, 0x0a, 0x05, 0x01, 0x41, 0x0a, 0x02, 0x07, 0x07,
+        0x51, 0x0a, 0x02, // buffer header: len 0xd080_0193
+        0x07, 0x84, 0x46, 0x0f, 0x00, 0x02, 0x80, 0xbe, 0x80, 0x80, 0xd0, 0xaa, 0x7d, 0x80, 0x9e,
+        0x80, 0x80, 0xd0, 0xaa, 0x7d, 0x04, 0x05, 0x0f, 0x14, // an event
+        0x05, // an event byte v8 does not define
+    ];
+
+    #[test]
+    fn a_buffer_over_the_bound_cut_by_the_end_of_the_stream_is_a_cut_buffer() {
+        let data = &CUT_HUGE_BUFFER[..];
+        let file = crate::File::parse(data).unwrap();
+        let slice = validate_bytes(data);
+        assert_eq!(
+            found(&slice),
+            [
+                ("unknown-event", "Error".into(), 104, Some(1)),
+                ("truncated", "Error".into(), 105, Some(1)),
+            ]
+        );
+        for capacity in [1, 7, 61, 4096] {
+            let reader = || BufReader::with_capacity(capacity, data);
+            assert_eq!(
+                found(&validate_stream(reader())),
+                found(&slice),
+                "{capacity}"
+            );
+            let mut s = crate::source::StreamBuffers::new(reader()).unwrap();
+            assert_eq!(
+                format!("{:?}", crate::summary::summary_of(&mut s)),
+                format!("{:?}", crate::summary::summary(&file)),
+            );
+        }
+        // every cut of it too
+        for len in 32..data.len() {
+            let d = &data[..len];
+            assert_eq!(
+                found(&validate_stream(d)),
+                found(&validate_bytes(d)),
+                "cut at {len}"
+            );
+        }
+    }
+
+    /// A buffer over the bound that the stream goes on past: too big to hold, a `bad-value`
+    /// error; the next buffer is read. Ending inside the part not held is a cut there.
+    #[test]
+    fn a_buffer_over_the_bound_the_stream_goes_on_past_is_skipped() {
+        let mut w = crate::write::Writer::new(Header {
+            major: 3,
+            data_version: 17,
+            ptrsize: 8,
+            ..Header::default()
+        });
+        let mut b = w.buffer(1, 100);
+        b.enter(110, 0x5000);
+        b.leave(120, 0x5000);
+        b.finish();
+        let first = w.into_bytes();
+        let header = crate::File::parse(&first).unwrap().header.size;
+        let mut bytes = first.clone();
+        bytes.extend_from_slice(&first[header..]);
+        let len = (first.len() - header - BUF_HEADER_SIZE) as u32;
+        let walk = |bytes: &[u8]| {
+            let mut r = StreamReader::new(bytes).unwrap();
+            r.max_buffer = len - 1;
+            let mut got = Vec::new();
+            while let Some(b) = r.next_buffer(Vec::new()) {
+                got.push(b.map(|b| (b.index, b.offset, b.truncated)).map_err(|e| {
+                    assert!(matches!(e.kind, ErrorKind::BadValue(..)), "{e}");
+                    (e.offset, e.buffer)
+                }));
+            }
+            (got, r.truncation().map(|t| t.offset), r.offset())
+        };
+        let (got, cut, end) = walk(&bytes);
+        let second = (first.len()) as u64;
+        assert_eq!(
+            got,
+            [
+                Err((header as u64 + 4, Some(0))),
+                Err((second + 4, Some(1)))
+            ]
+        );
+        assert_eq!((cut, end), (None, bytes.len() as u64));
+        // cut inside the part it does not hold
+        let (got, cut, _) = walk(&bytes[..bytes.len() - 1]);
+        assert_eq!(got.len(), 2);
+        assert_eq!(cut, Some(bytes.len() as u64 - 1));
+        // cut inside the part it holds: a cut buffer, as in the file
+        let short = &bytes[..second as usize + BUF_HEADER_SIZE + 1];
+        let (got, cut, _) = walk(short);
+        assert_eq!(got[1], Ok((1, second, true)));
+        assert_eq!(cut, Some(short.len() as u64));
     }
 }

@@ -87,7 +87,6 @@ fn append(r: &mut impl Read, buf: &mut Vec<u8>, n: u64) -> Option<io::Error> {
     r.take(n).read_to_end(buf).err()
 }
 
-/// `reason`, with the stream's failure when there was one.
 /// Reads and drops up to `n` bytes: how many were missing (the stream ended or failed first),
 /// and the failure.
 fn skip(r: &mut impl BufRead, mut n: u64) -> (u64, Option<io::Error>) {
@@ -104,6 +103,7 @@ fn skip(r: &mut impl BufRead, mut n: u64) -> (u64, Option<io::Error>) {
     (n, None)
 }
 
+/// `reason`, with the stream's failure when there was one.
 fn with_failure(reason: String, failed: Option<&io::Error>) -> String {
     match failed {
         Some(e) => format!("{reason} (the stream fails: {e})"),

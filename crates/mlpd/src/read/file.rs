@@ -98,6 +98,27 @@ pub struct BufferHeader {
 }
 
 impl BufferHeader {
+    /// Decodes the 48-byte header at the start of `raw`, whose first byte is at file offset
+    /// `offset`: a wrong magic is [`ErrorKind::BadBufferMagic`] at `offset`, fewer than 48 bytes
+    /// a truncation at the first field that does not fit. `len` is not judged: a length
+    /// past the end of the file is a cut buffer, found when its events are read. The one check
+    /// of the slice scan ([`Buffers`]) and of the stream ([`crate::stream::StreamReader`]).
+    pub fn parse(raw: &[u8], offset: u64) -> Result<BufferHeader> {
+        let mut c = Cursor::new(raw, offset, true);
+        let id = c.u32le("buffer header")?;
+        if id != BUF_ID {
+            return Err(Error::new(offset, ErrorKind::BadBufferMagic(id)));
+        }
+        Ok(BufferHeader {
+            len: c.u32le("buffer header")?,
+            time_base: c.u64le("buffer header")?,
+            ptr_base: c.u64le("buffer header")?,
+            obj_base: c.u64le("buffer header")?,
+            thread_id: c.u64le("buffer header")?,
+            method_base: c.u64le("buffer header")?,
+        })
+    }
+
     /// Encodes the 48-byte header.
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&BUF_ID.to_le_bytes());
@@ -244,22 +265,7 @@ impl<'a> Iterator for Buffers<'a> {
             return None;
         }
         let rest = self.data.get(self.pos..).unwrap_or(&[]);
-        let mut c = Cursor::new(rest, self.pos as u64, true);
-        let parsed = (|| -> Result<BufferHeader> {
-            let id = c.u32le("buffer header")?;
-            if id != BUF_ID {
-                return Err(Error::new(c.base, ErrorKind::BadBufferMagic(id)));
-            }
-            Ok(BufferHeader {
-                len: c.u32le("buffer header")?,
-                time_base: c.u64le("buffer header")?,
-                ptr_base: c.u64le("buffer header")?,
-                obj_base: c.u64le("buffer header")?,
-                thread_id: c.u64le("buffer header")?,
-                method_base: c.u64le("buffer header")?,
-            })
-        })();
-        let header = match parsed {
+        let header = match BufferHeader::parse(rest, self.pos as u64) {
             Ok(h) => h,
             Err(e) => {
                 if e.is_truncation() {

@@ -355,11 +355,30 @@ fn fuzz_regressions_stay_fixed() {
     for entry in std::fs::read_dir(&dir).expect("fuzz/regressions/mlpd_read") {
         let path = entry.expect("entry").path();
         let bytes = std::fs::read(&path).expect("read");
-        let _ = profkit_mlpd::validate::validate_bytes(&bytes);
+        let v = profkit_mlpd::validate::validate_bytes(&bytes);
+        // the stream source (gzip, stdin) finds the same, where the file does
+        let found = |v: &profkit_common::Validation| -> Vec<_> {
+            v.findings
+                .iter()
+                .map(|f| (f.code, f.severity, f.offset, f.record))
+                .collect()
+        };
+        for capacity in [1, 61] {
+            let r = std::io::BufReader::with_capacity(capacity, &bytes[..]);
+            let s = profkit_mlpd::validate::validate_stream(r);
+            assert_eq!(found(&s), found(&v), "{}", path.display());
+        }
         let Ok(f) = File::parse(&bytes) else {
             n += 1;
             continue;
         };
+        let mut s = profkit_mlpd::source::StreamBuffers::new(&bytes[..]).expect("header");
+        assert_eq!(
+            format!("{:?}", profkit_mlpd::summary::summary_of(&mut s)),
+            format!("{:?}", profkit_mlpd::summary::summary(&f)),
+            "{}",
+            path.display()
+        );
         let _ = scan(&f);
         let _ = profkit_mlpd::summary::summary(&f);
         let mut out = Vec::new();
@@ -372,7 +391,7 @@ fn fuzz_regressions_stay_fixed() {
         }
         n += 1;
     }
-    assert!(n >= 2, "{n} regression inputs");
+    assert!(n >= 3, "{n} regression inputs");
 }
 
 /// A file cut anywhere past its header, also between two events of a buffer (where every
