@@ -2,15 +2,16 @@
 //! what it yields (every field absolute: pointers, objects and methods resolved against the
 //! buffer's bases, times accumulated with wrapping arithmetic).
 //!
-//! ENTER / LEAVE / EXC_LEAVE, nearly every event of a `calls` file, take a fast path: one
-//! decoder of their fields ([`Events::next_call`] for callers that want no [`Event`], and the
-//! iterator's first test); every other event goes through the general decoder, one arm per
-//! type, payload layouts by data version (the note's section 3).
+//! ENTER / LEAVE / EXC_LEAVE, nearly every event of a `calls` file, take a fast path
+//! ([`Events::next_call`] for callers that want no [`Event`]: both fields from one load away
+//! from the buffer's end; and the iterator's first test); every other event goes through the
+//! general decoder, one arm per type, payload layouts by data version (the note's section 3).
+//! Every LEB128 goes through one decoder ([`Cursor`]'s; `leb_word` away from the end).
 
 use super::counters::{counter_descs, counter_values, CounterDescs, CounterValues};
 use super::lists::{Frames, HeapRef, List, Obj, Ptr, Root};
 use super::metadata::{metadata, Metadata};
-use crate::cursor::Cursor;
+use crate::cursor::{leb_word, Cursor};
 use crate::error::{Error, ErrorKind, Result};
 use crate::raw::*;
 
@@ -289,9 +290,10 @@ impl<'a> Events<'a> {
     }
 
     /// The fields of ENTER, LEAVE and EXC_LEAVE after the event byte, `[time u][method s]`,
-    /// as (time, method): the one decoder of the call events, used by [`Events::next_call`],
-    /// by [`Iterator::next`] and by the general decoder (where it is also the start of a JIT
-    /// event). On an error the cursor stays where the error is (as for every event).
+    /// as (time, method), used by [`Iterator::next`] and by the general decoder (where it is
+    /// also the start of a JIT event); [`Events::next_call`] reads the same fields with the
+    /// same LEB128 decoder, both from one load when it can. On an error the cursor stays where
+    /// the error is (as for every event).
     #[inline(always)]
     fn call_fields(&mut self) -> Result<(u64, u64)> {
         let time = self.time()?;
@@ -309,24 +311,35 @@ impl<'a> Events<'a> {
             return None;
         }
         let save = self.c.pos;
-        let byte = *self.c.data.get(save)?;
+        let rest = self.c.data.get(save..)?;
+        let (&byte, fields) = rest.split_first()?;
         if !is_call(byte) {
             return None;
         }
-        let (time0, method0) = (self.time, self.method);
-        self.c.pos += 1;
-        match self.call_fields() {
-            Ok((t, m)) => {
-                self.index += 1;
-                Some((byte, (self.c.pos - save) as u32, t, m))
+        // the fields' deltas and the event's size: away from the end of the buffer, both
+        // fields (at most eight bytes each: nearly every call) from one 16-byte load with no
+        // bounds check per field; else on a copy of the cursor
+        let word = fields.first_chunk::<16>().and_then(|w| {
+            let x = u128::from_le_bytes(*w);
+            let (dt, tn) = leb_word::<false>(x as u64)?;
+            let (dm, mn) = leb_word::<true>((x >> (8 * tn)) as u64)?;
+            Some((dt, dm, 1 + tn + mn))
+        });
+        let (dt, dm, size) = match word {
+            Some(d) => d,
+            None => {
+                let mut c = self.c;
+                c.pos += 1;
+                let dt = c.uleb("time delta").ok()?;
+                let dm = c.sleb("method").ok()? as u64;
+                (dt, dm, c.pos - save)
             }
-            Err(_) => {
-                self.c.pos = save;
-                self.time = time0;
-                self.method = method0;
-                None
-            }
-        }
+        };
+        self.c.pos = save + size;
+        self.time = self.time.wrapping_add(dt);
+        self.method = self.method.wrapping_add(dm) & self.ctx.mask;
+        self.index += 1;
+        Some((byte, size as u32, self.time, self.method))
     }
 
     /// The fields of an ALLOC after the event byte, `[time u][class/vtable P][obj O][size u]`
