@@ -5,13 +5,16 @@
 //! * Method pointers become [`FuncId`]s through one [`MethodIds`] table shared by the workers
 //!   (each keeps a direct-mapped cache and a map of its own in front of it, so only a method
 //!   the worker has never met takes the lock).
-//! * Worker side, [`LocalCalls`]: each buffer's calls go through a [`PieceBuilder`] in
-//!   [`Mode::Local`] (or [`Mode::Ordered`] with `--traces`, whose backtraces need the real stack
-//!   at every event). What does not depend on the frames the buffer inherits — calls, self
-//!   time, inclusive time of every activation — is summed in the worker ([`WorkerStats`], a
-//!   [`Local`]); what does — whether a completed frame is its method's outermost activation —
-//!   is kept per phase as candidates ([`MethodPart`]). The report's other ordered items ride
-//!   in the same piece, so they stay in order with the calls passed on in order.
+//! * Worker side, [`LocalCalls`]: each buffer's calls are replayed as the generic
+//!   [`PieceBuilder`](crate::replay::PieceBuilder) replays them in
+//!   [`Mode::Local`](crate::replay::Mode::Local) (or all passed on in order with `--traces`,
+//!   whose backtraces need the real stack at every event), in a loop of the report's own (the
+//!   hot loop of a `calls` file). What does not depend on the frames the buffer inherits —
+//!   calls, self time, inclusive time of every activation — is summed in the worker's
+//!   per-method slots; what does — whether a completed frame is its method's outermost
+//!   activation — is kept per phase as candidates ([`MethodPart`]). The report's other
+//!   ordered items ride in the same piece, so they stay in order with the calls passed on in
+//!   order.
 //! * Stitcher side, [`CallStitcher`]: a [`ThreadReplay`] per thread with a [`MethodFold`]: the
 //!   real stack, the statistics of the calls completed on it, the candidates resolved against
 //!   it (a candidate counts when no activation of its method is open below it), the call
