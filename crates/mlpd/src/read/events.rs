@@ -256,6 +256,12 @@ impl<'a> Events<'a> {
         self.index
     }
 
+    /// The running time: the time of the last event decoded that has one (the buffer's time
+    /// base before any).
+    pub fn current_time(&self) -> u64 {
+        self.time
+    }
+
     /// Bytes of the buffer not decoded (after an error: the skipped rest).
     pub fn remaining(&self) -> usize {
         self.c.remaining()

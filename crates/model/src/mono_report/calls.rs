@@ -259,10 +259,10 @@ impl<I> LocalCalls<I> {
     ) -> Option<u64> {
         let mut last = None;
         if on && window.is_none() && !self.ordered {
-            // every call replayed here (counted at the end), until one makes the rest ordered
+            // every call replayed here (counted, and the last time taken, at the end), until
+            // one makes the rest ordered
             let first = evs.index();
             while let Some((byte, size, t, method)) = evs.next_call() {
-                last = Some(t);
                 if let Some(n) = sizes.get_mut(size_slot(byte, size)) {
                     *n += 1;
                 }
@@ -270,9 +270,10 @@ impl<I> LocalCalls<I> {
                     break;
                 }
             }
-            self.calls += evs.index() - first;
-            if let Some(t) = last {
-                self.last = t;
+            if evs.index() > first {
+                self.calls += evs.index() - first;
+                self.last = evs.current_time();
+                last = Some(self.last);
             }
         }
         // the rest: one call at a time
