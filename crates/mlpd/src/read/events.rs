@@ -40,13 +40,35 @@ impl Ctx {
     /// A pointer field: SLEB from `ptr_base`.
     #[inline(always)]
     pub(super) fn ptr(&self, c: &mut Cursor<'_>, what: &'static str) -> Result<u64> {
-        Ok(self.ptr_base.wrapping_add(c.sleb(what)? as u64) & self.mask)
+        Ok(self.ptr_at(c.sleb(what)? as u64))
     }
 
     /// An object field: SLEB `(addr >> 3) - obj_base`.
     #[inline(always)]
     pub(super) fn obj(&self, c: &mut Cursor<'_>, what: &'static str) -> Result<u64> {
-        Ok(self.obj_base.wrapping_add(c.sleb(what)? as u64) << 3)
+        Ok(self.obj_at(c.sleb(what)? as u64))
+    }
+
+    /// The pointer of a pointer field's value (the SLEB's bits).
+    #[inline(always)]
+    fn ptr_at(&self, delta: u64) -> u64 {
+        self.ptr_base.wrapping_add(delta) & self.mask
+    }
+
+    /// The object of an object field's value (the SLEB's bits).
+    #[inline(always)]
+    fn obj_at(&self, delta: u64) -> u64 {
+        self.obj_base.wrapping_add(delta) << 3
+    }
+
+    /// How an allocation or a heap object names its class `p` in this data version.
+    #[inline(always)]
+    fn class_ref(&self, p: u64) -> ClassRef {
+        if self.version >= 15 {
+            ClassRef::Vtable(p)
+        } else {
+            ClassRef::Class(p)
+        }
     }
 }
 
@@ -325,12 +347,7 @@ impl<'a> Events<'a> {
         // the fields' deltas and the event's size: away from the end of the buffer, both
         // fields (at most eight bytes each: nearly every call) from one 16-byte load with no
         // bounds check per field; else on a copy of the cursor
-        let word = fields.first_chunk::<16>().and_then(|w| {
-            let x = u128::from_le_bytes(*w);
-            let (dt, tn) = leb_word::<false>(x as u64)?;
-            let (dm, mn) = leb_word::<true>((x >> (8 * tn)) as u64)?;
-            Some((dt, dm, 1 + tn + mn))
-        });
+        let word = leb_pair::<false, true>(fields).map(|(dt, dm, n)| (dt, dm, 1 + n));
         let (dt, dm, size) = match word {
             Some(d) => d,
             None => {
@@ -354,12 +371,7 @@ impl<'a> Events<'a> {
     fn alloc_fields(&mut self) -> Result<(u64, ClassRef, u64, u64)> {
         let ctx = self.ctx;
         let time = self.time()?;
-        let p = ctx.ptr(&mut self.c, "alloc class")?;
-        let class = if ctx.version >= 15 {
-            ClassRef::Vtable(p)
-        } else {
-            ClassRef::Class(p)
-        };
+        let class = ctx.class_ref(ctx.ptr(&mut self.c, "alloc class")?);
         let obj = ctx.obj(&mut self.c, "alloc object")?;
         let size = self.c.uleb("alloc size")?;
         Ok((time, class, obj, size))
@@ -374,22 +386,34 @@ impl<'a> Events<'a> {
             return None;
         }
         let save = self.c.pos;
-        if *self.c.data.get(save)? != event::ALLOC {
+        let (&byte, fields) = self.c.data.get(save..)?.split_first()?;
+        if byte != event::ALLOC {
             return None;
         }
-        let time0 = self.time;
-        self.c.pos += 1;
-        match self.alloc_fields() {
-            Ok((t, class, obj, size)) => {
-                self.index += 1;
-                Some(((self.c.pos - save) as u32, t, class, obj, size))
+        // the fields' values and the event's size: away from the end of the buffer, from two
+        // 16-byte loads (as next_call); else on a copy of the cursor
+        let word = leb_pair::<false, true>(fields).and_then(|(dt, dp, n)| {
+            let (dobj, size, m) = leb_pair::<true, false>(fields.get(n..)?)?;
+            Some((dt, dp, dobj, size, 1 + n + m))
+        });
+        let (dt, dp, dobj, size, len) = match word {
+            Some(w) => w,
+            None => {
+                let mut c = self.c;
+                c.pos += 1;
+                let dt = c.uleb("time delta").ok()?;
+                let dp = c.sleb("alloc class").ok()? as u64;
+                let dobj = c.sleb("alloc object").ok()? as u64;
+                let size = c.uleb("alloc size").ok()?;
+                (dt, dp, dobj, size, c.pos - save)
             }
-            Err(_) => {
-                self.c.pos = save;
-                self.time = time0;
-                None
-            }
-        }
+        };
+        self.c.pos = save + len;
+        self.time = self.time.wrapping_add(dt);
+        self.index += 1;
+        let ctx = self.ctx;
+        let class = ctx.class_ref(ctx.ptr_at(dp));
+        Some((len as u32, self.time, class, ctx.obj_at(dobj), size))
     }
 
     /// Ends the iteration at error `e`, placing it in this buffer and event.
@@ -581,12 +605,7 @@ impl<'a> Events<'a> {
                         self.time()?;
                     }
                     let obj = ctx.obj(&mut self.c, "heap object")?;
-                    let p = ctx.ptr(&mut self.c, "heap object class")?;
-                    let class = if v >= 15 {
-                        ClassRef::Vtable(p)
-                    } else {
-                        ClassRef::Class(p)
-                    };
+                    let class = ctx.class_ref(ctx.ptr(&mut self.c, "heap object class")?);
                     let size = self.c.uleb("heap object size")?;
                     let generation = if v >= 16 {
                         Some(self.c.u8("heap object generation")?)
@@ -867,6 +886,17 @@ impl<'a> Iterator for Events<'a> {
             Err(e) => Some(Err(self.fail(e))),
         }
     }
+}
+
+/// Two LEB128s at the start of `b` (signed as `S1` and `S2`) from one 16-byte load: their
+/// values (a signed one's bits) and their total length; `None` near the end of `b` or when
+/// one is longer than eight bytes.
+#[inline(always)]
+fn leb_pair<const S1: bool, const S2: bool>(b: &[u8]) -> Option<(u64, u64, usize)> {
+    let x = u128::from_le_bytes(*b.first_chunk::<16>()?);
+    let (v1, n1) = leb_word::<S1>(x as u64)?;
+    let (v2, n2) = leb_word::<S2>((x >> (8 * n1)) as u64)?;
+    Some((v1, v2, n1 + n2))
 }
 
 /// Whether an event byte is ENTER, LEAVE or EXC_LEAVE (every data version has the three).
