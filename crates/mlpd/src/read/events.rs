@@ -2,15 +2,16 @@
 //! what it yields (every field absolute: pointers, objects and methods resolved against the
 //! buffer's bases, times accumulated with wrapping arithmetic).
 //!
-//! ENTER / LEAVE / EXC_LEAVE, nearly every event of a `calls` file, take a fast path: one
-//! decoder of their fields ([`Events::next_call`] for callers that want no [`Event`], and the
-//! iterator's first test); every other event goes through the general decoder, one arm per
-//! type, payload layouts by data version (the note's section 3).
+//! ENTER / LEAVE / EXC_LEAVE, nearly every event of a `calls` file, take a fast path
+//! ([`Events::next_call`] for callers that want no [`Event`]: both fields from one load away
+//! from the buffer's end; and the iterator's first test); every other event goes through the
+//! general decoder, one arm per type, payload layouts by data version (the note's section 3).
+//! Every LEB128 goes through one decoder ([`Cursor`]'s; `leb_word` away from the end).
 
 use super::counters::{counter_descs, counter_values, CounterDescs, CounterValues};
 use super::lists::{Frames, HeapRef, List, Obj, Ptr, Root};
 use super::metadata::{metadata, Metadata};
-use crate::cursor::Cursor;
+use crate::cursor::{leb_word, Cursor};
 use crate::error::{Error, ErrorKind, Result};
 use crate::raw::*;
 
@@ -39,13 +40,35 @@ impl Ctx {
     /// A pointer field: SLEB from `ptr_base`.
     #[inline(always)]
     pub(super) fn ptr(&self, c: &mut Cursor<'_>, what: &'static str) -> Result<u64> {
-        Ok(self.ptr_base.wrapping_add(c.sleb(what)? as u64) & self.mask)
+        Ok(self.ptr_at(c.sleb(what)? as u64))
     }
 
     /// An object field: SLEB `(addr >> 3) - obj_base`.
     #[inline(always)]
     pub(super) fn obj(&self, c: &mut Cursor<'_>, what: &'static str) -> Result<u64> {
-        Ok(self.obj_base.wrapping_add(c.sleb(what)? as u64) << 3)
+        Ok(self.obj_at(c.sleb(what)? as u64))
+    }
+
+    /// The pointer of a pointer field's value (the SLEB's bits).
+    #[inline(always)]
+    fn ptr_at(&self, delta: u64) -> u64 {
+        self.ptr_base.wrapping_add(delta) & self.mask
+    }
+
+    /// The object of an object field's value (the SLEB's bits).
+    #[inline(always)]
+    fn obj_at(&self, delta: u64) -> u64 {
+        self.obj_base.wrapping_add(delta) << 3
+    }
+
+    /// How an allocation or a heap object names its class `p` in this data version.
+    #[inline(always)]
+    fn class_ref(&self, p: u64) -> ClassRef {
+        if self.version >= 15 {
+            ClassRef::Vtable(p)
+        } else {
+            ClassRef::Class(p)
+        }
     }
 }
 
@@ -255,6 +278,12 @@ impl<'a> Events<'a> {
         self.index
     }
 
+    /// The running time: the time of the last event decoded that has one (the buffer's time
+    /// base before any).
+    pub fn current_time(&self) -> u64 {
+        self.time
+    }
+
     /// Bytes of the buffer not decoded (after an error: the skipped rest).
     pub fn remaining(&self) -> usize {
         self.c.remaining()
@@ -289,9 +318,10 @@ impl<'a> Events<'a> {
     }
 
     /// The fields of ENTER, LEAVE and EXC_LEAVE after the event byte, `[time u][method s]`,
-    /// as (time, method): the one decoder of the call events, used by [`Events::next_call`],
-    /// by [`Iterator::next`] and by the general decoder (where it is also the start of a JIT
-    /// event). On an error the cursor stays where the error is (as for every event).
+    /// as (time, method), used by [`Iterator::next`] and by the general decoder (where it is
+    /// also the start of a JIT event); [`Events::next_call`] reads the same fields with the
+    /// same LEB128 decoder, both from one load when it can. On an error the cursor stays where
+    /// the error is (as for every event).
     #[inline(always)]
     fn call_fields(&mut self) -> Result<(u64, u64)> {
         let time = self.time()?;
@@ -309,24 +339,30 @@ impl<'a> Events<'a> {
             return None;
         }
         let save = self.c.pos;
-        let byte = *self.c.data.get(save)?;
+        let rest = self.c.data.get(save..)?;
+        let (&byte, fields) = rest.split_first()?;
         if !is_call(byte) {
             return None;
         }
-        let (time0, method0) = (self.time, self.method);
-        self.c.pos += 1;
-        match self.call_fields() {
-            Ok((t, m)) => {
-                self.index += 1;
-                Some((byte, (self.c.pos - save) as u32, t, m))
+        // the fields' deltas and the event's size: away from the end of the buffer, both
+        // fields (at most eight bytes each: nearly every call) from one 16-byte load with no
+        // bounds check per field; else on a copy of the cursor
+        let word = leb_pair::<false, true>(fields).map(|(dt, dm, n)| (dt, dm, 1 + n));
+        let (dt, dm, size) = match word {
+            Some(d) => d,
+            None => {
+                let mut c = self.c;
+                c.pos += 1;
+                let dt = c.uleb("time delta").ok()?;
+                let dm = c.sleb("method").ok()? as u64;
+                (dt, dm, c.pos - save)
             }
-            Err(_) => {
-                self.c.pos = save;
-                self.time = time0;
-                self.method = method0;
-                None
-            }
-        }
+        };
+        self.c.pos = save + size;
+        self.time = self.time.wrapping_add(dt);
+        self.method = self.method.wrapping_add(dm) & self.ctx.mask;
+        self.index += 1;
+        Some((byte, size as u32, self.time, self.method))
     }
 
     /// The fields of an ALLOC after the event byte, `[time u][class/vtable P][obj O][size u]`
@@ -335,12 +371,7 @@ impl<'a> Events<'a> {
     fn alloc_fields(&mut self) -> Result<(u64, ClassRef, u64, u64)> {
         let ctx = self.ctx;
         let time = self.time()?;
-        let p = ctx.ptr(&mut self.c, "alloc class")?;
-        let class = if ctx.version >= 15 {
-            ClassRef::Vtable(p)
-        } else {
-            ClassRef::Class(p)
-        };
+        let class = ctx.class_ref(ctx.ptr(&mut self.c, "alloc class")?);
         let obj = ctx.obj(&mut self.c, "alloc object")?;
         let size = self.c.uleb("alloc size")?;
         Ok((time, class, obj, size))
@@ -355,22 +386,34 @@ impl<'a> Events<'a> {
             return None;
         }
         let save = self.c.pos;
-        if *self.c.data.get(save)? != event::ALLOC {
+        let (&byte, fields) = self.c.data.get(save..)?.split_first()?;
+        if byte != event::ALLOC {
             return None;
         }
-        let time0 = self.time;
-        self.c.pos += 1;
-        match self.alloc_fields() {
-            Ok((t, class, obj, size)) => {
-                self.index += 1;
-                Some(((self.c.pos - save) as u32, t, class, obj, size))
+        // the fields' values and the event's size: away from the end of the buffer, from two
+        // 16-byte loads (as next_call); else on a copy of the cursor
+        let word = leb_pair::<false, true>(fields).and_then(|(dt, dp, n)| {
+            let (dobj, size, m) = leb_pair::<true, false>(fields.get(n..)?)?;
+            Some((dt, dp, dobj, size, 1 + n + m))
+        });
+        let (dt, dp, dobj, size, len) = match word {
+            Some(w) => w,
+            None => {
+                let mut c = self.c;
+                c.pos += 1;
+                let dt = c.uleb("time delta").ok()?;
+                let dp = c.sleb("alloc class").ok()? as u64;
+                let dobj = c.sleb("alloc object").ok()? as u64;
+                let size = c.uleb("alloc size").ok()?;
+                (dt, dp, dobj, size, c.pos - save)
             }
-            Err(_) => {
-                self.c.pos = save;
-                self.time = time0;
-                None
-            }
-        }
+        };
+        self.c.pos = save + len;
+        self.time = self.time.wrapping_add(dt);
+        self.index += 1;
+        let ctx = self.ctx;
+        let class = ctx.class_ref(ctx.ptr_at(dp));
+        Some((len as u32, self.time, class, ctx.obj_at(dobj), size))
     }
 
     /// Ends the iteration at error `e`, placing it in this buffer and event.
@@ -562,12 +605,7 @@ impl<'a> Events<'a> {
                         self.time()?;
                     }
                     let obj = ctx.obj(&mut self.c, "heap object")?;
-                    let p = ctx.ptr(&mut self.c, "heap object class")?;
-                    let class = if v >= 15 {
-                        ClassRef::Vtable(p)
-                    } else {
-                        ClassRef::Class(p)
-                    };
+                    let class = ctx.class_ref(ctx.ptr(&mut self.c, "heap object class")?);
                     let size = self.c.uleb("heap object size")?;
                     let generation = if v >= 16 {
                         Some(self.c.u8("heap object generation")?)
@@ -848,6 +886,17 @@ impl<'a> Iterator for Events<'a> {
             Err(e) => Some(Err(self.fail(e))),
         }
     }
+}
+
+/// Two LEB128s at the start of `b` (signed as `S1` and `S2`) from one 16-byte load: their
+/// values (a signed one's bits) and their total length; `None` near the end of `b` or when
+/// one is longer than eight bytes.
+#[inline(always)]
+fn leb_pair<const S1: bool, const S2: bool>(b: &[u8]) -> Option<(u64, u64, usize)> {
+    let x = u128::from_le_bytes(*b.first_chunk::<16>()?);
+    let (v1, n1) = leb_word::<S1>(x as u64)?;
+    let (v2, n2) = leb_word::<S2>((x >> (8 * n1)) as u64)?;
+    Some((v1, v2, n1 + n2))
 }
 
 /// Whether an event byte is ENTER, LEAVE or EXC_LEAVE (every data version has the three).

@@ -5,13 +5,16 @@
 //! * Method pointers become [`FuncId`]s through one [`MethodIds`] table shared by the workers
 //!   (each keeps a direct-mapped cache and a map of its own in front of it, so only a method
 //!   the worker has never met takes the lock).
-//! * Worker side, [`LocalCalls`]: each buffer's calls go through a [`PieceBuilder`] in
-//!   [`Mode::Local`] (or [`Mode::Ordered`] with `--traces`, whose backtraces need the real stack
-//!   at every event). What does not depend on the frames the buffer inherits — calls, self
-//!   time, inclusive time of every activation — is summed in the worker ([`WorkerStats`], a
-//!   [`Local`]); what does — whether a completed frame is its method's outermost activation —
-//!   is kept per phase as candidates ([`MethodPart`]). The report's other ordered items ride
-//!   in the same piece, so they stay in order with the calls passed on in order.
+//! * Worker side, [`LocalCalls`]: each buffer's calls are replayed as the generic
+//!   [`PieceBuilder`](crate::replay::PieceBuilder) replays them in
+//!   [`Mode::Local`](crate::replay::Mode::Local) (or all passed on in order with `--traces`,
+//!   whose backtraces need the real stack at every event), in a loop of the report's own (the
+//!   hot loop of a `calls` file). What does not depend on the frames the buffer inherits —
+//!   calls, self time, inclusive time of every activation — is summed in the worker's
+//!   per-method slots; what does — whether a completed frame is its method's outermost
+//!   activation — is kept per phase as candidates ([`MethodPart`]). The report's other
+//!   ordered items ride in the same piece, so they stay in order with the calls passed on in
+//!   order.
 //! * Stitcher side, [`CallStitcher`]: a [`ThreadReplay`] per thread with a [`MethodFold`]: the
 //!   real stack, the statistics of the calls completed on it, the candidates resolved against
 //!   it (a candidate counts when no activation of its method is open below it), the call
@@ -25,7 +28,7 @@ use rustc_hash::FxHashMap as FxMap;
 
 use super::MethodStats;
 use crate::func::FuncId;
-use crate::replay::{Fold, Local, Mode, Piece, PieceBuilder, ThreadReplay};
+use crate::replay::{Call, Fold, Item, Phase, Piece, ThreadReplay};
 use crate::span::{BuilderStats, CallKind, Frame, MismatchPolicy, Span, SpanSink};
 use profkit_mlpd::raw::event::METHOD_ENTER;
 use profkit_mlpd::read::Events;
@@ -71,9 +74,14 @@ fn slot(f: FuncId) -> usize {
 #[inline(always)]
 fn at<T: Default + Clone>(v: &mut Vec<T>, i: usize) -> Option<&mut T> {
     if i >= v.len() {
-        v.resize(i + 1, T::default());
+        grow(v, i + 1);
     }
     v.get_mut(i)
+}
+
+#[cold]
+fn grow<T: Default + Clone>(v: &mut Vec<T>, len: usize) {
+    v.resize(len, T::default());
 }
 
 /// The order-dependent part of a phase: completed frames with no activation of their method
@@ -85,7 +93,7 @@ pub(crate) struct MethodPart {
 }
 
 impl SpanSink for MethodPart {
-    // A part is fed through `WorkerStats` (a `Local`), never as a sink.
+    // A part is filled by the worker's `LocalCalls`, never as a sink.
     fn span(&mut self, _span: &Span) {}
 }
 
@@ -101,59 +109,6 @@ struct Slot {
     listed: bool,
     /// Inclusive time of the frames completed with no other activation below (this phase).
     acc: u64,
-}
-
-/// What a worker sums over every buffer it replays, by method id.
-#[derive(Debug, Default)]
-pub(crate) struct WorkerStats {
-    slots: Vec<Slot>,
-    /// Methods with an `acc` in this phase.
-    touched: Vec<FuncId>,
-}
-
-impl Local<MethodPart> for WorkerStats {
-    #[inline(always)]
-    fn enter(&mut self, _part: &mut MethodPart, func: FuncId, _time: u64, _depth: u32) {
-        if let Some(s) = at(&mut self.slots, slot(func)) {
-            s.stats.calls += 1;
-            s.active += 1;
-        }
-    }
-
-    #[inline(always)]
-    fn span(&mut self, _part: &mut MethodPart, span: &Span) {
-        let dur = span.duration();
-        let Some(s) = at(&mut self.slots, slot(span.func)) else {
-            return;
-        };
-        s.stats.self_ns += span.self_time;
-        s.stats.total_all_ns += dur;
-        s.active = s.active.saturating_sub(1);
-        if s.active == 0 {
-            s.acc += dur;
-            if !s.listed {
-                s.listed = true;
-                self.touched.push(span.func);
-            }
-        }
-    }
-
-    fn end_phase(&mut self, part: &mut MethodPart) {
-        for f in self.touched.drain(..) {
-            if let Some(s) = self.slots.get_mut(slot(f)) {
-                part.cands.push((f, std::mem::take(&mut s.acc)));
-                s.listed = false;
-            }
-        }
-    }
-
-    fn end_piece(&mut self, open: &[Frame]) {
-        for f in open {
-            if let Some(s) = self.slots.get_mut(slot(f.func)) {
-                s.active = s.active.saturating_sub(1);
-            }
-        }
-    }
 }
 
 /// Slots of a worker's method id cache (a power of two).
@@ -198,12 +153,56 @@ impl IdCache {
     }
 }
 
-/// A worker's call replay: one buffer at a time.
+/// A frame of the buffer's own stack. It keeps the method pointer, so that a LEAVE is matched
+/// against the top frame without looking its method's id up.
+#[derive(Clone, Copy, Debug)]
+struct Open {
+    method: u64,
+    func: FuncId,
+    start: u64,
+    /// Time in callees that already returned.
+    child: u64,
+}
+
+/// The index of a call event (`byte`, `size` bytes) in a buffer's histogram of call event
+/// sizes by (exinfo, size): a call event has at most 21 bytes (the byte and two LEB128s).
+#[inline(always)]
+pub(crate) fn size_slot(byte: u8, size: u32) -> usize {
+    usize::from(byte & 0x30) << 1 | (size as usize & 31)
+}
+
+/// A worker's call replay: one buffer at a time, into a [`Piece`] for the stitcher.
+///
+/// This is [`PieceBuilder`](crate::replay::PieceBuilder)'s replay
+/// ([`Mode::Local`](crate::replay::Mode::Local), [`MismatchPolicy::Unwind`]) written for the
+/// report's hot loop (a 256 MB `calls` file has 46 M calls): frames carry the method pointer
+/// (a LEAVE of the top frame needs no id lookup) and the per-method numbers go straight to
+/// the worker's slots instead of through a completed [`Span`]. The pieces are the builder's
+/// (a test compares them) but for the replay's counters, which the report's stitcher does not
+/// read and which stay zero (`Phase::peak`, `Piece::counts`): a LEAVE that finds the buffer's
+/// own stack empty ends a phase (it closes an inherited frame), one that matches a deeper
+/// frame closes the frames above it, one that matches none while the buffer has frames makes
+/// the rest of the buffer ordered (as every call is with `--traces`).
 pub(crate) struct LocalCalls<I> {
     ids: IdCache,
-    stats: WorkerStats,
-    mode: Mode,
-    piece: Option<PieceBuilder<MethodPart, I>>,
+    /// Per method id.
+    slots: Vec<Slot>,
+    /// Methods with an `acc` in this phase.
+    touched: Vec<FuncId>,
+    /// Every call passed on in order (`--traces`).
+    all_ordered: bool,
+    /// The buffer's own stack.
+    stack: Vec<Open>,
+    /// The current phase's part, and its callee time: what completed on top of the frames the
+    /// buffer inherited.
+    part: MethodPart,
+    child: u64,
+    /// Calls fed, and the last one's time.
+    calls: u64,
+    last: u64,
+    piece: Piece<MethodPart, I>,
+    /// The rest of the buffer's calls are passed on in order.
+    ordered: bool,
 }
 
 impl<I> LocalCalls<I> {
@@ -215,35 +214,41 @@ impl<I> LocalCalls<I> {
                 cache: Box::new([(0, 0); ID_CACHE]),
                 known: FxMap::default(),
             },
-            stats: WorkerStats::default(),
-            mode: if ordered { Mode::Ordered } else { Mode::Local },
-            piece: None,
+            slots: Vec::new(),
+            touched: Vec::new(),
+            all_ordered: ordered,
+            stack: Vec::with_capacity(64),
+            part: MethodPart::default(),
+            child: 0,
+            calls: 0,
+            last: 0,
+            piece: Piece::default(),
+            ordered,
         }
     }
 
     /// Starts a buffer.
     pub(crate) fn begin(&mut self) {
-        self.piece = Some(PieceBuilder::new(self.mode, MismatchPolicy::Unwind, 0));
+        self.stack.clear();
+        (self.child, self.calls, self.last) = (0, 0, 0);
+        self.piece = Piece::default();
+        self.ordered = self.all_ordered;
     }
 
     /// An enter (`enter`) or a leave (LEAVE or EXC_LEAVE) of `method` at `t`.
-    #[inline(always)]
     pub(crate) fn call(&mut self, enter: bool, t: u64, method: u64) {
-        let func = self.ids.id(method);
-        let kind = if enter {
-            CallKind::Enter
+        self.calls += 1;
+        self.last = t;
+        if self.ordered {
+            self.pass_on(enter, t, method);
         } else {
-            CallKind::Exit
-        };
-        if let Some(pb) = &mut self.piece {
-            pb.call_with(kind, func, t, &mut self.stats);
+            self.replay(enter, t, method);
         }
     }
 
     /// Replays the run of ENTER / LEAVE / EXC_LEAVE events at `evs`'s position (none when
     /// `on` is false; only those inside `window`), counting each in `sizes` by (exinfo,
-    /// encoded size); returns the time of the run's last event. The report's hot loop: the
-    /// id cache, the statistics and the piece are borrowed once for the whole run.
+    /// encoded size); returns the time of the run's last event. The report's hot loop.
     #[inline(always)]
     pub(crate) fn run(
         &mut self,
@@ -252,49 +257,186 @@ impl<I> LocalCalls<I> {
         on: bool,
         window: Option<(u64, u64)>,
     ) -> Option<u64> {
-        let ids = &mut self.ids;
-        let stats = &mut self.stats;
-        let mut piece = self.piece.as_mut().filter(|_| on);
         let mut last = None;
+        if on && window.is_none() && !self.ordered {
+            // every call replayed here (counted, and the last time taken, at the end), until
+            // one makes the rest ordered
+            let first = evs.index();
+            while let Some((byte, size, t, method)) = evs.next_call() {
+                if let Some(n) = sizes.get_mut(size_slot(byte, size)) {
+                    *n += 1;
+                }
+                if !self.replay(byte == METHOD_ENTER, t, method) {
+                    break;
+                }
+            }
+            if evs.index() > first {
+                self.calls += evs.index() - first;
+                self.last = evs.current_time();
+                last = Some(self.last);
+            }
+        }
+        // the rest: one call at a time
         while let Some((byte, size, t, method)) = evs.next_call() {
             last = Some(t);
-            let k = (usize::from(byte >> 4) & 3) << 5 | (size as usize & 31);
-            if let Some(n) = sizes.get_mut(k) {
+            if let Some(n) = sizes.get_mut(size_slot(byte, size)) {
                 *n += 1;
             }
-            if let Some(pb) = piece.as_deref_mut() {
-                if window.is_none_or(|(a, b)| t >= a && t <= b) {
-                    let kind = if byte == METHOD_ENTER {
-                        CallKind::Enter
-                    } else {
-                        CallKind::Exit
-                    };
-                    pb.call_with(kind, ids.id(method), t, stats);
-                }
+            if on && window.is_none_or(|(a, b)| t >= a && t <= b) {
+                self.call(byte == METHOD_ENTER, t, method);
             }
         }
         last
     }
 
+    /// Replays a call on the buffer's own stack; false when it made the rest ordered.
+    #[inline(always)]
+    fn replay(&mut self, enter: bool, t: u64, method: u64) -> bool {
+        if enter {
+            self.enter(t, method);
+        } else if self.stack.last().is_some_and(|f| f.method == method) {
+            self.pop(t);
+        } else {
+            self.leave_other(t, method);
+            return !self.ordered;
+        }
+        true
+    }
+
+    #[inline(always)]
+    fn enter(&mut self, t: u64, method: u64) {
+        let func = self.ids.id(method);
+        if let Some(s) = at(&mut self.slots, slot(func)) {
+            s.stats.calls += 1;
+            s.active += 1;
+        }
+        self.stack.push(Open {
+            method,
+            func,
+            start: t,
+            child: 0,
+        });
+    }
+
+    /// Closes the top frame at `t`.
+    #[inline(always)]
+    fn pop(&mut self, t: u64) {
+        let Some(f) = self.stack.pop() else { return };
+        let dur = t.abs_diff(f.start);
+        match self.stack.last_mut() {
+            Some(parent) => parent.child = parent.child.saturating_add(dur),
+            None => self.child = self.child.saturating_add(dur),
+        }
+        let Some(s) = self.slots.get_mut(slot(f.func)) else {
+            return;
+        };
+        s.stats.self_ns += dur.saturating_sub(f.child);
+        s.stats.total_all_ns += dur;
+        s.active = s.active.saturating_sub(1);
+        if s.active == 0 {
+            // no activation of the method below it in the buffer: a candidate outermost one
+            s.acc += dur;
+            if !s.listed {
+                s.listed = true;
+                self.touched.push(f.func);
+            }
+        }
+    }
+
+    /// A leave that is not of the top frame.
+    #[cold]
+    #[inline(never)]
+    fn leave_other(&mut self, t: u64, method: u64) {
+        if self.stack.is_empty() {
+            // the exit of an inherited frame: the phase ends
+            let end = Call {
+                kind: CallKind::Exit,
+                func: self.ids.id(method),
+                time: t,
+            };
+            self.end_phase(Some(end));
+        } else if let Some(pos) = self.stack.iter().rposition(|f| f.method == method) {
+            // an exception left the frames above it
+            while self.stack.len() > pos {
+                self.pop(t);
+            }
+        } else {
+            // it may close inherited frames too, or nothing: only the real stack can tell
+            self.close_local();
+            self.ordered = true;
+            self.pass_on(false, t, method);
+        }
+    }
+
+    /// Passes a call on in order.
+    fn pass_on(&mut self, enter: bool, t: u64, method: u64) {
+        let kind = if enter {
+            CallKind::Enter
+        } else {
+            CallKind::Exit
+        };
+        let func = self.ids.id(method);
+        self.piece.ordered.push(Item::Call(Call {
+            kind,
+            func,
+            time: t,
+        }));
+    }
+
+    /// The phase ends (with `end`, the exit of an inherited frame, or with the buffer's local
+    /// replay): its candidates go to its part.
+    fn end_phase(&mut self, end: Option<Call>) {
+        let mut part = std::mem::take(&mut self.part);
+        for f in self.touched.drain(..) {
+            if let Some(s) = self.slots.get_mut(slot(f)) {
+                part.cands.push((f, std::mem::take(&mut s.acc)));
+                s.listed = false;
+            }
+        }
+        self.piece.phases.push(Phase {
+            part,
+            child: std::mem::take(&mut self.child),
+            peak: 0,
+            end,
+        });
+    }
+
+    /// The local replay ends: the last phase, and the frames still open.
+    fn close_local(&mut self) {
+        self.end_phase(None);
+        for f in self.stack.drain(..) {
+            if let Some(s) = self.slots.get_mut(slot(f.func)) {
+                s.active = s.active.saturating_sub(1);
+            }
+            self.piece.open.push(Frame {
+                func: f.func,
+                start: f.start,
+                child: f.child,
+            });
+        }
+    }
+
     /// One of the report's ordered items, in order with the calls.
     pub(crate) fn item(&mut self, item: I) {
-        if let Some(pb) = &mut self.piece {
-            pb.other(item);
-        }
+        self.piece.ordered.push(Item::Other);
+        self.piece.others.push(item);
     }
 
     /// Ends the buffer.
     pub(crate) fn end(&mut self) -> Piece<MethodPart, I> {
-        match self.piece.take() {
-            Some(pb) => pb.finish_with(&mut self.stats),
-            None => Piece::default(),
+        if !self.ordered {
+            self.close_local();
         }
+        let mut piece = std::mem::take(&mut self.piece);
+        piece.calls = self.calls;
+        piece.last_time = (self.calls > 0).then_some(self.last);
+        piece
     }
 
     /// The order-free statistics of every buffer replayed, by method, added to `into`.
     pub(crate) fn finish(self, into: &mut FxMap<u64, MethodStats>) {
         let methods = self.ids.ids.snapshot();
-        let stats = self.stats.slots.into_iter().map(|s| s.stats).collect();
+        let stats = self.slots.into_iter().map(|s| s.stats).collect();
         add_by_method(&methods, stats, into);
     }
 }
@@ -518,6 +660,59 @@ mod tests {
             totals.entry(m).or_default().add(&s);
         }
         (totals, st.unmatched_leaves, st.unfinished)
+    }
+
+    /// The report's replay makes the generic builder's pieces (but for the counters it leaves
+    /// at zero), and cut anywhere gives the sequential numbers, on many random sequences of
+    /// calls to a few methods (recursion, unwinding leaves, leaves of inherited frames, stray
+    /// leaves).
+    #[test]
+    fn pieces_are_the_builders_on_random_calls() {
+        use crate::replay::{Mode, PieceBuilder};
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..3000 {
+            let len = next(16) as usize;
+            let mut t = 0;
+            let calls: Vec<(bool, u64, u64)> = (0..len)
+                .map(|_| {
+                    t += 1 + next(50);
+                    (next(100) < 55, t, 0x1000 + 8 * next(4))
+                })
+                .collect();
+            let ids = Arc::new(MethodIds::default());
+            let mut local: LocalCalls<()> = LocalCalls::new(ids.clone(), false);
+            let mut pb: PieceBuilder<MethodPart, ()> =
+                PieceBuilder::new(Mode::Local, MismatchPolicy::Unwind, 0);
+            local.begin();
+            for &(enter, t, m) in &calls {
+                local.call(enter, t, m);
+                let kind = if enter {
+                    CallKind::Enter
+                } else {
+                    CallKind::Exit
+                };
+                pb.call(kind, ids.id(m), t);
+            }
+            let (a, b) = (local.end(), pb.finish());
+            let ends = |p: &Piece<MethodPart, ()>| -> Vec<(Option<Call>, u64)> {
+                p.phases.iter().map(|ph| (ph.end, ph.child)).collect()
+            };
+            assert_eq!(ends(&a), ends(&b), "{calls:?}");
+            assert_eq!((&a.open, &a.ordered), (&b.open, &b.ordered), "{calls:?}");
+            assert_eq!((a.calls, a.last_time), (b.calls, b.last_time), "{calls:?}");
+            let (seq, unmatched, unfinished) = replay(&calls, &[], true);
+            let cut = [next(len as u64 + 1) as usize, next(len as u64 + 1) as usize];
+            let cut = [cut[0].min(cut[1]), cut[0].max(cut[1])];
+            let (numbers, u, f) = replay(&calls, &cut, false);
+            assert_eq!(sorted(&numbers), sorted(&seq), "{calls:?} cut at {cut:?}");
+            assert_eq!((u, f), (unmatched, unfinished), "{calls:?} cut at {cut:?}");
+        }
     }
 
     fn sorted(m: &FxMap<u64, MethodStats>) -> Vec<(u64, MethodStats)> {

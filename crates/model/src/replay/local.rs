@@ -3,7 +3,7 @@
 use std::mem;
 
 use crate::func::FuncId;
-use crate::span::{close_top, CallKind, Frame, MismatchPolicy, Span, SpanSink};
+use crate::span::{close_top, CallKind, Frame, MismatchPolicy, SpanSink};
 
 /// A call event as a buffer's decoder yields it (raw clock units).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,33 +38,6 @@ pub enum Mode {
     /// Keep every call and item in order for the stitcher (analyses that need the real stack
     /// at every event: timelines, llvm-xray's `stack`).
     Ordered,
-}
-
-/// What a worker keeps across the pieces it builds, fed as a piece's own calls enter and
-/// complete: order-free numbers can stay in the worker (merged at the end), while what depends
-/// on the frames the piece inherits goes into the phase's part. `()` forwards everything to
-/// the part (a [`SpanSink`]).
-pub trait Local<P> {
-    /// A frame was entered at `depth` (relative to the piece's first frame).
-    fn enter(&mut self, part: &mut P, func: FuncId, time: u64, depth: u32);
-    /// A call the piece entered completed.
-    fn span(&mut self, part: &mut P, span: &Span);
-    /// The phase whose part is `part` ends (an exit of an inherited frame follows, or the
-    /// piece's local replay ends).
-    fn end_phase(&mut self, _part: &mut P) {}
-    /// The piece's local replay ended with `open` frames entered and never completed.
-    fn end_piece(&mut self, _open: &[Frame]) {}
-}
-
-impl<P: SpanSink> Local<P> for () {
-    #[inline(always)]
-    fn enter(&mut self, part: &mut P, func: FuncId, time: u64, depth: u32) {
-        part.enter(func, time, depth);
-    }
-    #[inline(always)]
-    fn span(&mut self, part: &mut P, span: &Span) {
-        part.span(span);
-    }
 }
 
 /// Counters of the calls a piece completed on its own.
@@ -167,18 +140,6 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
     /// Feeds a call.
     #[inline(always)]
     pub fn call(&mut self, kind: CallKind, func: FuncId, time: u64) {
-        self.call_with(kind, func, time, &mut ());
-    }
-
-    /// Feeds a call, the piece's own calls through `local` (see [`Local`]).
-    #[inline(always)]
-    pub fn call_with(
-        &mut self,
-        kind: CallKind,
-        func: FuncId,
-        time: u64,
-        local: &mut impl Local<P>,
-    ) {
         self.piece.calls += 1;
         self.piece.last_time = Some(time);
         let call = Call { kind, func, time };
@@ -188,7 +149,7 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
         }
         if kind == CallKind::Enter {
             let depth = self.stack.len() as u32;
-            local.enter(&mut self.phase.part, func, time, depth);
+            self.phase.part.enter(func, time, depth);
             self.stack.push(Frame {
                 func,
                 start: time,
@@ -200,7 +161,6 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
         match self.stack.last() {
             None => {
                 // The exit of an inherited frame: the stretch ends.
-                local.end_phase(&mut self.phase.part);
                 let next = Phase {
                     end: None,
                     ..Phase::default()
@@ -209,7 +169,7 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
                 done.end = Some(call);
                 self.piece.phases.push(done);
             }
-            Some(top) if top.func == func => self.pop(time, local),
+            Some(top) if top.func == func => self.pop(time),
             Some(_) => match self.policy {
                 MismatchPolicy::Ignore => self.piece.counts.unmatched += 1,
                 MismatchPolicy::Unwind | MismatchPolicy::UnwindAll => {
@@ -217,14 +177,14 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
                         Some(pos) => {
                             while self.stack.len() > pos + 1 {
                                 self.piece.counts.deduced += 1;
-                                self.pop(time, local);
+                                self.pop(time);
                             }
-                            self.pop(time, local);
+                            self.pop(time);
                         }
                         None => {
                             // It may close inherited frames too, or nothing: only the real
                             // stack can tell. The rest of the piece is replayed in order.
-                            self.close_local(local);
+                            self.close_local();
                             self.ordered = true;
                             self.piece.ordered.push(Item::Call(call));
                         }
@@ -241,7 +201,7 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
     }
 
     #[inline(always)]
-    fn pop(&mut self, time: u64, local: &mut impl Local<P>) {
+    fn pop(&mut self, time: u64) {
         let Some(span) = close_top(&mut self.stack, self.thread, time) else {
             return;
         };
@@ -250,26 +210,19 @@ impl<P: SpanSink + Default, I> PieceBuilder<P, I> {
             self.phase.child = self.phase.child.saturating_add(span.duration());
         }
         self.piece.counts.spans += 1;
-        local.span(&mut self.phase.part, &span);
+        self.phase.part.span(&span);
     }
 
-    fn close_local(&mut self, local: &mut impl Local<P>) {
-        local.end_phase(&mut self.phase.part);
-        local.end_piece(&self.stack);
+    fn close_local(&mut self) {
         let last = mem::take(&mut self.phase);
         self.piece.phases.push(last);
         self.piece.open.append(&mut self.stack);
     }
 
     /// Ends the piece.
-    pub fn finish(self) -> Piece<P, I> {
-        self.finish_with(&mut ())
-    }
-
-    /// Ends the piece whose calls went through `local` ([`PieceBuilder::call_with`]).
-    pub fn finish_with(mut self, local: &mut impl Local<P>) -> Piece<P, I> {
+    pub fn finish(mut self) -> Piece<P, I> {
         if !self.ordered {
-            self.close_local(local);
+            self.close_local();
         }
         self.piece
     }

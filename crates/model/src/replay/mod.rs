@@ -32,7 +32,7 @@ pub mod local;
 pub mod pipeline;
 pub mod stitch;
 
-pub use local::{Call, Counts, Item, Local, Mode, Phase, Piece, PieceBuilder};
+pub use local::{Call, Counts, Item, Mode, Phase, Piece, PieceBuilder};
 pub use stitch::ThreadReplay;
 
 use crate::span::SpanSink;
