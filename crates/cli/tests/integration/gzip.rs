@@ -174,7 +174,11 @@ fn a_cut_gzip_file_gives_its_prefix_and_the_cut() {
 }
 
 /// Runs `profkit ARGS`: its stdout, exit code and peak resident memory (KiB).
-#[allow(clippy::zombie_processes)] // reaped by wait4, which also gives its rusage
+///
+/// The peak is the child's own `VmHWM`, read from /proc while it runs (the peak only grows, so
+/// the last reading is the peak up to a few ms before exit). Not `wait4`'s `ru_maxrss`: Linux
+/// carries the spawning process's high-water mark into a child at `exec`, so under `cargo test`
+/// (every test in one process) the child was charged the test process's memory.
 fn peak_rss_kib(args: &[&str]) -> (String, i32, i64) {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_profkit"))
         .args(args)
@@ -182,20 +186,29 @@ fn peak_rss_kib(args: &[&str]) -> (String, i32, i64) {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child, which std never
-    // reaps because we never wait on the Child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as libc::pid_t);
-    (out, libc::WEXITSTATUS(status), usage.ru_maxrss)
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        stdout.read_to_string(&mut out).unwrap();
+        out
+    });
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut peak = 0i64;
+    let status = loop {
+        if let Ok(text) = std::fs::read_to_string(&status_path) {
+            let hwm = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok());
+            peak = peak.max(hwm.unwrap_or(0));
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    assert!(peak > 0, "no VmHWM read for {args:?}");
+    (reader.join().unwrap(), status.code().unwrap_or(-1), peak)
 }
 
 /// A gzip jitdump of `copies` × the records of the node fixture (each copy its own gzip member,
