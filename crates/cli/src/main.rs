@@ -8,6 +8,7 @@ mod detect;
 mod formats;
 mod graphs;
 mod input;
+mod instr_maps;
 mod output;
 mod progress;
 mod source;

@@ -8,13 +8,13 @@ use anyhow::{anyhow, bail, Result};
 use profkit_jitdump::{RecordSource, StreamRecords};
 use profkit_mlpd::source::{BufferSource, StreamBuffers};
 use profkit_model::feed::perf::PerfOptions;
-use profkit_model::feed::xray::add_object;
-use profkit_model::{Clock, FunctionTable, Source};
-use profkit_xray::{yaml, InstrMap, Symbolizer, Trace};
+use profkit_model::{Clock, Source};
+use profkit_xray::{yaml, Trace};
 
 use crate::cli::InputFormat;
 use crate::detect::{detect, Format};
 use crate::input::{self, Input, StreamInput};
+use crate::instr_maps::names;
 
 const UNKNOWN: &str = "unknown format: not a jitdump (magic \"DTiJ\"/\"JiTD\"), perf map, perf.data, XRay trace or profile, Mono log profiler file or ELF binary (use --input-format to force one)";
 
@@ -271,45 +271,4 @@ impl Scanned {
             Scanned::Stream(s, _) => Box::new(StreamBuffers::new(s).map_err(at)?),
         })
     }
-}
-
-/// The objects `-m` names: `(object id, path)`. `-m BIN` arguments take ids in order (the
-/// executable is object 0, then each shared object in the order the XRay runtime registered
-/// it); `-m ID=PATH` pins an id (0-255).
-pub fn instr_maps(specs: &[String]) -> Result<Vec<(u8, PathBuf)>> {
-    let mut out: Vec<(u8, PathBuf)> = Vec::new();
-    let mut next = 0u16;
-    for spec in specs {
-        let pinned = spec
-            .split_once('=')
-            .and_then(|(id, path)| Some((id.parse::<u8>().ok()?, path)));
-        let (id, path) = match pinned {
-            Some((id, path)) => (id, path),
-            None => (
-                u8::try_from(next).map_err(|_| anyhow!("-m: more than 256 objects"))?,
-                spec.as_str(),
-            ),
-        };
-        if out.iter().any(|(o, _)| *o == id) {
-            bail!("-m {spec}: object id {id} is given twice");
-        }
-        next = u16::from(id) + 1;
-        out.push((id, PathBuf::from(path)));
-    }
-    Ok(out)
-}
-
-/// Function names from the instrumented binaries (`-m`, see [`instr_maps`]); empty without
-/// one (ids print as `#N`). Functions of shared object `k` get the packed ids the XRay runtime
-/// writes: `k << 24 | id`.
-pub fn names(specs: &[String]) -> Result<FunctionTable> {
-    let mut table = FunctionTable::new();
-    for (object, bin) in instr_maps(specs)? {
-        let inp = input::open(&bin)?;
-        let map = InstrMap::from_object(&inp.data)
-            .map_err(|e| anyhow!("{}: cannot read the instrumentation map: {e}", inp.name))?;
-        let sym = Symbolizer::new(&inp.data).ok();
-        add_object(&mut table, object, &map, sym.as_ref());
-    }
-    Ok(table)
 }

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::source::instr_maps;
+use crate::instr_maps::{instr_maps, names};
 use profkit_export::{Dest, Format as Out, Options, Output};
 use profkit_jitdump::convert::{
     header_like, jitdump_to_perf_map, perf_map_to_jitdump, perf_map_to_perf_map,
@@ -25,7 +25,7 @@ use crate::cli::{ConvertArgs, EndianArg, OutputFormat};
 use crate::detect::Format;
 use crate::output;
 use crate::progress::Progress;
-use crate::source::{names, Opened};
+use crate::source::Opened;
 
 pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
     let target = args

@@ -12,7 +12,7 @@ use profkit_xray::{InstrMap, Symbolizer};
 
 use crate::cli::ExtractArgs;
 use crate::input;
-use crate::source::instr_maps;
+use crate::instr_maps::instr_maps;
 use profkit_export::Output;
 
 pub fn run(args: &ExtractArgs) -> Result<ExitCode> {
