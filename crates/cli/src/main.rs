@@ -18,6 +18,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // The process ends with its command: large structures are left to the exit.
+    profkit_common::release::at_exit_only();
     let args = cli::Cli::parse();
     let result = match args.command {
         cli::Command::Info(a) => cmd::info::run(&a),

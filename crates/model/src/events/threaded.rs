@@ -197,7 +197,7 @@ fn run<S: EventSink>(
             if let Event::Finish = e {
                 let _ = done.send(inner.finish());
                 // Freed here, while the driver goes on.
-                drop(inner);
+                profkit_common::release::release(inner);
                 return Ok(None);
             }
             deliver(&mut inner, e, &batch.stacks, &batch.lines, &batch.args)?;

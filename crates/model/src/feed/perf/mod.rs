@@ -791,16 +791,7 @@ impl<'o> Walk<'o> {
             Symbols::new(Binaries::empty(), KernelNames::Unavailable(String::new())),
         );
         let previous = std::mem::take(&mut self.previous);
-        drop_in_background((processes, symbols, previous));
+        profkit_common::release::release_in_background((processes, symbols, previous));
         (self.summary, self.report)
     }
-}
-
-/// Drops `value` on another thread (here if no thread can be started): large structures of
-/// many small allocations take long to free, and nobody waits for the memory.
-fn drop_in_background<T: Send + 'static>(value: T) {
-    // A thread that cannot start drops its closure, and `value` with it, here.
-    let _ = std::thread::Builder::new()
-        .name("drop".into())
-        .spawn(move || drop(value));
 }
