@@ -32,7 +32,7 @@ impl Built {
 pub fn call_graph(opened: &Opened, instr_maps: &[String], deduce: bool) -> Result<Built> {
     if opened.format == crate::detect::Format::XrayProfile {
         return Err(anyhow!(
-            "{}: an XRay profiling-mode file keeps per-path totals, not the single calls a call graph's latency statistics need (use `stack` or `account`)",
+            "{}: an XRay profiling-mode file keeps per-path totals, not the single calls a call graph's latency statistics need (`account`, `stack` and `diff` without --graph read it)",
             opened.name()
         ));
     }

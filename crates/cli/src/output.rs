@@ -42,6 +42,13 @@ pub fn print_note(msg: &str) {
     let _ = writeln!(anstream::stderr(), "{NOTE}note{NOTE:#}: {msg}");
 }
 
+/// `note: NAME: times are TSC ticks …`: an XRay profiling-mode file read without `--tsc-hz`.
+pub fn print_ticks_note(name: &str) {
+    print_note(&format!(
+        "{name}: times are TSC ticks (an XRay profiling-mode file records no TSC frequency; give --tsc-hz to convert)"
+    ));
+}
+
 /// Styles for severity labels in reports written to stdout.
 pub fn severity_style(error: bool) -> Style {
     if error {

@@ -11,7 +11,7 @@
 //!   account sums recursive calls' durations again).
 //!
 //! Rows are sorted by the absolute change of one of them ([`DiffKey`]), largest first, and
-//! written as text, CSV or JSON (`profkit.diff/1`).
+//! written as text, CSV or JSON (`profkit.diff/1`), in one [`DiffUnit`].
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
@@ -20,7 +20,7 @@ use crate::account::human_ns;
 use crate::func::FunctionTable;
 use crate::stack::StackTree;
 
-/// Per-function totals of one input (output units: ns, or sample weight).
+/// Per-function totals of one input (in the report's [`DiffUnit`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Totals {
     /// Calls (samples).
@@ -95,6 +95,30 @@ impl DiffKey {
     }
 }
 
+/// The unit of a report's times: nanoseconds, TSC ticks (a clock that is unknown: an XRay
+/// profiling-mode file without `--tsc-hz`, an XRay header whose cycle frequency is 0), or sample
+/// weights. Named as `account --json`'s `time_unit` names times (`ns`, `ticks`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiffUnit {
+    /// Nanoseconds.
+    Nanoseconds,
+    /// Raw TSC ticks.
+    Ticks,
+    /// Sample weight (a perf sample's period, 1 per Mono hit).
+    Weight,
+}
+
+impl DiffUnit {
+    /// The name in JSON (`"unit"`) and CSV column names: `ns`, `ticks`, `weight`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DiffUnit::Nanoseconds => "ns",
+            DiffUnit::Ticks => "ticks",
+            DiffUnit::Weight => "weight",
+        }
+    }
+}
+
 /// One function in both inputs (zeros where it is absent).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DiffRow {
@@ -148,19 +172,19 @@ pub struct DiffReport<'a> {
     pub functions: usize,
     /// The sort key.
     pub key: DiffKey,
-    /// Whether values are nanoseconds (calls) or sample weights.
-    pub nanoseconds: bool,
+    /// The unit of the values.
+    pub unit: DiffUnit,
     /// Where each input is cut, if it is (JSON `"truncated": {"a": …, "b": …}`).
     pub truncated: [Option<&'a profkit_common::Truncation>; 2],
 }
 
 impl DiffReport<'_> {
-    /// A value in the report's unit.
+    /// A value in the report's unit (ns with a unit; ticks and weights as numbers, the header
+    /// names their unit).
     fn value(&self, v: u64) -> String {
-        if self.nanoseconds {
-            human_ns(v)
-        } else {
-            v.to_string()
+        match self.unit {
+            DiffUnit::Nanoseconds => human_ns(v),
+            DiffUnit::Ticks | DiffUnit::Weight => v.to_string(),
         }
     }
 
@@ -174,14 +198,6 @@ impl DiffReport<'_> {
         let abs = u64::try_from(d.unsigned_abs()).unwrap_or(u64::MAX);
         format!("{sign}{}", self.value(abs))
     }
-
-    fn unit(&self) -> &'static str {
-        if self.nanoseconds {
-            "ns"
-        } else {
-            "weight"
-        }
-    }
 }
 
 /// A table: the change and both values of self time, total time and calls per function.
@@ -194,10 +210,12 @@ pub fn write_text(out: &mut dyn Write, r: &DiffReport<'_>) -> io::Result<()> {
         r.rows.len(),
         r.functions,
         r.key.name(),
-        match (r.key, r.nanoseconds) {
+        match (r.key, r.unit) {
+            (DiffKey::Calls, DiffUnit::Ticks) => ", times in TSC ticks",
             (DiffKey::Calls, _) => "",
-            (_, true) => " time",
-            (_, false) => " (sample weight)",
+            (_, DiffUnit::Nanoseconds) => " time",
+            (_, DiffUnit::Ticks) => " time, in TSC ticks",
+            (_, DiffUnit::Weight) => " (sample weight)",
         }
     )?;
     writeln!(
@@ -232,9 +250,10 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// CSV (RFC 4180 quoting), values in ns or sample weight.
+/// CSV (RFC 4180 quoting); the column names end in the unit (`self_a_ns`, `self_a_ticks`,
+/// `self_a_weight` …).
 pub fn write_csv(out: &mut dyn Write, r: &DiffReport<'_>) -> io::Result<()> {
-    let u = r.unit();
+    let u = r.unit.name();
     writeln!(
         out,
         "function,self_a_{u},self_b_{u},delta_self_{u},total_a_{u},total_b_{u},delta_total_{u},calls_a,calls_b,delta_calls"
@@ -266,7 +285,7 @@ pub fn write_json(out: &mut dyn Write, r: &DiffReport<'_>) -> io::Result<()> {
         "{{\"schema\":\"profkit.diff/1\",\"a\":{},\"b\":{},\"unit\":\"{}\",\"sort\":\"{}\",\"functions\":[",
         quoted(r.a),
         quoted(r.b),
-        r.unit(),
+        r.unit.name(),
         r.key.name()
     )?;
     let totals = |t: &Totals| {
@@ -391,12 +410,62 @@ mod tests {
             rows: &r,
             functions: 3,
             key: DiffKey::SelfTime,
-            nanoseconds: true,
+            unit: DiffUnit::Nanoseconds,
             truncated: [None, None],
         };
         write_csv(&mut csv, &report).unwrap();
         assert!(String::from_utf8(csv)
             .unwrap()
             .contains("\ny,50,0,-50,50,0,-50,1,0,-1\n"));
+    }
+
+    #[test]
+    fn ticks_are_named_in_every_layout() {
+        let t = Totals {
+            calls: 2,
+            self_: 1500,
+            total: 1500,
+        };
+        let a: HashMap<String, Totals> = [("f".to_string(), t)].into();
+        let b = HashMap::new();
+        let r = rows(&a, &b, DiffKey::SelfTime);
+        let report = DiffReport {
+            a: "A",
+            b: "B",
+            rows: &r,
+            functions: 1,
+            key: DiffKey::SelfTime,
+            unit: DiffUnit::Ticks,
+            truncated: [None, None],
+        };
+        let text = |report: &DiffReport<'_>| {
+            let mut v = Vec::new();
+            write_text(&mut v, report).unwrap();
+            String::from_utf8(v).unwrap()
+        };
+        let t = text(&report);
+        assert!(
+            t.contains("1 of 1 function(s), by change of self time, in TSC ticks\n"),
+            "{t}"
+        );
+        // Plain numbers (the header names the unit), not human_ns's `1.50 µs`.
+        assert!(t.contains("-1500 "), "{t}");
+        let calls = text(&DiffReport {
+            key: DiffKey::Calls,
+            ..report
+        });
+        assert!(
+            calls.contains("by change of calls, times in TSC ticks\n"),
+            "{calls}"
+        );
+        let mut json = Vec::new();
+        write_json(&mut json, &report).unwrap();
+        let json = String::from_utf8(json).unwrap();
+        assert!(json.contains("\"unit\":\"ticks\""), "{json}");
+        let mut csv = Vec::new();
+        write_csv(&mut csv, &report).unwrap();
+        assert!(String::from_utf8(csv)
+            .unwrap()
+            .starts_with("function,self_a_ticks,"));
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use profkit_model::graph::GraphStat;
 
-use super::InputOpts;
+use super::{InputOpts, ProfileClockOpts};
 
 /// A statistic that labels or colours a graph (llvm-xray's names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -128,11 +128,12 @@ pub enum DiffSort {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The baseline: an XRay trace, Mono file or perf.data (`-` for stdin).
+    /// The baseline: an XRay trace or profiling-mode file, Mono file or perf.data (`-` for
+    /// stdin).
     pub a: PathBuf,
     /// The comparison, of the same kind.
     pub b: PathBuf,
-    /// The instrumented binary of both XRay traces (repeat for shared objects).
+    /// The instrumented binary of both XRay inputs (repeat for shared objects).
     #[arg(short = 'm', long = "instr-map", value_name = "BIN")]
     pub instr_map: Vec<String>,
     /// The instrumented binary of A only (`-m1` in llvm-xray graph-diff).
@@ -144,8 +145,9 @@ pub struct DiffArgs {
     /// Output format (ignored with --graph).
     #[arg(short, long, value_enum, default_value = "text")]
     pub format: DiffFormat,
-    /// The difference of the call graphs as DOT (llvm-xray graph-diff).
-    #[arg(long)]
+    /// The difference of the call graphs as DOT (llvm-xray graph-diff; not of XRay
+    /// profiling-mode files, whose calls have no single durations).
+    #[arg(long, conflicts_with = "tsc_hz")]
     pub graph: bool,
     #[command(flatten)]
     pub style: GraphStyleArgs,
@@ -172,6 +174,8 @@ pub struct DiffArgs {
     /// Output file (default: stdout).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub clock: ProfileClockOpts,
     #[command(flatten)]
     pub input: InputOpts,
 }

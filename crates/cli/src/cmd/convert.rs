@@ -247,9 +247,7 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
         })?;
     output::print_feed_problems(&name, &summary);
     if src.has_only_call_paths() && src.clock().ticks_per_second == 0 && target != Out::PerfMap {
-        output::print_note(&format!(
-            "{name}: times are TSC ticks (an XRay profiling-mode file records no TSC frequency; give --tsc-hz to convert)"
-        ));
+        output::print_ticks_note(&name);
     }
     if let Some(report) = src.perf_report() {
         for w in report.warnings() {

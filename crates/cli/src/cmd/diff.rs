@@ -1,7 +1,8 @@
 //! `profkit diff A B`: what changed between two profiles of the same kind (two XRay traces,
-//! two Mono files, two perf.data recordings): a per-function table (text, CSV, JSON), a
-//! differential flame graph (`-f folded|svg`), or the difference of the call graphs as DOT
-//! (`--graph`, llvm-xray graph-diff).
+//! two XRay profiling-mode files, two Mono files, two perf.data recordings): a per-function
+//! table (text, CSV, JSON), a differential flame graph (`-f folded|svg`), or the difference of
+//! the call graphs as DOT (`--graph`, llvm-xray graph-diff; not of profiling-mode files, which
+//! have no single calls).
 
 use profkit_common::Truncation;
 use std::io::Write;
@@ -10,11 +11,12 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use profkit_export::folded::{differential, write_differential_svg};
 use profkit_export::Output;
-use profkit_model::diff::{self, DiffKey, DiffReport};
+use profkit_model::diff::{self, DiffKey, DiffReport, DiffUnit};
 use profkit_model::graph::dot;
 use profkit_model::stack::{StackSink, Value};
 
 use crate::cli::{DiffArgs, DiffFormat, DiffSort};
+use crate::detect::Format;
 use crate::graphs::call_graph;
 use crate::output;
 use crate::source::Opened;
@@ -55,19 +57,34 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode> {
             args.truncate,
         )?;
     } else {
-        let [a, b] = inputs.each_ref().map(|(o, m)| stacks(o, m));
-        let ((a, cut_a), (b, cut_b)) = (a?, b?);
-        if a.calls != b.calls {
+        // --tsc-hz is for profiling-mode files (`source` refuses it for anything else); a
+        // profile and another kind are refused below by kind, whatever it says.
+        let profile = inputs
+            .each_ref()
+            .map(|(o, _)| o.format == Format::XrayProfile);
+        let tsc_hz = args.clock.tsc_hz.filter(|_| profile[0] == profile[1]);
+        let [a, b] = inputs.each_ref().map(|(o, m)| stacks(o, m, tsc_hz));
+        let (a, b) = (a?, b?);
+        let [name_a, name_b] = [inputs[0].0.name(), inputs[1].0.name()];
+        if a.kind != b.kind {
             bail!(
-                "{} has {} and {} has {}: compare two profiles of the same kind",
-                inputs[0].0.name(),
-                kind(&a),
-                inputs[1].0.name(),
-                kind(&b)
+                "{name_a} has {} and {name_b} has {}: compare two profiles of the same kind",
+                a.kind.describe(),
+                b.kind.describe()
             );
         }
-        let cuts = [cut_a.as_ref(), cut_b.as_ref()];
-        table_or_flame(args, [&inputs[0].0, &inputs[1].0], [&a, &b], cuts, &mut out)?;
+        if a.unit != b.unit {
+            bail!(
+                "{name_a} has times in {} and {name_b} in {}: compare two profiles timed by one clock",
+                a.unit.name(),
+                b.unit.name()
+            );
+        }
+        table_or_flame(args, [&inputs[0].0, &inputs[1].0], [&a, &b], &mut out)?;
+        if a.kind == Kind::CallPaths && a.unit == DiffUnit::Ticks {
+            output::print_ticks_note(name_a);
+            output::print_ticks_note(name_b);
+        }
     }
     out.flush()?;
     drop(out);
@@ -75,24 +92,40 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn kind(s: &StackSink) -> &'static str {
-    if s.calls {
-        "function calls"
-    } else {
-        "samples"
+/// What an input's stacks are made of; two inputs are compared only if it is the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Single calls (XRay traces, Mono `calls` files).
+    Calls,
+    /// Per call path, the number of calls and their total time (XRay profiling mode).
+    CallPaths,
+    /// Sampled stacks (perf.data, Mono sample hits).
+    Samples,
+}
+
+impl Kind {
+    fn describe(self) -> &'static str {
+        match self {
+            Kind::Calls => "function calls",
+            Kind::CallPaths => "call-path totals (an XRay profiling-mode file)",
+            Kind::Samples => "samples",
+        }
     }
 }
 
-/// Every thread's stacks of `opened` (calls, else samples), values in ns or sample weight.
-/// The input's stacks, and where it is cut if it is.
-fn stacks(opened: &Opened, instr_maps: &[String]) -> Result<(StackSink, Option<Truncation>)> {
-    if opened.format == crate::detect::Format::XrayProfile {
-        bail!(
-            "{}: `diff` does not compare XRay profiling-mode files yet (their ticks have no clock; compare `stack --folded --tsc-hz HZ` outputs)",
-            opened.name()
-        );
-    }
-    let src = opened.source(instr_maps, None, "diff")?;
+/// One input's stacks (every thread), what they are made of, the unit of their values, and
+/// where the input is cut if it is.
+struct Stacks {
+    sink: StackSink,
+    kind: Kind,
+    unit: DiffUnit,
+    truncation: Option<Truncation>,
+}
+
+/// The stacks of `opened`: calls or call paths with their times (in ns, or in ticks when the
+/// clock is unknown: a profiling-mode file without `tsc_hz`), else samples with their weights.
+fn stacks(opened: &Opened, instr_maps: &[String], tsc_hz: Option<u64>) -> Result<Stacks> {
+    let src = opened.source(instr_maps, tsc_hz, "diff")?;
     let release = |s, e| opened.release(s, e);
     let mut sink = StackSink::new();
     let summary = src.feed(opened.name(), None, Some(&release), &mut sink)?;
@@ -103,19 +136,35 @@ fn stacks(opened: &Opened, instr_maps: &[String]) -> Result<(StackSink, Option<T
             opened.name()
         );
     }
-    Ok((sink, summary.truncation))
+    let kind = if src.has_only_call_paths() {
+        Kind::CallPaths
+    } else if sink.calls {
+        Kind::Calls
+    } else {
+        Kind::Samples
+    };
+    let unit = match kind {
+        Kind::Samples => DiffUnit::Weight,
+        _ if src.clock().ticks_per_second == 0 => DiffUnit::Ticks,
+        _ => DiffUnit::Nanoseconds,
+    };
+    Ok(Stacks {
+        sink,
+        kind,
+        unit,
+        truncation: summary.truncation,
+    })
 }
 
 fn table_or_flame(
     args: &DiffArgs,
     opened: [&Opened; 2],
-    sinks: [&StackSink; 2],
-    truncated: [Option<&Truncation>; 2],
+    inputs: [&Stacks; 2],
     out: &mut dyn Write,
 ) -> Result<()> {
-    let [a, b] = sinks;
+    let [a, b] = inputs.map(|s| &s.sink);
     let [name_a, name_b] = opened.map(Opened::name);
-    let nanoseconds = a.calls;
+    let unit = inputs[0].unit;
     if matches!(args.format, DiffFormat::Folded | DiffFormat::Svg) {
         let lines = |s: &StackSink| {
             s.tree()
@@ -124,8 +173,11 @@ fn table_or_flame(
         let merged = differential(&lines(a), &lines(b), args.normalize);
         if args.format == DiffFormat::Svg {
             let title = format!("{name_a} → {name_b}");
-            let unit = if nanoseconds { "ns" } else { "samples" };
-            write_differential_svg(out, &merged, &title, unit)?;
+            let count_name = match unit {
+                DiffUnit::Weight => "samples",
+                u => u.name(),
+            };
+            write_differential_svg(out, &merged, &title, count_name)?;
         } else {
             for line in &merged {
                 writeln!(out, "{line}")?;
@@ -154,8 +206,8 @@ fn table_or_flame(
         rows: &rows,
         functions,
         key,
-        nanoseconds,
-        truncated,
+        unit,
+        truncated: inputs.map(|s| s.truncation.as_ref()),
     };
     match args.format {
         DiffFormat::Csv => diff::write_csv(out, &report)?,

@@ -72,10 +72,7 @@ pub fn run(args: &StackArgs) -> Result<ExitCode> {
     }
     out.flush()?;
     if src.has_only_call_paths() && clock.ticks_per_second == 0 && value != Value::Count {
-        output::print_note(&format!(
-            "{}: times are TSC ticks (an XRay profiling-mode file records no TSC frequency; give --tsc-hz to convert)",
-            opened.name()
-        ));
+        output::print_ticks_note(opened.name());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -361,16 +361,258 @@ fn diff_of_perf_recordings_and_of_different_kinds() {
     let (_, err, code) = profkit(&["diff", "demo-basic.xray", a.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("same kind"), "{err}");
-    // A profiling-mode file has no single calls: refused, not an empty graph.
-    for cmd in ["graph", "diff"] {
-        let mut args = vec![cmd, "profiling.xprof"];
-        if cmd == "diff" {
-            args.push("profiling.xprof");
-        }
-        let (out, err, code) = profkit(&args);
-        assert_eq!((code, out.as_str()), (2, ""), "{cmd}: {err}");
-        assert!(err.contains("profiling-mode"), "{err}");
+    // A profiling-mode file has no single calls: no call graph, refused rather than empty.
+    for args in [
+        &["graph", "profiling.xprof"][..],
+        &["diff", "--graph", "profiling.xprof", "profiling.xprof"],
+    ] {
+        let (out, err, code) = profkit(args);
+        assert_eq!((code, out.as_str()), (2, ""), "{args:?}: {err}");
+        assert!(
+            err.contains("profiling-mode file keeps per-path totals, not the single calls"),
+            "{err}"
+        );
+        assert!(err.contains("`diff` without --graph"), "{err}");
     }
+}
+
+/// `diff -f json` of two profiling-mode files named by `profiling`, and its rows by name.
+fn profile_diff(
+    a: &str,
+    b: &str,
+    extra: &[&str],
+) -> (serde_json::Value, BTreeMap<String, serde_json::Value>) {
+    let mut args = vec!["diff", "-m", "profiling", a, b, "-f", "json"];
+    args.extend_from_slice(extra);
+    let d = json(&args);
+    assert_eq!(d["schema"], "profkit.diff/1");
+    let rows = d["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap().to_string(), r.clone()))
+        .collect();
+    (d, rows)
+}
+
+#[test]
+fn diff_of_a_profile_with_itself_is_all_zero() {
+    let (d, rows) = profile_diff("profiling.xprof", "profiling.xprof", &[]);
+    assert_eq!(d["unit"], "ticks");
+    assert_eq!(rows.len(), crate::xray::PROFILE_CALLS.len());
+    for (name, r) in &rows {
+        assert_eq!(r["a"], r["b"], "{name}");
+        assert_eq!(
+            r["delta"],
+            serde_json::json!({"calls": 0, "self": 0, "total": 0}),
+            "{name}"
+        );
+    }
+    let folded = ok(&[
+        "diff",
+        "-m",
+        "profiling",
+        "profiling.xprof",
+        "profiling.xprof",
+        "-f",
+        "folded",
+    ]);
+    for line in folded.lines() {
+        let mut f = line.rsplitn(3, ' ');
+        assert_eq!(f.next(), f.next(), "{line}");
+    }
+}
+
+/// Two real profiles of one program, 4 and 8 rounds (scripts/fixtures/xray-profiling.sh): per
+/// function, the diff is the difference of what `account` and `stack` say of each.
+#[test]
+fn diff_of_two_profiles_is_the_difference_of_their_accounts() {
+    let (a, b) = ("profiling.xprof", "profiling-8rounds.xprof");
+    for tsc_hz in [None, Some("2000000000")] {
+        let extra: Vec<&str> = tsc_hz.iter().flat_map(|hz| ["--tsc-hz", *hz]).collect();
+        let (d, rows) = profile_diff(a, b, &extra);
+        // ticks unless the TSC frequency is given, as `account --json` says (`time_unit`).
+        let (acc_a, _) = crate::xray::profile_account(a, &extra);
+        assert_eq!(d["unit"], acc_a["time_unit"]);
+        assert_eq!(d["unit"], if tsc_hz.is_some() { "ns" } else { "ticks" });
+        assert_eq!(rows.len(), crate::xray::PROFILE_CALLS.len());
+        let changes: Vec<i64> = d["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["delta"]["self"].as_i64().unwrap().abs())
+            .collect();
+        assert!(changes.windows(2).all(|w| w[0] >= w[1]), "{changes:?}");
+        for (side, file) in [("a", a), ("b", b)] {
+            let (_, acc) = crate::xray::profile_account(file, &extra);
+            let stack = |more: &[&str]| {
+                let mut args = vec!["stack", "--folded", "-m", "profiling", file];
+                args.extend_from_slice(more);
+                args.extend_from_slice(&extra);
+                ok(&args)
+            };
+            let own = crate::xray::folded_by_leaf(&stack(&[]));
+            let inclusive = stack(&["--inclusive"]);
+            for (name, count, sum) in &acc {
+                let t = &rows[name][side];
+                assert_eq!(t["calls"].as_u64().unwrap(), *count, "{name} in {file}");
+                assert_eq!(t["self"].as_u64().unwrap(), own[name], "{name} in {file}");
+                // Total: account's sum, except for the recursive fib, whose total counts each
+                // stack once: the inclusive time of its outermost calls.
+                let total = if name == "fib" {
+                    inclusive
+                        .lines()
+                        .filter(|l| l.matches("fib").count() == 1 && l.contains(";fib "))
+                        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+                        .sum()
+                } else {
+                    *sum
+                };
+                assert_eq!(t["total"].as_u64().unwrap(), total, "{name} in {file}");
+            }
+        }
+        for (name, r) in &rows {
+            for k in ["calls", "self", "total"] {
+                let v = |side: &str| r[side][k].as_i64().unwrap();
+                assert_eq!(
+                    r["delta"][k].as_i64().unwrap(),
+                    v("b") - v("a"),
+                    "{name} {k}"
+                );
+            }
+        }
+        // The program's code: twice the rounds, twice the calls of everything a round calls.
+        for (name, calls) in crate::xray::PROFILE_CALLS {
+            let grew = !matches!(name, "fib" | "worker" | "run");
+            let want = if grew { calls as i64 } else { 0 };
+            assert_eq!(rows[name]["delta"]["calls"], want, "{name}");
+        }
+    }
+    // The text table states the unit; -p and -s as for traces.
+    let (text, err, code) = profkit(&["diff", "-m", "profiling", a, b, "-p", "3", "-s", "total"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("\n3 of 11 function(s), by change of total time, in TSC ticks\n"),
+        "{text}"
+    );
+    assert!(text.lines().nth(4).unwrap().ends_with("  worker"), "{text}");
+    assert!(err.contains("times are TSC ticks"), "{err}");
+    let text = ok(&["diff", "-m", "profiling", a, b, "--tsc-hz", "2000000000"]);
+    assert!(!text.contains("ticks") && text.contains(" µs"), "{text}");
+    let csv = ok(&["diff", "-m", "profiling", a, b, "-f", "csv"]);
+    assert!(
+        csv.starts_with("function,self_a_ticks,self_b_ticks,"),
+        "{csv}"
+    );
+    assert_eq!(csv.lines().count(), 12);
+}
+
+#[test]
+fn diff_of_two_profiles_as_a_differential_flame_graph() {
+    let (a, b) = ("profiling.xprof", "profiling-8rounds.xprof");
+    let per_stack = |folded: &str| -> BTreeMap<String, u64> {
+        folded
+            .lines()
+            .map(|l| {
+                let (s, v) = l.rsplit_once(' ').unwrap();
+                (s.to_string(), v.parse().unwrap())
+            })
+            .collect()
+    };
+    let diff = |more: &[&str]| {
+        let mut args = vec!["diff", "-m", "profiling", a, b, "-f", "folded"];
+        args.extend_from_slice(more);
+        let (mut from_a, mut from_b) = (BTreeMap::new(), BTreeMap::new());
+        for line in ok(&args).lines() {
+            let mut f = line.rsplitn(3, ' ');
+            let vb: u64 = f.next().unwrap().parse().unwrap();
+            let va: u64 = f.next().unwrap().parse().unwrap();
+            let stack = f.next().unwrap().to_string();
+            if va > 0 {
+                from_a.insert(stack.clone(), va);
+            }
+            if vb > 0 {
+                from_b.insert(stack, vb);
+            }
+        }
+        (from_a, from_b)
+    };
+    // Each side's values are that profile's exclusive time per stack, as `stack --folded`.
+    let (from_a, from_b) = diff(&[]);
+    let stack = |file: &str| {
+        let mut s = per_stack(&ok(&["stack", "--folded", "-m", "profiling", file]));
+        s.retain(|_, v| *v > 0);
+        s
+    };
+    assert_eq!(from_a, stack(a));
+    assert_eq!(from_b, stack(b));
+    // --normalize scales A to B's total.
+    let (na, nb) = diff(&["--normalize"]);
+    let (ta, tb): (u64, u64) = (na.values().sum(), nb.values().sum());
+    assert!(ta.abs_diff(tb) <= na.len() as u64, "{ta} vs {tb}");
+    let svg = profkit_testkit::scratch_dir().join("diff-profiles.svg");
+    let (_, err, code) = profkit(&[
+        "diff",
+        "-m",
+        "profiling",
+        a,
+        b,
+        "-f",
+        "svg",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let svg = std::fs::read_to_string(svg).unwrap();
+    assert!(
+        svg.contains("<svg") && svg.contains("rle_encode"),
+        "{}",
+        &svg[..200]
+    );
+    assert!(svg.contains(" ticks"), "{}", &svg[..200]);
+}
+
+/// A profile and anything else are two kinds: refused, naming both files and kinds, whatever
+/// the order and whether --tsc-hz is given.
+#[test]
+fn diff_of_a_profile_and_another_kind_is_refused() {
+    let mono = support::fixture("mlpd", "busy_calls.mlpd");
+    let perf = support::fixture("perf", "node-fp.data");
+    let profile = "profiling.xprof";
+    let profile_kind = "profiling.xprof has call-path totals (an XRay profiling-mode file)";
+    for (other, kind) in [
+        ("demo-basic.xray", "function calls"),
+        (mono.as_str(), "function calls"),
+        (perf.as_str(), "samples"),
+    ] {
+        for tsc in [&[][..], &["--tsc-hz", "1000000000"]] {
+            for (a, b) in [(profile, other), (other, profile)] {
+                let mut args = vec!["diff", a, b];
+                args.extend_from_slice(tsc);
+                let (out, err, code) = profkit(&args);
+                assert_eq!((code, out.as_str()), (2, ""), "{args:?}: {err}");
+                assert!(err.contains(profile_kind), "{args:?}: {err}");
+                assert!(err.contains(&format!("{other} has {kind}")), "{err}");
+                assert!(
+                    err.contains("compare two profiles of the same kind"),
+                    "{err}"
+                );
+            }
+        }
+    }
+    // --tsc-hz is for profiling-mode files, as in `account`.
+    let (_, err, code) = profkit(&[
+        "diff",
+        "--tsc-hz",
+        "1000",
+        "demo-basic.xray",
+        "demo-fdr.xray",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--tsc-hz applies to XRay profiling-mode files"),
+        "{err}"
+    );
 }
 
 #[test]

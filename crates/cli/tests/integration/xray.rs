@@ -599,7 +599,7 @@ fn dump_reports_a_cut_file() {
 
 /// Calls per function of `profiling` (3 worker threads and the main thread, 4 rounds each;
 /// fib(10..13)); `main` is entered before profiling starts and is not in the profile.
-const PROFILE_CALLS: [(&str, u64); 11] = [
+pub(crate) const PROFILE_CALLS: [(&str, u64); 11] = [
     ("fill_block", 16),
     ("emit_run", 4096),
     ("rle_encode", 16),
@@ -614,7 +614,10 @@ const PROFILE_CALLS: [(&str, u64); 11] = [
 ];
 
 /// `account --json` rows of `file`: name → (count, sum).
-fn profile_account(file: &str, extra: &[&str]) -> (serde_json::Value, Vec<(String, u64, u64)>) {
+pub(crate) fn profile_account(
+    file: &str,
+    extra: &[&str],
+) -> (serde_json::Value, Vec<(String, u64, u64)>) {
     let mut args = vec!["account", "--json", "-m", "profiling", file];
     args.extend_from_slice(extra);
     let v: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
@@ -634,7 +637,7 @@ fn profile_account(file: &str, extra: &[&str]) -> (serde_json::Value, Vec<(Strin
 }
 
 /// Per function (the leaf of each line), the values of folded lines.
-fn folded_by_leaf(folded: &str) -> std::collections::BTreeMap<String, u64> {
+pub(crate) fn folded_by_leaf(folded: &str) -> std::collections::BTreeMap<String, u64> {
     let mut m = std::collections::BTreeMap::new();
     for l in folded.lines() {
         let (stack, v) = l.rsplit_once(' ').unwrap();
