@@ -484,8 +484,7 @@ where
     F::Part: Send,
 {
     let (data, header) = (trace.data(), &trace.header);
-    let bounds = BasicLayout::chunk_bounds(data, header, CHUNK_RECORDS);
-    let mut jobs = bounds.iter().copied();
+    let mut jobs = BasicLayout::chunk_bounds(data, header, CHUNK_RECORDS);
     let (mode, policy) = (opts.mode, opts.policy);
     let mut summary = FeedSummary {
         truncation: trace.truncation().cloned(),

@@ -46,6 +46,38 @@ pub struct BasicLayout {
     pub truncation: Option<Truncation>,
 }
 
+/// The chunks of [`BasicLayout::chunk_bounds`], in file order.
+#[derive(Clone, Debug)]
+pub struct ChunkBounds<'a> {
+    data: &'a [u8],
+    endian: crate::raw::Endian,
+    next: usize,
+    end: usize,
+    step: usize,
+}
+
+impl Iterator for ChunkBounds<'_> {
+    type Item = (usize, usize);
+
+    fn next(&mut self) -> Option<(usize, usize)> {
+        let start = self.next;
+        if start >= self.end {
+            return None;
+        }
+        let (data, e) = (self.data, self.endian);
+        let is_payload = |pos: usize| {
+            bytes_at::<2>(data, pos)
+                .is_some_and(|t| BasicRecordType(e.u16(t)) == BasicRecordType::ARG_PAYLOAD)
+        };
+        let mut cut = start.saturating_add(self.step).min(self.end);
+        while cut < self.end && is_payload(cut) {
+            cut += BASIC_RECORD_SIZE;
+        }
+        self.next = cut;
+        Some((start, cut))
+    }
+}
+
 /// One record of a chunk, as [`BasicLayout::visit_chunk`] hands it on.
 #[derive(Clone, Debug)]
 pub enum ChunkItem<'a> {
@@ -69,31 +101,22 @@ pub enum ChunkItem<'a> {
 impl BasicLayout {
     /// Byte ranges of chunks of about `chunk_records` records covering every complete record
     /// of `data`, none starting with an arg payload (a payload's function record is in its
-    /// chunk, so each chunk decodes on its own). Reads one record per chunk.
-    pub fn chunk_bounds(
-        data: &[u8],
+    /// chunk, so each chunk decodes on its own). Reads one record per chunk, when the chunk is
+    /// asked for: a mapped file's pages are touched as the reader gets there, not all at the
+    /// start (the kernel may map a large folio of the file around each record read).
+    pub fn chunk_bounds<'a>(
+        data: &'a [u8],
         header: &FileHeader,
         chunk_records: usize,
-    ) -> Vec<(usize, usize)> {
-        let e = header.endian;
+    ) -> ChunkBounds<'a> {
         let body = data.len().saturating_sub(HEADER_SIZE);
-        let end = HEADER_SIZE + body - body % BASIC_RECORD_SIZE;
-        let step = chunk_records.max(1).saturating_mul(BASIC_RECORD_SIZE);
-        let is_payload = |pos: usize| {
-            bytes_at::<2>(data, pos)
-                .is_some_and(|t| BasicRecordType(e.u16(t)) == BasicRecordType::ARG_PAYLOAD)
-        };
-        let mut out = Vec::new();
-        let mut start = HEADER_SIZE;
-        while start < end {
-            let mut cut = start.saturating_add(step).min(end);
-            while cut < end && is_payload(cut) {
-                cut += BASIC_RECORD_SIZE;
-            }
-            out.push((start, cut));
-            start = cut;
+        ChunkBounds {
+            data,
+            endian: header.endian,
+            next: HEADER_SIZE,
+            end: HEADER_SIZE + body - body % BASIC_RECORD_SIZE,
+            step: chunk_records.max(1).saturating_mul(BASIC_RECORD_SIZE),
         }
-        out
     }
 
     /// Walks the records of `data` once; `scanned(start, end)` is told each chunk's byte
