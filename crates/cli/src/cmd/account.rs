@@ -136,18 +136,18 @@ fn warn_unmapped_objects(args: &AccountArgs, rows: &[account::Row], names: &Func
         return;
     }
     let given = crate::instr_maps::instr_maps(&args.instr_map).unwrap_or_default();
-    let mut missing: Vec<(u32, u32)> = rows
+    // object -> (function ids without a name, the first of them)
+    let mut missing: std::collections::BTreeMap<u32, (usize, u32)> = Default::default();
+    for r in rows
         .iter()
         .filter(|r| r.func.0 >> 24 != 0 && names.get(r.func).is_none())
-        .map(|r| (r.func.0 >> 24, r.func.0))
-        .collect();
-    missing.sort_unstable();
+    {
+        let e = missing.entry(r.func.0 >> 24).or_insert((0, r.func.0));
+        e.0 += 1;
+        e.1 = e.1.min(r.func.0);
+    }
     let file = args.file.display();
-    for (i, &(object, id)) in missing.iter().enumerate() {
-        if i > 0 && missing[i - 1].0 == object {
-            continue;
-        }
-        let n = missing.iter().filter(|m| m.0 == object).count();
+    for (object, (n, id)) in missing {
         match given.iter().find(|(o, _)| u32::from(*o) == object) {
             Some((_, path)) => output::print_note(&format!(
                 "{file}: shared object {object} has calls to {n} function id(s) (first #{id}) that its map {} does not have: give the -m binaries in the order the runtime registered them (the executable first), or pin each with -m ID=PATH",
