@@ -248,6 +248,20 @@ fn shared_object_functions_are_named_with_one_map_per_object() {
     ]);
     assert_ne!(code, 0);
     assert!(err.contains("object id 0 is given twice"), "{err}");
+    // An id past 255 (8 bits) is refused as such, not opened as a file named `256=./libdso.so`.
+    let (_, err, code) = profkit(&[
+        "account",
+        "-m",
+        "./dso-main",
+        "-m",
+        "256=./libdso.so",
+        "dso-basic.xray",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("-m 256=./libdso.so: object id 256 is not one XRay can give (0-255)"),
+        "{err}"
+    );
 }
 
 #[test]
