@@ -17,6 +17,12 @@ pub fn instr_maps(specs: &[String]) -> Result<Vec<(u8, PathBuf)>> {
     let mut out: Vec<(u8, PathBuf)> = Vec::new();
     let mut next = 0u16;
     for spec in specs {
+        if let Some((id, _)) = spec.split_once('=') {
+            if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) && id.parse::<u8>().is_err()
+            {
+                bail!("-m {spec}: object id {id} is not one XRay can give (0-255)");
+            }
+        }
         let pinned = spec
             .split_once('=')
             .and_then(|(id, path)| Some((id.parse::<u8>().ok()?, path)));

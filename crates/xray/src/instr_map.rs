@@ -517,7 +517,14 @@ impl Symbolizer {
         let mut file_name: Option<String> = None;
         for sym in file.symbols() {
             if sym.kind() == object::SymbolKind::File {
-                file_name = sym.name().ok().map(str::to_string);
+                // An empty STT_FILE name (the linker's marker before the symbols it made local,
+                // e.g. hidden-visibility functions) gives no file: llvm-symbolizer then keeps
+                // `<invalid>`.
+                file_name = sym
+                    .name()
+                    .ok()
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_string);
                 continue;
             }
             if sym.kind() != object::SymbolKind::Text || !sym.is_definition() {

@@ -128,22 +128,34 @@ fn print_accounting(
     Ok(())
 }
 
-/// With `-m`, says which shared objects (`-fxray-shared`: ids past 2^24) have calls but no map.
+/// With `-m`, says which shared objects (`-fxray-shared`: ids past 2^24) have calls but no map,
+/// and which were given a map that lacks some of their function ids (`-m` out of registration
+/// order names such an object after another object's map).
 fn warn_unmapped_objects(args: &AccountArgs, rows: &[account::Row], names: &FunctionTable) {
     if args.instr_map.is_empty() {
         return;
     }
-    let mut missing: Vec<u32> = rows
+    let given = crate::instr_maps::instr_maps(&args.instr_map).unwrap_or_default();
+    // object -> (function ids without a name, the first of them)
+    let mut missing: std::collections::BTreeMap<u32, (usize, u32)> = Default::default();
+    for r in rows
         .iter()
         .filter(|r| r.func.0 >> 24 != 0 && names.get(r.func).is_none())
-        .map(|r| r.func.0 >> 24)
-        .collect();
-    missing.sort_unstable();
-    missing.dedup();
-    for object in missing {
-        output::print_note(&format!(
-            "{}: shared object {object} has calls but no instrumentation map: give it with -m (after the executable, in registration order) or -m {object}=PATH",
-            args.file.display()
-        ));
+    {
+        let e = missing.entry(r.func.0 >> 24).or_insert((0, r.func.0));
+        e.0 += 1;
+        e.1 = e.1.min(r.func.0);
+    }
+    let file = args.file.display();
+    for (object, (n, id)) in missing {
+        match given.iter().find(|(o, _)| u32::from(*o) == object) {
+            Some((_, path)) => output::print_note(&format!(
+                "{file}: shared object {object} has calls to {n} function id(s) (first #{id}) that its map {} does not have: give the -m binaries in the order the runtime registered them (the executable first), or pin each with -m ID=PATH",
+                path.display()
+            )),
+            None => output::print_note(&format!(
+                "{file}: shared object {object} has calls but no instrumentation map: give it with -m (after the executable, in registration order) or -m {object}=PATH"
+            )),
+        }
     }
 }

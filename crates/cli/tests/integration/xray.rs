@@ -248,6 +248,20 @@ fn shared_object_functions_are_named_with_one_map_per_object() {
     ]);
     assert_ne!(code, 0);
     assert!(err.contains("object id 0 is given twice"), "{err}");
+    // An id past 255 (8 bits) is refused as such, not opened as a file named `256=./libdso.so`.
+    let (_, err, code) = profkit(&[
+        "account",
+        "-m",
+        "./dso-main",
+        "-m",
+        "256=./libdso.so",
+        "dso-basic.xray",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("-m 256=./libdso.so: object id 256 is not one XRay can give (0-255)"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -1209,4 +1223,39 @@ fn stripped_real_program_accounts_and_extracts_as_llvm_xray() {
 
 fn dir_file(name: &str) -> String {
     dir().join(name).display().to_string()
+}
+
+#[test]
+fn shared_object_map_without_the_traced_ids_is_named_in_the_note() {
+    // dso-basic.xray with lib_entry's packed id 1 << 24 | 2 changed to 1 << 24 | 7, an id that
+    // libdso.so (2 functions) does not have: what `-m` out of registration order looks like.
+    // The note names the map that was given instead of saying there is none.
+    let mut bytes = std::fs::read(dir().join("dso-basic.xray")).unwrap();
+    let mut patched = 0;
+    for rec in bytes[32..].chunks_exact_mut(32) {
+        if rec[4..8] == 0x0100_0002u32.to_le_bytes() {
+            rec[4..8].copy_from_slice(&0x0100_0007u32.to_le_bytes());
+            patched += 1;
+        }
+    }
+    assert_eq!(patched, 40);
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = tmp.path().join("dso-id7.xray");
+    std::fs::write(&trace, &bytes).unwrap();
+    let trace = trace.to_str().unwrap();
+    let (out, err, code) = profkit(&["account", "-m", "./dso-main", "-m", "./libdso.so", trace]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("#16777223"), "{out}");
+    assert!(
+        err.contains(
+            "shared object 1 has calls to 1 function id(s) (first #16777223) that its map ./libdso.so does not have"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("no instrumentation map"), "{err}");
+    let (_, err, _) = profkit(&["account", "-m", "./dso-main", trace]);
+    assert!(
+        err.contains("shared object 1 has calls but no instrumentation map"),
+        "{err}"
+    );
 }

@@ -228,3 +228,48 @@ fn not_an_object_or_no_map() {
     let e = InstrMap::from_object(&obj).unwrap_err();
     assert!(e.to_string().contains("xray_instr_map"));
 }
+
+/// llvm-symbolizer's file for a symbol without line information: the `STT_FILE` symbol before a
+/// local symbol, unless that name is empty (a linker writes an empty one before the symbols it
+/// made local, such as hidden-visibility functions: brotli's `BrotliFree` in an executable);
+/// then, as for a global symbol, `<invalid>`.
+#[test]
+fn debug_column_file_symbols() {
+    let mut obj = WObject::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+    let text = obj.section_id(StandardSection::Text);
+    obj.append_section_data(text, &[0x90; 48], 16);
+    let func = |obj: &mut WObject, name: &[u8], value: u64, scope: SymbolScope| {
+        obj.add_symbol(Symbol {
+            name: name.to_vec(),
+            value,
+            size: 16,
+            kind: SymbolKind::Text,
+            scope,
+            weak: false,
+            section: SymbolSection::Section(text),
+            flags: SymbolFlags::None,
+        });
+    };
+    obj.add_file_symbol(b"a.c".to_vec());
+    func(&mut obj, b"a_static", 0, SymbolScope::Compilation);
+    obj.add_file_symbol(Vec::new());
+    func(&mut obj, b"hidden_fn", 16, SymbolScope::Compilation);
+    func(&mut obj, b"global_fn", 32, SymbolScope::Linkage);
+    let bytes = obj.write().unwrap();
+    let sym = profkit_xray::Symbolizer::new(&bytes).unwrap();
+    let got: Vec<String> = [0, 16, 32]
+        .iter()
+        .map(|&a| {
+            let i = sym.symbolize(a);
+            format!("{}: {}", i.debug_string(), i.display_name(a))
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "a.c:0:0: a_static",
+            "<invalid>:0:0: hidden_fn",
+            "<invalid>:0:0: global_fn"
+        ]
+    );
+}
