@@ -188,13 +188,29 @@ pub fn check_yaml_paths(trace: &Trace<'_>) {
     let named: &(dyn Fn(u32) -> String + Sync) = &name;
     for sort in [true, false] {
         for names in [None, Some(named)] {
-            let opts = YamlOptions { sort, names };
+            let opts = YamlOptions {
+                sort,
+                names,
+                release: None,
+            };
             let mut a = Vec::new();
             let oa = write_yaml(trace, &opts, &mut a).unwrap();
             let mut b = Vec::new();
             let ob = write_general(trace, &opts, &mut b).unwrap();
             assert!(a == b, "sort {sort}: the two YAML paths differ");
             assert_eq!(oa, ob, "sort {sort}");
+            // A basic log streamed in small chunks (threads spread over many of them).
+            for chunk in [1, 3, 7] {
+                let mut c = Vec::new();
+                let basic = crate::yaml::basic::write_basic(trace, &opts, &mut c, chunk);
+                if let Some(oc) = basic {
+                    assert!(
+                        c == b,
+                        "sort {sort}, chunks of {chunk}: basic streaming differs"
+                    );
+                    assert_eq!(oc.unwrap(), ob, "sort {sort}, chunks of {chunk}");
+                }
+            }
         }
     }
 }

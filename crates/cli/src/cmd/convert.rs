@@ -56,11 +56,13 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
                     .as_ref()
                     .map_or_else(String::new, |n| n.name(FuncId(id)))
             };
+            let release = |start, end| o.release(start, end);
             let opts = YamlOptions {
                 sort: !args.no_sort,
                 names: names
                     .is_some()
                     .then_some(&name as &(dyn Fn(u32) -> String + Sync)),
+                release: Some(&release),
             };
             let mut out = output
                 .create_large()

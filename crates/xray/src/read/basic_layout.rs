@@ -91,6 +91,10 @@ pub enum ChunkItem<'a> {
         func_id: u32,
         /// Absolute TSC.
         tsc: u64,
+        /// CPU.
+        cpu: u16,
+        /// Absolute byte offset of the function record.
+        offset: u64,
         /// The arguments of the arg payloads that follow it.
         args: Args<'a>,
     },
@@ -266,6 +270,8 @@ impl BasicLayout {
                 kind,
                 func_id,
                 tsc: e.u64(field(rec, 8)),
+                cpu: u16::from(rec[2]),
+                offset: pos as u64,
                 args: Args::default(),
             });
             args_at = (0, 0);
@@ -291,6 +297,7 @@ impl BasicLayout {
                 func_id,
                 tsc,
                 args,
+                ..
             } = item
             {
                 if k == key {

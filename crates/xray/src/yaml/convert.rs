@@ -15,7 +15,8 @@
 //!
 //! Traces the streaming path cannot prove it handles exactly — decoding problems, bytes skipped
 //! between buffers, a buffer that depends on the one before it, or (sorted) a thread whose TSCs
-//! go backwards — and basic-mode traces take the general path: decode everything, sort, write.
+//! go backwards — take the general path: decode everything, sort, write. Basic-mode logs stream
+//! through [`super::basic`] (and fall back to the general path in the same cases).
 //! Both paths write the same bytes (the tests and the fuzz harness compare them).
 
 use std::collections::HashMap;
@@ -40,6 +41,9 @@ pub struct YamlOptions<'n> {
     /// `--symbolize`: the name of a function id (for `function:`); `None` writes the id.
     /// Called once per function id and piece, from several threads.
     pub names: Option<&'n (dyn Fn(u32) -> String + Sync)>,
+    /// Told the byte ranges of the input the writer is done with for now (a mapped input drops
+    /// their pages; they are read again if needed). Basic-mode logs only.
+    pub release: Option<&'n (dyn Fn(u64, u64) + Sync)>,
 }
 
 impl Default for YamlOptions<'_> {
@@ -48,6 +52,7 @@ impl Default for YamlOptions<'_> {
         YamlOptions {
             sort: true,
             names: None,
+            release: None,
         }
     }
 }
@@ -57,6 +62,7 @@ impl core::fmt::Debug for YamlOptions<'_> {
         f.debug_struct("YamlOptions")
             .field("sort", &self.sort)
             .field("names", &self.names.map(|_| "fn"))
+            .field("release", &self.release.map(|_| "fn"))
             .finish()
     }
 }
@@ -86,6 +92,9 @@ pub fn write_yaml(
         if let Some(plan) = plan_pieces(trace, opts.sort) {
             return write_streaming(trace, &plan, opts, out);
         }
+    } else if let Some(written) = super::basic::write_basic(trace, opts, out, BASIC_PIECE_RECORDS)
+    {
+        return written;
     }
     write_general(trace, opts, out)
 }
@@ -141,6 +150,10 @@ pub(crate) fn write_general(
         truncation: decoded.truncation,
     })
 }
+
+/// Records per piece of a streamed basic log: ~2.3 MB of YAML each, so that the pieces in
+/// flight stay a few tens of MB.
+const BASIC_PIECE_RECORDS: usize = 16 * 1024;
 
 /// Events between two checkpoints of the streaming YAML writer.
 const CHECKPOINT_EVERY: u64 = 256;
@@ -590,14 +603,38 @@ fn write_streaming(
 ) -> io::Result<YamlOutcome> {
     write_header(out, &trace.header)?;
     let fmt = RecordFormatter::new();
+    let plans = &plan.plans;
+    write_in_order(
+        &plan.pieces,
+        |piece, buf| format_piece(trace, plans, piece, opts, &fmt, buf),
+        out,
+    )?;
+    write_footer(out)?;
+    out.flush()?;
+    Ok(YamlOutcome {
+        events: plan.plans.iter().map(|p| p.events).sum(),
+        problems: Vec::new(),
+        truncation: trace.truncation().cloned().map(|mut t| {
+            t.record = Some(plan.records);
+            t
+        }),
+    })
+}
+
+/// Formats `pieces` on rayon's workers, a group at a time, into buffers the calling thread
+/// writes to `out` in order while the next group is formatted. Written buffers come back to
+/// be reused: fresh multi-MB allocations would cost a page fault per 4 KiB of output.
+pub(crate) fn write_in_order<P: Sync>(
+    pieces: &[P],
+    format: impl Fn(&P, &mut Vec<u8>) + Sync,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let group = rayon::current_num_threads().max(1) * 2;
     let mut write_err: Option<io::Error> = None;
     std::thread::scope(|sc| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(group * 2);
-        // Written buffers come back to be reused: fresh multi-MB allocations would cost a
-        // page fault per 4 KiB of output.
         let (pool_tx, pool_rx) = std::sync::mpsc::channel::<Vec<u8>>();
-        let (fmt, plans, pieces) = (&fmt, &plan.plans, &plan.pieces);
+        let format = &format;
         sc.spawn(move || {
             for chunk in pieces.chunks(group) {
                 let mut texts: Vec<Vec<u8>> = chunk
@@ -609,7 +646,7 @@ fn write_streaming(
                     .zip(texts.par_iter_mut())
                     .for_each(|(piece, buf)| {
                         buf.clear();
-                        format_piece(trace, plans, piece, opts, fmt, buf);
+                        format(piece, buf);
                     });
                 for t in texts {
                     if tx.send(t).is_err() {
@@ -626,19 +663,10 @@ fn write_streaming(
             let _ = pool_tx.send(buf);
         }
     });
-    if let Some(e) = write_err {
-        return Err(e);
+    match write_err {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
-    write_footer(out)?;
-    out.flush()?;
-    Ok(YamlOutcome {
-        events: plan.plans.iter().map(|p| p.events).sum(),
-        problems: Vec::new(),
-        truncation: trace.truncation().cloned().map(|mut t| {
-            t.record = Some(plan.records);
-            t
-        }),
-    })
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@
 //! reader accepts both, so payloads round-trip exactly. (llvm-xray 14 cannot read back YAML of
 //! version > 1 anyway, so the extra key costs no compatibility.)
 
+pub(crate) mod basic;
 pub(crate) mod convert;
 mod syntax;
 pub(crate) mod trace;

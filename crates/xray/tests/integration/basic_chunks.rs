@@ -75,3 +75,52 @@ proptest! {
         prop_assert_eq!(&layout.truncation, &whole.truncation);
     }
 }
+
+/// Function records (kind 0-3 with some arg payloads) of up to 4 threads whose TSCs take
+/// small steps (0 often: ties between threads and within one), sometimes backwards.
+fn timed_records() -> impl Strategy<Value = Vec<(u8, u32, u32, u64, bool)>> {
+    proptest::collection::vec(
+        (
+            0u8..4,
+            0u32..5,
+            1u32..5,
+            prop_oneof![8 => 0u64..3, 1 => Just(u64::MAX)],
+            any::<bool>(),
+        ),
+        0..120,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    /// The streamed YAML of a basic log (sorted: threads merged by TSC) is byte for byte the
+    /// general path's, in chunks of every size (the harness tries 1, 3 and 7 records too).
+    #[test]
+    fn basic_yaml_streams_like_the_general_path(records in timed_records()) {
+        let mut data = FileHeader::basic(3).to_bytes().to_vec();
+        let mut tsc_of = std::collections::HashMap::<u32, u64>::new();
+        for &(kind, func, tid, step, arg) in &records {
+            let tsc = tsc_of.entry(tid).or_insert(1000);
+            *tsc = if step == u64::MAX { tsc.saturating_sub(5) } else { *tsc + step };
+            let mut rec = [0u8; 32];
+            rec[2] = tid as u8;
+            rec[3] = kind;
+            rec[4..8].copy_from_slice(&func.to_le_bytes());
+            rec[8..16].copy_from_slice(&tsc.to_le_bytes());
+            rec[16..20].copy_from_slice(&tid.to_le_bytes());
+            rec[20..24].copy_from_slice(&7u32.to_le_bytes());
+            data.extend_from_slice(&rec);
+            if arg {
+                let mut p = [0u8; 32];
+                p[0..2].copy_from_slice(&1u16.to_le_bytes());
+                p[4..8].copy_from_slice(&func.to_le_bytes());
+                p[8..12].copy_from_slice(&tid.to_le_bytes());
+                p[12..16].copy_from_slice(&7u32.to_le_bytes());
+                p[16..24].copy_from_slice(&(*tsc ^ 0x55).to_le_bytes());
+                data.extend_from_slice(&p);
+            }
+        }
+        let trace = Trace::parse(&data).unwrap();
+        profkit_xray::harness::check_yaml_paths(&trace);
+    }
+}
