@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# XRay basic mode: profkit account / stack / graph vs llvm-xray 14 on a ~200 MB basic-mode trace
+# XRay basic mode: profkit account / stack / graph / convert vs llvm-xray 14 on a ~200 MB basic-mode trace
 # of a real program, cmark-gfm (the CommonMark parser bundled in the cmarkgfm 2025.10.22 sdist on
 # PyPI) built with clang-22 and XRay, rendering profkit's own docs repeated to ~28 MB.
 # Usage: scripts/bench/xray-basic.sh [ROUNDS]   (default 7; contenders alternate, medians reported)
@@ -62,4 +62,22 @@ for name, llvm, pk in cases:
     ml, mp = statistics.median(tl), statistics.median(tp)
     print(f"{name:8} llvm-xray {ml*1000:7.0f} ms {rss(llvm)//1024:5} MB | profkit {mp*1000:6.0f} ms "
           f"{rss(pk)//1024:4} MB | {ml/mp:5.1f}x | output {'identical' if lo == po else ('same lines' if same else 'DIFFERENT')}")
+# convert writes files (the YAML is ~890 MB: through a pipe, reading it would dominate).
+files = [
+    ("yaml", ["llvm-xray", "convert", "-f", "yaml", "-m", binary, trace, "-o", "out.llvm.yaml"],
+             [profkit, "convert", "-q", "-f", "yaml", "-m", binary, trace, "-o", "out.pk.yaml"]),
+    ("chrome", ["llvm-xray", "convert", "-f", "trace_event", "-m", binary, trace, "-o", "out.llvm.json"],
+               [profkit, "convert", "-q", "-f", "chrome", "-m", binary, trace, "-o", "out.pk.json"]),
+]
+for name, llvm, pk in files:
+    tl, tp = [], []
+    for _ in range(rounds):
+        subprocess.run(["sync"]); w, _ = run(llvm); tl.append(w)
+        subprocess.run(["sync"]); w, _ = run(pk); tp.append(w)
+    ml, mp = statistics.median(tl), statistics.median(tp)
+    same = subprocess.run(["cmp", "-s", llvm[-1], pk[-1]]).returncode == 0
+    print(f"convert -f {name:6} llvm-xray {ml*1000:7.0f} ms {rss(llvm)//1024:5} MB | profkit {mp*1000:6.0f} ms "
+          f"{rss(pk)//1024:4} MB | {ml/mp:5.1f}x | output {'identical' if same else 'differs (other format)'}")
+    for f in (llvm[-1], pk[-1]):
+        os.remove(f)
 PY

@@ -189,53 +189,27 @@ impl BasicLayout {
         };
         let pid_of = |v: u32| if v3 { v } else { 0 };
         let (records, _) = bytes.as_chunks::<BASIC_RECORD_SIZE>();
-        // The function record the next arg payloads must match.
-        let mut prev: Option<(u32, ThreadKey)> = None;
-        let mut pending: Option<ChunkItem<'a>> = None;
-        // The byte range of the pending record's arg payloads.
-        let mut args_at = (0usize, 0usize);
-        let with_args = |item: Option<ChunkItem<'a>>, (a, b): (usize, usize)| {
-            item.map(|mut item| {
-                if let ChunkItem::Call { args, .. } = &mut item {
-                    *args = Args::basic(data.get(a..b).unwrap_or_default(), e);
-                }
-                item
-            })
+        let is_payload = |rec: &[u8; BASIC_RECORD_SIZE]| {
+            BasicRecordType(e.u16(field(rec, 0))) == BasicRecordType::ARG_PAYLOAD
         };
-        for (i, rec) in records.iter().enumerate() {
+        let mut i = 0;
+        while let Some(rec) = records.get(i) {
             let pos = start + i * BASIC_RECORD_SIZE;
             let index = ((pos - HEADER_SIZE) / BASIC_RECORD_SIZE) as u64;
+            i += 1;
             let record_type = BasicRecordType(e.u16(field(rec, 0)));
             if record_type == BasicRecordType::ARG_PAYLOAD {
-                let key = ThreadKey {
-                    pid: pid_of(e.u32(field(rec, 12))),
-                    tid: e.u32(field(rec, 8)),
-                };
-                if prev.is_some() && prev == Some((e.u32(field(rec, 4)), key)) {
-                    if let Some(ChunkItem::Call { kind, .. }) = &mut pending {
-                        *kind = EventKind::EnterArg;
-                    }
-                    if args_at.1 != pos {
-                        args_at.0 = pos;
-                    }
-                    args_at.1 = pos + BASIC_RECORD_SIZE;
-                } else {
-                    prev = None;
-                    f(ChunkItem::Problem(
-                        Error::invalid(
-                            pos,
-                            "an arg payload right after a function record with the same function id, tid (and pid)",
-                            "a non-matching arg payload",
-                        )
-                        .with_record(index),
-                    ));
-                }
+                // Payloads right after their function record were taken with it.
+                f(ChunkItem::Problem(
+                    Error::invalid(
+                        pos,
+                        "an arg payload right after a function record with the same function id, tid (and pid)",
+                        "a non-matching arg payload",
+                    )
+                    .with_record(index),
+                ));
                 continue;
             }
-            if let Some(item) = with_args(pending.take(), args_at) {
-                f(item);
-            }
-            prev = None;
             if record_type != BasicRecordType::FUNCTION {
                 f(ChunkItem::Problem(
                     Error::invalid(
@@ -247,7 +221,7 @@ impl BasicLayout {
                 ));
                 continue;
             }
-            let kind = match rec[3] {
+            let mut kind = match rec[3] {
                 0 => EventKind::Enter,
                 1 => EventKind::Exit,
                 2 => EventKind::TailExit,
@@ -264,20 +238,38 @@ impl BasicLayout {
                 tid: e.u32(field(rec, 16)),
             };
             let func_id = e.u32(field(rec, 4));
-            prev = Some((func_id, key));
-            pending = Some(ChunkItem::Call {
+            // The arg payloads that follow, for the same function and thread.
+            let mut args = Args::default();
+            if records.get(i).is_some_and(is_payload) {
+                let first = i;
+                while let Some(p) = records.get(i).filter(|p| is_payload(p)) {
+                    let owner = ThreadKey {
+                        pid: pid_of(e.u32(field(p, 12))),
+                        tid: e.u32(field(p, 8)),
+                    };
+                    if e.u32(field(p, 4)) != func_id || owner != key {
+                        break;
+                    }
+                    i += 1;
+                }
+                if i > first {
+                    kind = EventKind::EnterArg;
+                    let (a, b) = (
+                        start + first * BASIC_RECORD_SIZE,
+                        start + i * BASIC_RECORD_SIZE,
+                    );
+                    args = Args::basic(data.get(a..b).unwrap_or_default(), e);
+                }
+            }
+            f(ChunkItem::Call {
                 key,
                 kind,
                 func_id,
                 tsc: e.u64(field(rec, 8)),
                 cpu: u16::from(rec[2]),
                 offset: pos as u64,
-                args: Args::default(),
+                args,
             });
-            args_at = (0, 0);
-        }
-        if let Some(item) = with_args(pending.take(), args_at) {
-            f(item);
         }
     }
 

@@ -92,8 +92,7 @@ pub fn write_yaml(
         if let Some(plan) = plan_pieces(trace, opts.sort) {
             return write_streaming(trace, &plan, opts, out);
         }
-    } else if let Some(written) = super::basic::write_basic(trace, opts, out, BASIC_PIECE_RECORDS)
-    {
+    } else if let Some(written) = super::basic::write_basic(trace, opts, out, BASIC_PIECE_RECORDS) {
         return written;
     }
     write_general(trace, opts, out)
