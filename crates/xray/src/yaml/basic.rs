@@ -158,30 +158,8 @@ impl<'t, 'a> Cursor<'t, 'a> {
             let want = self.thread.key;
             let pending = &mut self.pending;
             BasicLayout::visit_chunk(trace.data(), &trace.header, start, end, |item| {
-                if let ChunkItem::Call {
-                    key,
-                    kind,
-                    func_id,
-                    tsc,
-                    cpu,
-                    offset,
-                    args,
-                } = item
-                {
-                    if key == want {
-                        pending.push_back(Event {
-                            offset,
-                            tid: key.tid,
-                            pid: key.pid,
-                            cpu,
-                            tsc,
-                            kind,
-                            func_id,
-                            args,
-                            event_type: 0,
-                            data: &[],
-                        });
-                    }
+                if let Some(ev) = event_of(item, want) {
+                    pending.push_back(ev);
                 }
             });
             // Its events are copied out (arguments stay views: their pages come back if read).
@@ -251,32 +229,9 @@ fn format_piece(
     let mut cache = CachedFormatter::new(fmt);
     let mut segments = Segments::default();
     BasicLayout::visit_chunk(trace.data(), &trace.header, start, end, |item| {
-        if let ChunkItem::Call {
-            key: k,
-            kind,
-            func_id,
-            tsc,
-            cpu,
-            offset,
-            args,
-        } = item
-        {
-            if k == key {
-                let ev = Event {
-                    offset,
-                    tid: key.tid,
-                    pid: key.pid,
-                    cpu,
-                    tsc,
-                    kind,
-                    func_id,
-                    args,
-                    event_type: 0,
-                    data: &[],
-                };
-                let segment = segments.get(func_id, opts);
-                cache.format(buf, &ev, func_id, segment);
-            }
+        if let Some(ev) = event_of(item, key) {
+            let segment = segments.get(ev.func_id, opts);
+            cache.format(buf, &ev, ev.func_id, segment);
         }
     });
     if let Some(release) = opts.release {
@@ -316,4 +271,32 @@ impl Segments {
             self.other.entry(id).or_insert_with(make)
         }
     }
+}
+
+/// The event of a call of thread `want` (`None` for other threads and for problems).
+fn event_of(item: ChunkItem<'_>, want: ThreadKey) -> Option<Event<'_>> {
+    let ChunkItem::Call {
+        key,
+        kind,
+        func_id,
+        tsc,
+        cpu,
+        offset,
+        args,
+    } = item
+    else {
+        return None;
+    };
+    (key == want).then_some(Event {
+        offset,
+        tid: key.tid,
+        pid: key.pid,
+        cpu,
+        tsc,
+        kind,
+        func_id,
+        args,
+        event_type: 0,
+        data: &[],
+    })
 }
