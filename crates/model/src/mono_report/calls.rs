@@ -2,9 +2,10 @@
 //! EXC_LEAVE, through the model's buffer-parallel [`replay`](crate::replay) — the same
 //! mechanism that accounts XRay and Mono calls for `account` and `stack`.
 //!
-//! * Method pointers become [`FuncId`]s through one [`MethodIds`] table shared by the workers
-//!   (each keeps a direct-mapped cache and a map of its own in front of it, so only a method
-//!   the worker has never met takes the lock).
+//! * Method pointers become [`FuncId`]s through one [`MethodIds`] table shared by the workers.
+//!   Each worker keeps its methods in a [`MethodTable`] of its own, keyed by the pointer: one
+//!   slot per method holds its id and its numbers, so an ENTER finds both in one probe, and
+//!   only a method the worker has never met takes the shared lock.
 //! * Worker side, [`LocalCalls`]: each buffer's calls are replayed as the generic
 //!   [`PieceBuilder`](crate::replay::PieceBuilder) replays them in
 //!   [`Mode::Local`](crate::replay::Mode::Local) (or all passed on in order with `--traces`,
@@ -97,68 +98,131 @@ impl SpanSink for MethodPart {
     fn span(&mut self, _span: &Span) {}
 }
 
-/// A method in a worker: its order-free statistics, and (per buffer) its activations open and
-/// its candidate time in the current phase. One slot per method keeps a call's updates on one
-/// cache line.
+/// A method in a worker's [`MethodTable`]: its pointer and id, its order-free statistics, and
+/// (per buffer) its activations open and its candidate time in the current phase. One slot per
+/// method keeps a call's lookup and updates on one cache line.
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
-    stats: MethodStats,
+    /// The key; a slot is free while `func` is 0 (ids start at 1).
+    method: u64,
+    func: FuncId,
     /// Activations on the buffer's own stack.
     active: u32,
     /// Listed in `touched`.
     listed: bool,
+    stats: MethodStats,
     /// Inclusive time of the frames completed with no other activation below (this phase).
     acc: u64,
 }
 
-/// Slots of a worker's method id cache (a power of two).
-const ID_CACHE: usize = 1024;
-
-/// A direct-mapped cache of method ids in front of the worker's own map, itself in front of
-/// the shared [`MethodIds`] (so a cache miss never takes the shared lock, which the other
-/// workers' misses would contend for: only a method the worker has never met does).
-struct IdCache {
+/// A worker's methods: an open-addressing table of [`Slot`]s keyed by the method pointer
+/// (linear probing, at most half full), in front of the shared [`MethodIds`], which only a
+/// method the worker has never met asks (under its lock). An ENTER finds its slot in one probe
+/// as a rule; frames keep their slot's index, so a LEAVE looks nothing up. Growing moves the
+/// slots: [`MethodTable::insert`] says how, for the indices held elsewhere.
+struct MethodTable {
     ids: Arc<MethodIds>,
-    cache: Box<[(u64, u32); ID_CACHE]>,
-    known: FxMap<u64, u32>,
+    /// A power of two of slots.
+    slots: Vec<Slot>,
+    /// Slots in use.
+    used: usize,
 }
 
-impl IdCache {
-    #[inline(always)]
-    fn id(&mut self, method: u64) -> FuncId {
-        // multiplicative hash: method pointers are 8-byte aligned and clustered
-        let ci = (method.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize & (ID_CACHE - 1);
-        if let Some(&(m, id)) = self.cache.get(ci) {
-            if m == method && id != 0 {
-                return FuncId(id);
-            }
+/// Slots of a worker's table at first (a power of two; it doubles when half full).
+const TABLE: usize = 1024;
+
+impl MethodTable {
+    fn new(ids: Arc<MethodIds>) -> Self {
+        MethodTable {
+            ids,
+            slots: vec![Slot::default(); TABLE],
+            used: 0,
         }
-        self.miss(ci, method)
     }
 
+    /// The home index of `method` in a table of `len` slots (a power of two): a multiplicative
+    /// hash, method pointers being 8-byte aligned and clustered.
+    #[inline(always)]
+    fn home(method: u64, len: usize) -> usize {
+        (method.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & len.wrapping_sub(1)
+    }
+
+    /// The index of `method`'s slot, or `None` when it has none.
+    #[inline(always)]
+    fn find(&self, method: u64) -> Option<usize> {
+        find(&self.slots, method)
+    }
+
+    /// The index of `method`'s slot, made now if it has none, and when the table had to grow
+    /// for it, where each slot moved (by old index): indices held elsewhere must follow.
+    #[cold]
     #[inline(never)]
-    fn miss(&mut self, ci: usize, method: u64) -> FuncId {
-        let id = match self.known.get(&method) {
-            Some(&id) => FuncId(id),
-            None => {
-                let id = self.ids.id(method);
-                self.known.insert(method, id.0);
-                id
-            }
-        };
-        if let Some(c) = self.cache.get_mut(ci) {
-            *c = (method, id.0);
+    fn insert(&mut self, method: u64) -> (usize, Option<Vec<usize>>) {
+        if let Some(i) = self.find(method) {
+            return (i, None);
         }
-        id
+        let mut moved = None;
+        if (self.used + 1) * 2 > self.slots.len() {
+            let grown = vec![Slot::default(); self.slots.len() * 2];
+            let old = std::mem::replace(&mut self.slots, grown);
+            let mut to = vec![0usize; old.len()];
+            for (j, s) in old.iter().enumerate().filter(|(_, s)| s.func.0 != 0) {
+                let i = self.free(s.method);
+                if let (Some(d), Some(t)) = (self.slots.get_mut(i), to.get_mut(j)) {
+                    *d = *s;
+                    *t = i;
+                }
+            }
+            moved = Some(to);
+        }
+        let i = self.free(method);
+        let func = self.ids.id(method);
+        if let Some(s) = self.slots.get_mut(i) {
+            *s = Slot {
+                method,
+                func,
+                ..Slot::default()
+            };
+            self.used += 1;
+        }
+        (i, moved)
+    }
+
+    /// The first free slot on `method`'s probe path (the table is at most half full).
+    fn free(&self, method: u64) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut i = Self::home(method, self.slots.len());
+        while self.slots.get(i).is_some_and(|s| s.func.0 != 0) {
+            i = (i + 1) & mask;
+        }
+        i
+    }
+}
+
+/// The index of `method`'s slot in a [`MethodTable`]'s `slots`, or `None` when it has none.
+#[inline(always)]
+fn find(slots: &[Slot], method: u64) -> Option<usize> {
+    let mask = slots.len().wrapping_sub(1);
+    let mut i = MethodTable::home(method, slots.len());
+    loop {
+        let s = slots.get(i)?;
+        if s.method == method && s.func.0 != 0 {
+            return Some(i);
+        }
+        if s.func.0 == 0 {
+            return None;
+        }
+        i = (i + 1) & mask;
     }
 }
 
 /// A frame of the buffer's own stack. It keeps the method pointer, so that a LEAVE is matched
-/// against the top frame without looking its method's id up.
+/// against the top frame without a lookup, and its method's slot.
 #[derive(Clone, Copy, Debug)]
 struct Open {
     method: u64,
-    func: FuncId,
+    /// The method's slot in the worker's [`MethodTable`].
+    slot: usize,
     start: u64,
     /// Time in callees that already returned.
     child: u64,
@@ -184,11 +248,9 @@ pub(crate) fn size_slot(byte: u8, size: u32) -> usize {
 /// frame closes the frames above it, one that matches none while the buffer has frames makes
 /// the rest of the buffer ordered (as every call is with `--traces`).
 pub(crate) struct LocalCalls<I> {
-    ids: IdCache,
-    /// Per method id.
-    slots: Vec<Slot>,
-    /// Methods with an `acc` in this phase.
-    touched: Vec<FuncId>,
+    methods: MethodTable,
+    /// Slots with an `acc` in this phase.
+    touched: Vec<usize>,
     /// Every call passed on in order (`--traces`).
     all_ordered: bool,
     /// The buffer's own stack.
@@ -209,12 +271,7 @@ impl<I> LocalCalls<I> {
     /// A replay on `ids`; with `ordered` every call is passed on in order.
     pub(crate) fn new(ids: Arc<MethodIds>, ordered: bool) -> Self {
         LocalCalls {
-            ids: IdCache {
-                ids,
-                cache: Box::new([(0, 0); ID_CACHE]),
-                known: FxMap::default(),
-            },
-            slots: Vec::new(),
+            methods: MethodTable::new(ids),
             touched: Vec::new(),
             all_ordered: ordered,
             stack: Vec::with_capacity(64),
@@ -305,17 +362,50 @@ impl<I> LocalCalls<I> {
 
     #[inline(always)]
     fn enter(&mut self, t: u64, method: u64) {
-        let func = self.ids.id(method);
-        if let Some(s) = at(&mut self.slots, slot(func)) {
+        let slot = self.slot(method);
+        if let Some(s) = self.methods.slots.get_mut(slot) {
             s.stats.calls += 1;
             s.active += 1;
         }
         self.stack.push(Open {
             method,
-            func,
+            slot,
             start: t,
             child: 0,
         });
+    }
+
+    /// The index of `method`'s slot in the worker's table.
+    #[inline(always)]
+    fn slot(&mut self, method: u64) -> usize {
+        match self.methods.find(method) {
+            Some(i) => i,
+            None => self.new_slot(method),
+        }
+    }
+
+    /// A slot for a method the table does not have; the frames and the phase's methods follow
+    /// the slots when the table grows.
+    #[cold]
+    #[inline(never)]
+    fn new_slot(&mut self, method: u64) -> usize {
+        let (i, moved) = self.methods.insert(method);
+        if let Some(to) = moved {
+            let to = |j: usize| to.get(j).copied().unwrap_or(0);
+            for f in &mut self.stack {
+                f.slot = to(f.slot);
+            }
+            for j in &mut self.touched {
+                *j = to(*j);
+            }
+        }
+        i
+    }
+
+    /// The id of `method` (for what goes to the stitcher).
+    fn func(&mut self, method: u64) -> FuncId {
+        let i = self.slot(method);
+        self.methods.slots.get(i).map_or(FuncId(0), |s| s.func)
     }
 
     /// Closes the top frame at `t`.
@@ -327,7 +417,7 @@ impl<I> LocalCalls<I> {
             Some(parent) => parent.child = parent.child.saturating_add(dur),
             None => self.child = self.child.saturating_add(dur),
         }
-        let Some(s) = self.slots.get_mut(slot(f.func)) else {
+        let Some(s) = self.methods.slots.get_mut(f.slot) else {
             return;
         };
         s.stats.self_ns += dur.saturating_sub(f.child);
@@ -338,7 +428,7 @@ impl<I> LocalCalls<I> {
             s.acc += dur;
             if !s.listed {
                 s.listed = true;
-                self.touched.push(f.func);
+                self.touched.push(f.slot);
             }
         }
     }
@@ -351,7 +441,7 @@ impl<I> LocalCalls<I> {
             // the exit of an inherited frame: the phase ends
             let end = Call {
                 kind: CallKind::Exit,
-                func: self.ids.id(method),
+                func: self.func(method),
                 time: t,
             };
             self.end_phase(Some(end));
@@ -375,7 +465,7 @@ impl<I> LocalCalls<I> {
         } else {
             CallKind::Exit
         };
-        let func = self.ids.id(method);
+        let func = self.func(method);
         self.piece.ordered.push(Item::Call(Call {
             kind,
             func,
@@ -387,9 +477,9 @@ impl<I> LocalCalls<I> {
     /// replay): its candidates go to its part.
     fn end_phase(&mut self, end: Option<Call>) {
         let mut part = std::mem::take(&mut self.part);
-        for f in self.touched.drain(..) {
-            if let Some(s) = self.slots.get_mut(slot(f)) {
-                part.cands.push((f, std::mem::take(&mut s.acc)));
+        for i in self.touched.drain(..) {
+            if let Some(s) = self.methods.slots.get_mut(i) {
+                part.cands.push((s.func, std::mem::take(&mut s.acc)));
                 s.listed = false;
             }
         }
@@ -405,11 +495,13 @@ impl<I> LocalCalls<I> {
     fn close_local(&mut self) {
         self.end_phase(None);
         for f in self.stack.drain(..) {
-            if let Some(s) = self.slots.get_mut(slot(f.func)) {
+            let mut func = FuncId(0);
+            if let Some(s) = self.methods.slots.get_mut(f.slot) {
                 s.active = s.active.saturating_sub(1);
+                func = s.func;
             }
             self.piece.open.push(Frame {
-                func: f.func,
+                func,
                 start: f.start,
                 child: f.child,
             });
@@ -435,9 +527,11 @@ impl<I> LocalCalls<I> {
 
     /// The order-free statistics of every buffer replayed, by method, added to `into`.
     pub(crate) fn finish(self, into: &mut FxMap<u64, MethodStats>) {
-        let methods = self.ids.ids.snapshot();
-        let stats = self.slots.into_iter().map(|s| s.stats).collect();
-        add_by_method(&methods, stats, into);
+        for s in self.methods.slots {
+            if s.func.0 != 0 && s.stats != MethodStats::default() {
+                into.entry(s.method).or_default().add(&s.stats);
+            }
+        }
     }
 }
 
@@ -668,7 +762,6 @@ mod tests {
     /// leaves).
     #[test]
     fn pieces_are_the_builders_on_random_calls() {
-        use crate::replay::{Mode, PieceBuilder};
         let mut seed = 0x2545_f491_4f6c_dd1d_u64;
         let mut next = move |n: u64| {
             seed ^= seed << 13;
@@ -685,34 +778,63 @@ mod tests {
                     (next(100) < 55, t, 0x1000 + 8 * next(4))
                 })
                 .collect();
-            let ids = Arc::new(MethodIds::default());
-            let mut local: LocalCalls<()> = LocalCalls::new(ids.clone(), false);
-            let mut pb: PieceBuilder<MethodPart, ()> =
-                PieceBuilder::new(Mode::Local, MismatchPolicy::Unwind, 0);
-            local.begin();
-            for &(enter, t, m) in &calls {
-                local.call(enter, t, m);
-                let kind = if enter {
-                    CallKind::Enter
-                } else {
-                    CallKind::Exit
-                };
-                pb.call(kind, ids.id(m), t);
-            }
-            let (a, b) = (local.end(), pb.finish());
-            let ends = |p: &Piece<MethodPart, ()>| -> Vec<(Option<Call>, u64)> {
-                p.phases.iter().map(|ph| (ph.end, ph.child)).collect()
-            };
-            assert_eq!(ends(&a), ends(&b), "{calls:?}");
-            assert_eq!((&a.open, &a.ordered), (&b.open, &b.ordered), "{calls:?}");
-            assert_eq!((a.calls, a.last_time), (b.calls, b.last_time), "{calls:?}");
-            let (seq, unmatched, unfinished) = replay(&calls, &[], true);
             let cut = [next(len as u64 + 1) as usize, next(len as u64 + 1) as usize];
-            let cut = [cut[0].min(cut[1]), cut[0].max(cut[1])];
-            let (numbers, u, f) = replay(&calls, &cut, false);
-            assert_eq!(sorted(&numbers), sorted(&seq), "{calls:?} cut at {cut:?}");
-            assert_eq!((u, f), (unmatched, unfinished), "{calls:?} cut at {cut:?}");
+            same_as_the_builder(&calls, [cut[0].min(cut[1]), cut[0].max(cut[1])]);
         }
+    }
+
+    /// A buffer with more methods than a worker's table holds at first, entered while frames
+    /// of the others are open (the table grows under them): the builder's pieces and numbers.
+    #[test]
+    fn the_method_table_grows_under_open_frames() {
+        let n = 3 * TABLE as u64;
+        let mut calls = Vec::new();
+        for i in 0..n {
+            calls.push((true, 10 * i, 0x7f00_0000_0000 + 8 * i));
+            if i % 3 == 2 {
+                calls.push((false, 10 * i + 5, 0x7f00_0000_0000 + 8 * i));
+            }
+        }
+        for i in (0..n).rev().filter(|i| i % 3 != 2) {
+            calls.push((false, 100 * n - i, 0x7f00_0000_0000 + 8 * i));
+        }
+        // and the leave of an inherited frame, and one that matches nothing
+        calls.push((false, 100 * n, 0x10));
+        calls.push((true, 100 * n + 1, 0x7f00_0000_0000));
+        calls.push((false, 100 * n + 2, 0x20));
+        let len = calls.len();
+        same_as_the_builder(&calls, [len / 3, len / 2]);
+    }
+
+    /// `calls` (enter?, time, method) replayed by a worker make the generic builder's piece,
+    /// and cut at `cut` give the sequential numbers.
+    fn same_as_the_builder(calls: &[(bool, u64, u64)], cut: [usize; 2]) {
+        use crate::replay::{Mode, PieceBuilder};
+        let ids = Arc::new(MethodIds::default());
+        let mut local: LocalCalls<()> = LocalCalls::new(ids.clone(), false);
+        let mut pb: PieceBuilder<MethodPart, ()> =
+            PieceBuilder::new(Mode::Local, MismatchPolicy::Unwind, 0);
+        local.begin();
+        for &(enter, t, m) in calls {
+            local.call(enter, t, m);
+            let kind = if enter {
+                CallKind::Enter
+            } else {
+                CallKind::Exit
+            };
+            pb.call(kind, ids.id(m), t);
+        }
+        let (a, b) = (local.end(), pb.finish());
+        let ends = |p: &Piece<MethodPart, ()>| -> Vec<(Option<Call>, u64)> {
+            p.phases.iter().map(|ph| (ph.end, ph.child)).collect()
+        };
+        assert_eq!(ends(&a), ends(&b), "{calls:?}");
+        assert_eq!((&a.open, &a.ordered), (&b.open, &b.ordered), "{calls:?}");
+        assert_eq!((a.calls, a.last_time), (b.calls, b.last_time), "{calls:?}");
+        let (seq, unmatched, unfinished) = replay(calls, &[], true);
+        let (numbers, u, f) = replay(calls, &cut, false);
+        assert_eq!(sorted(&numbers), sorted(&seq), "{calls:?} cut at {cut:?}");
+        assert_eq!((u, f), (unmatched, unfinished), "{calls:?} cut at {cut:?}");
     }
 
     fn sorted(m: &FxMap<u64, MethodStats>) -> Vec<(u64, MethodStats)> {
