@@ -345,8 +345,8 @@ impl<'a> Events<'a> {
             return None;
         }
         // the fields' deltas and the event's size: away from the end of the buffer, both
-        // fields (at most eight bytes each: nearly every call) from one 16-byte load with no
-        // bounds check per field; else on a copy of the cursor
+        // fields (at most eight bytes each: nearly every call) from two 8-byte loads with no
+        // bounds check per byte; else on a copy of the cursor
         let word = leb_pair::<false, true>(fields).map(|(dt, dm, n)| (dt, dm, 1 + n));
         let (dt, dm, size) = match word {
             Some(d) => d,
@@ -390,8 +390,8 @@ impl<'a> Events<'a> {
         if byte != event::ALLOC {
             return None;
         }
-        // the fields' values and the event's size: away from the end of the buffer, from two
-        // 16-byte loads (as next_call); else on a copy of the cursor
+        // the fields' values and the event's size: away from the end of the buffer, from four
+        // 8-byte loads (as next_call); else on a copy of the cursor
         let word = leb_pair::<false, true>(fields).and_then(|(dt, dp, n)| {
             let (dobj, size, m) = leb_pair::<true, false>(fields.get(n..)?)?;
             Some((dt, dp, dobj, size, 1 + n + m))
@@ -888,14 +888,15 @@ impl<'a> Iterator for Events<'a> {
     }
 }
 
-/// Two LEB128s at the start of `b` (signed as `S1` and `S2`) from one 16-byte load: their
-/// values (a signed one's bits) and their total length; `None` near the end of `b` or when
-/// one is longer than eight bytes.
+/// Two LEB128s at the start of `b` (signed as `S1` and `S2`) from two 8-byte loads (the second
+/// at the second number's first byte: cheaper than shifting one 16-byte load by the first's
+/// length): their values (a signed one's bits) and their total length; `None` near the end of
+/// `b` or when one is longer than eight bytes.
 #[inline(always)]
 fn leb_pair<const S1: bool, const S2: bool>(b: &[u8]) -> Option<(u64, u64, usize)> {
-    let x = u128::from_le_bytes(*b.first_chunk::<16>()?);
-    let (v1, n1) = leb_word::<S1>(x as u64)?;
-    let (v2, n2) = leb_word::<S2>((x >> (8 * n1)) as u64)?;
+    let (v1, n1) = leb_word::<S1>(u64::from_le_bytes(*b.first_chunk::<8>()?))?;
+    let rest = b.get(n1..)?.first_chunk::<8>()?;
+    let (v2, n2) = leb_word::<S2>(u64::from_le_bytes(*rest))?;
     Some((v1, v2, n1 + n2))
 }
 
