@@ -358,11 +358,44 @@ impl<'a> Events<'a> {
                 (dt, dm, c.pos - save)
             }
         };
-        self.c.pos = save + size;
+        Some(self.call_decoded(byte, save, size, dt, dm))
+    }
+
+    /// [`Events::next_call`] without its slow path: `None` (nothing consumed) also for a call
+    /// that its fast path does not read (near the end of the buffer, where an 8-byte load
+    /// would pass it, or with a field of nine or ten bytes), which [`Events::next_call`] then
+    /// decodes. It calls nothing, so that a loop around it can keep its state (and the
+    /// decoder's) in registers.
+    #[inline(always)]
+    pub fn next_call_fast(&mut self) -> Option<(u8, u32, u64, u64)> {
+        if self.done {
+            return None;
+        }
+        let save = self.c.pos;
+        let (&byte, fields) = self.c.data.get(save..)?.split_first()?;
+        if !is_call(byte) {
+            return None;
+        }
+        let (dt, dm, n) = leb_pair::<false, true>(fields)?;
+        Some(self.call_decoded(byte, save, 1 + n, dt, dm))
+    }
+
+    /// Moves past the call event at `start` (`size` bytes, field deltas `dt` and `dm`):
+    /// (event byte, size, time, method).
+    #[inline(always)]
+    fn call_decoded(
+        &mut self,
+        byte: u8,
+        start: usize,
+        size: usize,
+        dt: u64,
+        dm: u64,
+    ) -> (u8, u32, u64, u64) {
+        self.c.pos = start + size;
         self.time = self.time.wrapping_add(dt);
         self.method = self.method.wrapping_add(dm) & self.ctx.mask;
         self.index += 1;
-        Some((byte, size as u32, self.time, self.method))
+        (byte, size as u32, self.time, self.method)
     }
 
     /// The fields of an ALLOC after the event byte, `[time u][class/vtable P][obj O][size u]`
@@ -408,12 +441,44 @@ impl<'a> Events<'a> {
                 (dt, dp, dobj, size, c.pos - save)
             }
         };
-        self.c.pos = save + len;
+        Some(self.alloc_decoded(save, len, dt, dp, dobj, size))
+    }
+
+    /// [`Events::next_alloc`] without its slow path, as [`Events::next_call_fast`]: `None`
+    /// (nothing consumed) also for an allocation that its fast path does not read.
+    #[inline(always)]
+    pub fn next_alloc_fast(&mut self) -> Option<(u32, u64, ClassRef, u64, u64)> {
+        if self.done {
+            return None;
+        }
+        let save = self.c.pos;
+        let (&byte, fields) = self.c.data.get(save..)?.split_first()?;
+        if byte != event::ALLOC {
+            return None;
+        }
+        let (dt, dp, n) = leb_pair::<false, true>(fields)?;
+        let (dobj, size, m) = leb_pair::<true, false>(fields.get(n..)?)?;
+        Some(self.alloc_decoded(save, 1 + n + m, dt, dp, dobj, size))
+    }
+
+    /// Moves past the ALLOC at `start` (`len` bytes, field deltas and size):
+    /// (encoded size, time, class, object, object size).
+    #[inline(always)]
+    fn alloc_decoded(
+        &mut self,
+        start: usize,
+        len: usize,
+        dt: u64,
+        dp: u64,
+        dobj: u64,
+        size: u64,
+    ) -> (u32, u64, ClassRef, u64, u64) {
+        self.c.pos = start + len;
         self.time = self.time.wrapping_add(dt);
         self.index += 1;
         let ctx = self.ctx;
         let class = ctx.class_ref(ctx.ptr_at(dp));
-        Some((len as u32, self.time, class, ctx.obj_at(dobj), size))
+        (len as u32, self.time, class, ctx.obj_at(dobj), size)
     }
 
     /// Ends the iteration at error `e`, placing it in this buffer and event.
