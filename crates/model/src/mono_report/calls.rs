@@ -10,7 +10,11 @@
 //!   [`PieceBuilder`](crate::replay::PieceBuilder) replays them in
 //!   [`Mode::Local`](crate::replay::Mode::Local) (or all passed on in order with `--traces`,
 //!   whose backtraces need the real stack at every event), in a loop of the report's own (the
-//!   hot loop of a `calls` file). What does not depend on the frames the buffer inherits —
+//!   hot loop of a `calls` file: [`LocalCalls::run_all`] decodes and replays a run of calls
+//!   and ALLOCs with its state in registers, and leaves anything rarer — a method new to the
+//!   worker, a full frame allocation, a leave that is not of the top frame, an event near the
+//!   end of the buffer — to the general replay, one call at a time, without leaving the
+//!   run). What does not depend on the frames the buffer inherits —
 //!   calls, self time, inclusive time of every activation — is summed in the worker's
 //!   per-method slots; what does — whether a completed frame is its method's outermost
 //!   activation — is kept per phase as candidates ([`MethodPart`]). The report's other
@@ -32,7 +36,7 @@ use crate::func::FuncId;
 use crate::replay::{Call, Fold, Item, Phase, Piece, ThreadReplay};
 use crate::span::{BuilderStats, CallKind, Frame, MismatchPolicy, Span, SpanSink};
 use profkit_mlpd::raw::event::METHOD_ENTER;
-use profkit_mlpd::read::Events;
+use profkit_mlpd::read::{ClassRef, Events};
 
 /// Method pointers ↔ dense [`FuncId`]s, shared by every worker (ids from 1, in the order the
 /// workers first meet the methods; nothing depends on that order).
@@ -218,7 +222,7 @@ fn find(slots: &[Slot], method: u64) -> Option<usize> {
 
 /// A frame of the buffer's own stack. It keeps the method pointer, so that a LEAVE is matched
 /// against the top frame without a lookup, and its method's slot.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Open {
     method: u64,
     /// The method's slot in the worker's [`MethodTable`].
@@ -226,6 +230,81 @@ struct Open {
     start: u64,
     /// Time in callees that already returned.
     child: u64,
+}
+
+/// The buffer's own stack: frames `0..depth` of an allocation that only grows (the entries
+/// above are stale), so that the hot loop pushes into a slice (and stops when it is full: the
+/// caller grows it).
+#[derive(Debug, Default)]
+struct Frames {
+    v: Vec<Open>,
+    depth: usize,
+}
+
+impl Frames {
+    /// The open frames, outermost first.
+    fn open(&mut self) -> &mut [Open] {
+        self.v.get_mut(..self.depth).unwrap_or_default()
+    }
+
+    fn last(&self) -> Option<&Open> {
+        self.v.get(self.depth.checked_sub(1)?)
+    }
+
+    fn push(&mut self, f: Open) {
+        match self.v.get_mut(self.depth) {
+            Some(s) => *s = f,
+            None => self.v.push(f),
+        }
+        self.depth += 1;
+    }
+}
+
+/// Closes the top frame of `frames` (`0..depth` open) at `t`: its time goes to its method's
+/// slot and to its caller's callee time (to `child`, the phase's, when the buffer has no frame
+/// below it). Returns the slot when it has just become a candidate of the phase (to list in
+/// `touched`).
+#[inline(always)]
+fn close_top(
+    slots: &mut [Slot],
+    frames: &mut [Open],
+    depth: &mut usize,
+    child: &mut u64,
+    t: u64,
+) -> Option<usize> {
+    let top = depth.checked_sub(1)?;
+    let f = *frames.get(top)?;
+    *depth = top;
+    let dur = t.abs_diff(f.start);
+    match top.checked_sub(1).and_then(|p| frames.get_mut(p)) {
+        Some(parent) => parent.child = parent.child.saturating_add(dur),
+        None => *child = child.saturating_add(dur),
+    }
+    let s = slots.get_mut(f.slot)?;
+    s.stats.self_ns += dur.saturating_sub(f.child);
+    s.stats.total_all_ns += dur;
+    s.active = s.active.saturating_sub(1);
+    if s.active == 0 {
+        // no activation of the method below it in the buffer: a candidate outermost one
+        s.acc += dur;
+        if !s.listed {
+            s.listed = true;
+            return Some(f.slot);
+        }
+    }
+    None
+}
+
+/// Why [`LocalCalls::hot`] stopped: at an event it does not decode (another type, one its
+/// decoder's fast paths do not read, the end), or at a call it leaves to the general replay
+/// (the enter of a method the worker's table does not have yet, or with the frames'
+/// allocation full; a leave that is not of the top frame), the event consumed, or to list a
+/// slot in `touched`.
+enum Stop {
+    Other,
+    Enter(u64, u64),
+    Leave(u64, u64),
+    Listed(usize),
 }
 
 /// The index of a call event (`byte`, `size` bytes) in a buffer's histogram of call event
@@ -254,7 +333,7 @@ pub(crate) struct LocalCalls<I> {
     /// Every call passed on in order (`--traces`).
     all_ordered: bool,
     /// The buffer's own stack.
-    stack: Vec<Open>,
+    stack: Frames,
     /// The current phase's part, and its callee time: what completed on top of the frames the
     /// buffer inherited.
     part: MethodPart,
@@ -274,7 +353,7 @@ impl<I> LocalCalls<I> {
             methods: MethodTable::new(ids),
             touched: Vec::new(),
             all_ordered: ordered,
-            stack: Vec::with_capacity(64),
+            stack: Frames::default(),
             part: MethodPart::default(),
             child: 0,
             calls: 0,
@@ -286,7 +365,7 @@ impl<I> LocalCalls<I> {
 
     /// Starts a buffer.
     pub(crate) fn begin(&mut self) {
-        self.stack.clear();
+        self.stack.depth = 0;
         (self.child, self.calls, self.last) = (0, 0, 0);
         self.piece = Piece::default();
         self.ordered = self.all_ordered;
@@ -305,7 +384,8 @@ impl<I> LocalCalls<I> {
 
     /// Replays the run of ENTER / LEAVE / EXC_LEAVE events at `evs`'s position (none when
     /// `on` is false; only those inside `window`), counting each in `sizes` by (exinfo,
-    /// encoded size); returns the time of the run's last event. The report's hot loop.
+    /// encoded size); returns the time of the run's last event. For a report with a time
+    /// window or `--traces` ([`LocalCalls::run_all`] is the plain report's).
     #[inline(always)]
     pub(crate) fn run(
         &mut self,
@@ -344,6 +424,108 @@ impl<I> LocalCalls<I> {
             }
         }
         last
+    }
+
+    /// Replays the run of ENTER / LEAVE / EXC_LEAVE events and backtrace-less ALLOCs at `evs`'s
+    /// position, counting each call in `sizes` by (exinfo, encoded size) and handing each
+    /// ALLOC to `alloc` as (encoded size, class, object size); returns the time of the run's
+    /// last event. For the plain report (every call replayed, no window, no tracking, no
+    /// traces): the run goes on to the next event of another type, nearly every call in
+    /// [`LocalCalls::hot`].
+    pub(crate) fn run_all(
+        &mut self,
+        evs: &mut Events<'_>,
+        sizes: &mut [u32; 128],
+        alloc: &mut impl FnMut(u32, ClassRef, u64),
+    ) -> Option<u64> {
+        let first = evs.index();
+        loop {
+            if !self.ordered {
+                match self.hot(evs, sizes, alloc) {
+                    Stop::Enter(t, method) => self.enter(t, method),
+                    Stop::Leave(t, method) => self.leave_other(t, method),
+                    Stop::Listed(i) => self.touched.push(i),
+                    Stop::Other => {}
+                }
+            }
+            // what the hot loop leaves: a call near the end of the buffer (or any once the
+            // rest is ordered), an ALLOC
+            if let Some((byte, size, t, method)) = evs.next_call() {
+                if let Some(n) = sizes.get_mut(size_slot(byte, size)) {
+                    *n += 1;
+                }
+                self.call(byte == METHOD_ENTER, t, method);
+            } else if let Some((size, _, class, _, bytes)) = evs.next_alloc() {
+                alloc(size, class, bytes);
+            } else {
+                break;
+            }
+        }
+        (evs.index() > first).then(|| evs.current_time())
+    }
+
+    /// The loop of [`LocalCalls::run_all`]: the calls and ALLOCs the decoder's fast paths read,
+    /// the calls replayed on the buffer's frames and the worker's slots. Everything else stops
+    /// it ([`Stop`]). Its state is local (slices, not the vectors), and it calls nothing but
+    /// `alloc`, so that the compiler keeps that state in registers.
+    #[inline(never)]
+    fn hot(
+        &mut self,
+        evs: &mut Events<'_>,
+        sizes: &mut [u32; 128],
+        alloc: &mut impl FnMut(u32, ClassRef, u64),
+    ) -> Stop {
+        let mut e = evs.clone();
+        let (mut calls, mut last, mut child) = (0, self.last, self.child);
+        let slots = &mut self.methods.slots[..];
+        let frames = &mut self.stack.v[..];
+        let mut depth = self.stack.depth;
+        let stop = loop {
+            let Some((byte, size, t, method)) = e.next_call_fast() else {
+                match e.next_alloc_fast() {
+                    Some((size, _, class, _, bytes)) => {
+                        alloc(size, class, bytes);
+                        continue;
+                    }
+                    None => break Stop::Other,
+                }
+            };
+            if let Some(n) = sizes.get_mut(size_slot(byte, size)) {
+                *n += 1;
+            }
+            calls += 1;
+            last = t;
+            if byte == METHOD_ENTER {
+                let (Some(i), Some(f)) = (find(slots, method), frames.get_mut(depth)) else {
+                    break Stop::Enter(t, method);
+                };
+                *f = Open {
+                    method,
+                    slot: i,
+                    start: t,
+                    child: 0,
+                };
+                depth += 1;
+                if let Some(s) = slots.get_mut(i) {
+                    s.stats.calls += 1;
+                    s.active += 1;
+                }
+            } else if depth
+                .checked_sub(1)
+                .and_then(|top| frames.get(top))
+                .is_some_and(|f| f.method == method)
+            {
+                if let Some(i) = close_top(slots, frames, &mut depth, &mut child, t) {
+                    break Stop::Listed(i);
+                }
+            } else {
+                break Stop::Leave(t, method);
+            }
+        };
+        *evs = e;
+        self.calls += calls;
+        (self.last, self.child, self.stack.depth) = (last, child, depth);
+        stop
     }
 
     /// Replays a call on the buffer's own stack; false when it made the rest ordered.
@@ -392,7 +574,7 @@ impl<I> LocalCalls<I> {
         let (i, moved) = self.methods.insert(method);
         if let Some(to) = moved {
             let to = |j: usize| to.get(j).copied().unwrap_or(0);
-            for f in &mut self.stack {
+            for f in self.stack.open() {
                 f.slot = to(f.slot);
             }
             for j in &mut self.touched {
@@ -411,25 +593,9 @@ impl<I> LocalCalls<I> {
     /// Closes the top frame at `t`.
     #[inline(always)]
     fn pop(&mut self, t: u64) {
-        let Some(f) = self.stack.pop() else { return };
-        let dur = t.abs_diff(f.start);
-        match self.stack.last_mut() {
-            Some(parent) => parent.child = parent.child.saturating_add(dur),
-            None => self.child = self.child.saturating_add(dur),
-        }
-        let Some(s) = self.methods.slots.get_mut(f.slot) else {
-            return;
-        };
-        s.stats.self_ns += dur.saturating_sub(f.child);
-        s.stats.total_all_ns += dur;
-        s.active = s.active.saturating_sub(1);
-        if s.active == 0 {
-            // no activation of the method below it in the buffer: a candidate outermost one
-            s.acc += dur;
-            if !s.listed {
-                s.listed = true;
-                self.touched.push(f.slot);
-            }
+        let (slots, stack) = (&mut self.methods.slots, &mut self.stack);
+        if let Some(i) = close_top(slots, &mut stack.v, &mut stack.depth, &mut self.child, t) {
+            self.touched.push(i);
         }
     }
 
@@ -437,7 +603,7 @@ impl<I> LocalCalls<I> {
     #[cold]
     #[inline(never)]
     fn leave_other(&mut self, t: u64, method: u64) {
-        if self.stack.is_empty() {
+        if self.stack.depth == 0 {
             // the exit of an inherited frame: the phase ends
             let end = Call {
                 kind: CallKind::Exit,
@@ -445,9 +611,9 @@ impl<I> LocalCalls<I> {
                 time: t,
             };
             self.end_phase(Some(end));
-        } else if let Some(pos) = self.stack.iter().rposition(|f| f.method == method) {
+        } else if let Some(pos) = self.stack.open().iter().rposition(|f| f.method == method) {
             // an exception left the frames above it
-            while self.stack.len() > pos {
+            while self.stack.depth > pos {
                 self.pop(t);
             }
         } else {
@@ -494,7 +660,8 @@ impl<I> LocalCalls<I> {
     /// The local replay ends: the last phase, and the frames still open.
     fn close_local(&mut self) {
         self.end_phase(None);
-        for f in self.stack.drain(..) {
+        let depth = std::mem::take(&mut self.stack.depth);
+        for f in self.stack.v.iter().take(depth) {
             let mut func = FuncId(0);
             if let Some(s) = self.methods.slots.get_mut(f.slot) {
                 s.active = s.active.saturating_sub(1);
@@ -835,6 +1002,130 @@ mod tests {
         let (numbers, u, f) = replay(calls, &cut, false);
         assert_eq!(sorted(&numbers), sorted(&seq), "{calls:?} cut at {cut:?}");
         assert_eq!((u, f), (unmatched, unfinished), "{calls:?} cut at {cut:?}");
+    }
+
+    /// The hot loop ([`LocalCalls::run_all`]) replays a buffer as one call at a time does: the
+    /// same piece, numbers, call sizes and allocations, on random buffers of calls (stacks that
+    /// outgrow the frames' allocation, more methods than the table holds at first, unwinding
+    /// leaves, leaves of inherited frames, stray leaves), ALLOCs and other events, with short
+    /// and long deltas, up to the buffer's end.
+    #[test]
+    fn the_hot_loop_replays_as_one_call_at_a_time() {
+        use profkit_mlpd::read::{EventKind, File};
+        use profkit_mlpd::write::Writer;
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..400u64 {
+            let mut w = Writer::new(profkit_mlpd::Header {
+                major: 3,
+                data_version: 17,
+                ptrsize: 8,
+                ..profkit_mlpd::Header::default()
+            });
+            let mut b = w.buffer(0x7000, 1000);
+            let mut t = 1000u64;
+            let methods = if round % 4 == 0 { 3000 } else { 6 };
+            let mut open = Vec::new();
+            for _ in 0..next(2000) {
+                t += match next(50) {
+                    0 => 1 << 40,
+                    1..=9 => 1 + next(100),
+                    _ => 200 + next(20000),
+                };
+                let m = if next(8) == 0 {
+                    0x7f00_0000_0000 + 8 * next(methods)
+                } else {
+                    0x5500_0000 + 64 * next(methods)
+                };
+                match next(40) {
+                    0 => b.alloc(
+                        t,
+                        0x7700 + 8 * next(100),
+                        0x1000 + next(1 << 20),
+                        next(300),
+                        None,
+                    ),
+                    1 => b.gc_event(t, next(3), next(2)),
+                    2 => b.exc_leave(t, open.pop().unwrap_or(m)),
+                    3 => b.leave(t, m),
+                    4..=20 if round % 3 != 1 => {
+                        open.push(m);
+                        b.enter(t, m);
+                    }
+                    4..=20 => b.leave(t, open.pop().unwrap_or(m)),
+                    _ if next(2) == 0 => {
+                        open.push(m);
+                        b.enter(t, m);
+                    }
+                    _ => b.leave(t, open.pop().unwrap_or(m)),
+                }
+            }
+            if round % 2 == 0 {
+                // the last calls away from the buffer's end
+                b.jit(
+                    t,
+                    0x5500_0000,
+                    0x1000,
+                    64,
+                    b"Some.Class:SomeMethod (int,string)",
+                );
+            }
+            b.finish();
+            let bytes = w.into_bytes();
+            let file = File::parse(&bytes).unwrap();
+            let buf = file.buffers().next().unwrap().unwrap();
+            // one call at a time, through the general decoder
+            let mut one: LocalCalls<()> = LocalCalls::new(Arc::new(MethodIds::default()), false);
+            let (mut sizes, mut allocs) = ([0u32; 128], Vec::new());
+            one.begin();
+            for ev in buf.events() {
+                let ev = ev.unwrap();
+                match ev.kind {
+                    EventKind::Enter { method } => one.call(true, ev.time, method),
+                    EventKind::Leave { method } | EventKind::ExcLeave { method } => {
+                        one.call(false, ev.time, method)
+                    }
+                    EventKind::Alloc { class, size, .. } => allocs.push((ev.size, class, size)),
+                    _ => {}
+                }
+                if matches!(
+                    ev.kind,
+                    EventKind::Enter { .. } | EventKind::Leave { .. } | EventKind::ExcLeave { .. }
+                ) {
+                    sizes[size_slot(ev.byte, ev.size)] += 1;
+                }
+            }
+            // the hot loop, the general decoder for the rest
+            let mut hot: LocalCalls<()> = LocalCalls::new(Arc::new(MethodIds::default()), false);
+            let (mut hot_sizes, mut hot_allocs) = ([0u32; 128], Vec::new());
+            hot.begin();
+            let mut evs = buf.events();
+            loop {
+                hot.run_all(&mut evs, &mut hot_sizes, &mut |size, class, bytes| {
+                    hot_allocs.push((size, class, bytes))
+                });
+                match evs.next() {
+                    Some(Ok(ev)) => assert!(
+                        matches!(ev.kind, EventKind::GcEvent { .. } | EventKind::Jit { .. }),
+                        "{:?}",
+                        ev.kind
+                    ),
+                    None => break,
+                    Some(Err(e)) => panic!("{e}"),
+                }
+            }
+            assert_eq!(hot.end(), one.end(), "round {round}");
+            assert_eq!((hot_sizes, hot_allocs), (sizes, allocs), "round {round}");
+            let (mut a, mut b) = (FxMap::default(), FxMap::default());
+            hot.finish(&mut a);
+            one.finish(&mut b);
+            assert_eq!(sorted(&a), sorted(&b), "round {round}");
+        }
     }
 
     fn sorted(m: &FxMap<u64, MethodStats>) -> Vec<(u64, MethodStats)> {
