@@ -28,9 +28,10 @@ pub(crate) const TOKENS: usize = 6;
 
 /// Buffers go to the workers in batches of about this many bytes (a buffer is 32 KiB or so:
 /// handing each to a worker on its own cost more in thread hand-offs and wake-ups than
-/// decoding it on a 2-core machine). With [`TOKENS`] batches, at most 768 KiB of a stream's
-/// buffers are in memory.
-const BATCH_BYTES: usize = 128 << 10;
+/// decoding it on a 2-core machine; in a VM a wake-up costs several microseconds of CPU, and
+/// 128 KiB batches still cost about 8% of the report's CPU in them). With [`TOKENS`]
+/// batches, at most 3 MiB of a stream's buffers are in memory.
+const BATCH_BYTES: usize = 512 << 10;
 
 /// At most this many jobs in a batch (problems and tiny buffers).
 const BATCH_JOBS: usize = 64;
