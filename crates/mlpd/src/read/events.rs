@@ -368,12 +368,27 @@ impl<'a> Events<'a> {
     /// decoder's) in registers.
     #[inline(always)]
     pub fn next_call_fast(&mut self) -> Option<(u8, u32, u64, u64)> {
+        self.call_fast(is_call)
+    }
+
+    /// [`Events::next_call_fast`] for a LEAVE only, as (size, time, method): `None` (nothing
+    /// consumed, nothing decoded) for any other event. For a loop that expects a LEAVE next (a
+    /// leaf call's), so that another event is not decoded twice.
+    #[inline(always)]
+    pub fn next_leave_fast(&mut self) -> Option<(u32, u64, u64)> {
+        let (_, size, time, method) = self.call_fast(|b| b == event::METHOD_LEAVE)?;
+        Some((size, time, method))
+    }
+
+    /// The fast path of a call event whose byte `want`s.
+    #[inline(always)]
+    fn call_fast(&mut self, want: impl Fn(u8) -> bool) -> Option<(u8, u32, u64, u64)> {
         if self.done {
             return None;
         }
         let save = self.c.pos;
         let (&byte, fields) = self.c.data.get(save..)?.split_first()?;
-        if !is_call(byte) {
+        if !want(byte) {
             return None;
         }
         let (dt, dm, n) = leb_pair::<false, true>(fields)?;

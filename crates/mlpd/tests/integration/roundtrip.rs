@@ -515,10 +515,10 @@ proptest! {
 }
 
 proptest! {
-    /// The decoder's fast paths (`next_call_fast` and `next_alloc_fast`, which stop at what
-    /// they do not read, then `next_call` and `next_alloc`) give the general decoder's events,
-    /// with short and long deltas, up to the buffer's end; what a fast path does not take is
-    /// left for the next one.
+    /// The decoder's fast paths (`next_call_fast`, `next_leave_fast` and `next_alloc_fast`,
+    /// which stop at what they do not read, then `next_call` and `next_alloc`) give the general
+    /// decoder's events, with short and long deltas, up to the buffer's end; what a fast path
+    /// does not take is left for the next one.
     #[test]
     fn fast_paths_decode_as_the_general_decoder(v in prop::sample::select(VERSIONS.to_vec()), ops in prop::collection::vec(op(), 0..60), base in any::<u64>(), near in 0u64..3) {
         let mut w = Writer::new(header(v, 8));
@@ -544,6 +544,17 @@ proptest! {
         let mut fast = buf.events();
         for e in &general {
             let before = fast.remaining();
+            // a LEAVE's own fast path takes it (when the general one does), nothing else
+            let mut probe = fast.clone();
+            match (probe.next_leave_fast(), fast.clone().next_call_fast()) {
+                (Some((size, time, method)), Some(c)) => {
+                    prop_assert_eq!((e.byte, size, time, method), (c.0, c.1, c.2, c.3));
+                    prop_assert_eq!(e.byte, profkit_mlpd::raw::event::METHOD_LEAVE);
+                }
+                (None, Some(c)) => prop_assert!(c.0 != profkit_mlpd::raw::event::METHOD_LEAVE),
+                (Some(_), None) => prop_assert!(false, "a LEAVE the call fast path does not read"),
+                (None, None) => prop_assert_eq!(probe.remaining(), before),
+            }
             let got = if let Some((byte, size, time, method)) = fast.next_call_fast() {
                 (byte, size, time, method, None)
             } else if let Some((byte, size, time, method)) = fast.next_call() {
