@@ -165,9 +165,14 @@ where
         Ok(())
     };
     let workers = if opts.parallel {
+        let cores = Workers::per_core().threads;
         Workers {
+            threads: if opts.source_core {
+                cores.saturating_sub(1).max(1)
+            } else {
+                cores
+            },
             in_flight: TOKENS,
-            ..Workers::per_core()
         }
     } else {
         Workers::SEQUENTIAL
