@@ -368,31 +368,41 @@ impl<'a> Events<'a> {
     /// decoder's) in registers.
     #[inline(always)]
     pub fn next_call_fast(&mut self) -> Option<(u8, u32, u64, u64)> {
-        self.call_fast(is_call)
-    }
-
-    /// [`Events::next_call_fast`] for a LEAVE only, as (size, time, method): `None` (nothing
-    /// consumed, nothing decoded) for any other event. For a loop that expects a LEAVE next (a
-    /// leaf call's), so that another event is not decoded twice.
-    #[inline(always)]
-    pub fn next_leave_fast(&mut self) -> Option<(u32, u64, u64)> {
-        let (_, size, time, method) = self.call_fast(|b| b == event::METHOD_LEAVE)?;
-        Some((size, time, method))
-    }
-
-    /// The fast path of a call event whose byte `want`s.
-    #[inline(always)]
-    fn call_fast(&mut self, want: impl Fn(u8) -> bool) -> Option<(u8, u32, u64, u64)> {
         if self.done {
             return None;
         }
         let save = self.c.pos;
         let (&byte, fields) = self.c.data.get(save..)?.split_first()?;
-        if !want(byte) {
+        if !is_call(byte) {
             return None;
         }
         let (dt, dm, n) = leb_pair::<false, true>(fields)?;
         Some(self.call_decoded(byte, save, 1 + n, dt, dm))
+    }
+
+    /// The next event if it is a LEAVE of the method the cursor is at (the method of the last
+    /// call: its delta is the one byte 0), as (size, time), from the fast path: `None`
+    /// (nothing consumed) for anything else, checked before its time is decoded but for the
+    /// byte after it. For a loop that expects a leaf call's LEAVE after an ENTER, so that
+    /// another event is not decoded twice (an event this does not take is a LEAVE of the same
+    /// method only when its delta has a longer encoding of 0, or in a file of 4-byte pointers
+    /// a multiple of 2^32: the general paths decode those).
+    #[inline(always)]
+    pub fn next_leave_here(&mut self) -> Option<(u32, u64)> {
+        if self.done {
+            return None;
+        }
+        let save = self.c.pos;
+        let (&byte, fields) = self.c.data.get(save..)?.split_first()?;
+        if byte != event::METHOD_LEAVE {
+            return None;
+        }
+        let (dt, n) = leb_word::<false>(u64::from_le_bytes(*fields.first_chunk::<8>()?))?;
+        if fields.get(n).copied() != Some(0) {
+            return None;
+        }
+        let (_, size, time, _) = self.call_decoded(byte, save, 2 + n, dt, 0);
+        Some((size, time))
     }
 
     /// Moves past the call event at `start` (`size` bytes, field deltas `dt` and `dm`):

@@ -503,33 +503,29 @@ impl<I> LocalCalls<I> {
                 // a leaf call (its LEAVE next: most calls, 58-81% in the benchmark's files)
                 // needs no frame: its push and pop in one (no callees: its self time is its
                 // time; its method's activations are as before it)
-                let enter = e.clone();
-                match e.next_leave_fast() {
-                    Some((n, t2, m)) if m == method => {
-                        if let Some(c) = sizes.get_mut(size_slot(METHOD_LEAVE, n)) {
-                            *c += 1;
-                        }
-                        calls += 1;
-                        last = t2;
-                        let dur = t2.abs_diff(t);
-                        match depth.checked_sub(1).and_then(|top| frames.get_mut(top)) {
-                            Some(parent) => parent.child = parent.child.saturating_add(dur),
-                            None => child = child.saturating_add(dur),
-                        }
-                        let Some(s) = slots.get_mut(i) else { continue };
-                        s.stats.calls += 1;
-                        s.stats.self_ns += dur;
-                        s.stats.total_all_ns += dur;
-                        if s.active == 0 {
-                            s.acc += dur;
-                            if !s.listed {
-                                s.listed = true;
-                                break Stop::Listed(i);
-                            }
-                        }
-                        continue;
+                if let Some((n, t2)) = e.next_leave_here() {
+                    if let Some(c) = sizes.get_mut(size_slot(METHOD_LEAVE, n)) {
+                        *c += 1;
                     }
-                    _ => e = enter,
+                    calls += 1;
+                    last = t2;
+                    let dur = t2.abs_diff(t);
+                    match depth.checked_sub(1).and_then(|top| frames.get_mut(top)) {
+                        Some(parent) => parent.child = parent.child.saturating_add(dur),
+                        None => child = child.saturating_add(dur),
+                    }
+                    let Some(s) = slots.get_mut(i) else { continue };
+                    s.stats.calls += 1;
+                    s.stats.self_ns += dur;
+                    s.stats.total_all_ns += dur;
+                    if s.active == 0 {
+                        s.acc += dur;
+                        if !s.listed {
+                            s.listed = true;
+                            break Stop::Listed(i);
+                        }
+                    }
+                    continue;
                 }
                 let Some(f) = frames.get_mut(depth) else {
                     break Stop::Enter(t, method);
