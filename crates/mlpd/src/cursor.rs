@@ -223,8 +223,14 @@ pub(crate) fn leb_word<const SIGNED: bool>(x: u64) -> Option<(u64, usize)> {
     let v = (v & 0x007f_007f_007f_007f) | (v >> 1 & 0x3f80_3f80_3f80_3f80);
     let v = (v & 0x0000_3fff_0000_3fff) | (v >> 2 & 0x0fff_c000_0fff_c000);
     let v = (v & 0x0000_0000_0fff_ffff) | (v >> 4 & 0x00ff_ffff_f000_0000);
-    let bits = 7 * n;
-    let v = Cursor::extend::<SIGNED>(v & ((1 << bits) - 1), bits);
+    // the number's 7n bits, sign-extended or not, by one pair of shifts (which drop the bytes
+    // after it too)
+    let s = 64 - 7 * n;
+    let v = if SIGNED {
+        ((v << s) as i64 >> s) as u64
+    } else {
+        (v << s) >> s
+    };
     Some((v, n as usize))
 }
 

@@ -10,7 +10,9 @@
 //!   [`Buffer`] with its [`BufferHeader`]; a bad buffer magic resyncs at the next `BUF_ID`, a
 //!   cut-off buffer ends the scan.
 //! * [`events`]: the event decoder, [`Events`] → [`Event`] / [`EventKind`]; the fast paths for
-//!   calls ([`Events::next_call`]) and plain allocations ([`Events::next_alloc`]).
+//!   calls ([`Events::next_call`]) and plain allocations ([`Events::next_alloc`]), and the same
+//!   without their slow paths ([`Events::next_call_fast`], [`Events::next_alloc_fast`], and
+//!   [`Events::next_leave_here`] for a leaf call's LEAVE) for a loop that must call nothing.
 //! * [`lists`]: the lazy lists inside events: [`Frames`], [`List`] of [`Obj`], [`Ptr`],
 //!   [`HeapRef`] or [`Root`].
 //! * [`metadata`]: METADATA events ([`Metadata`], [`MetaAction`]).

@@ -92,6 +92,7 @@ fn options(args: &ReportArgs) -> Result<Options> {
         find: parse_find(&args.find)?,
         skip_calls: false,
         skip_allocs: false,
+        source_core: false,
     })
 }
 
@@ -140,6 +141,8 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
                 Some(Format::Mlpd) | None => {}
                 Some(f) => return Err(not_mlpd(&s.name, f)),
             }
+            // inflating is the pass's serial part: it keeps a core of its own
+            opts.source_core = s.compression.is_some();
             let r =
                 report::compute_stream(&mut s, &opts).map_err(|e| anyhow!("{}: {e}", s.name))?;
             (s.name, r)

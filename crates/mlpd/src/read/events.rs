@@ -345,8 +345,8 @@ impl<'a> Events<'a> {
             return None;
         }
         // the fields' deltas and the event's size: away from the end of the buffer, both
-        // fields (at most eight bytes each: nearly every call) from one 16-byte load with no
-        // bounds check per field; else on a copy of the cursor
+        // fields (at most eight bytes each: nearly every call) from two 8-byte loads with no
+        // bounds check per byte; else on a copy of the cursor
         let word = leb_pair::<false, true>(fields).map(|(dt, dm, n)| (dt, dm, 1 + n));
         let (dt, dm, size) = match word {
             Some(d) => d,
@@ -358,11 +358,69 @@ impl<'a> Events<'a> {
                 (dt, dm, c.pos - save)
             }
         };
-        self.c.pos = save + size;
+        Some(self.call_decoded(byte, save, size, dt, dm))
+    }
+
+    /// [`Events::next_call`] without its slow path: `None` (nothing consumed) also for a call
+    /// that its fast path does not read (near the end of the buffer, where an 8-byte load
+    /// would pass it, or with a field of nine or ten bytes), which [`Events::next_call`] then
+    /// decodes. It calls nothing, so that a loop around it can keep its state (and the
+    /// decoder's) in registers.
+    #[inline(always)]
+    pub fn next_call_fast(&mut self) -> Option<(u8, u32, u64, u64)> {
+        if self.done {
+            return None;
+        }
+        let save = self.c.pos;
+        let (&byte, fields) = self.c.data.get(save..)?.split_first()?;
+        if !is_call(byte) {
+            return None;
+        }
+        let (dt, dm, n) = leb_pair::<false, true>(fields)?;
+        Some(self.call_decoded(byte, save, 1 + n, dt, dm))
+    }
+
+    /// The next event if it is a LEAVE of the method the cursor is at (the method of the last
+    /// call: its delta is the one byte 0), as (size, time), from the fast path: `None`
+    /// (nothing consumed) for anything else, checked before its time is decoded but for the
+    /// byte after it. For a loop that expects a leaf call's LEAVE after an ENTER, so that
+    /// another event is not decoded twice (an event this does not take is a LEAVE of the same
+    /// method only when its delta has a longer encoding of 0, or in a file of 4-byte pointers
+    /// a multiple of 2^32: the general paths decode those).
+    #[inline(always)]
+    pub fn next_leave_here(&mut self) -> Option<(u32, u64)> {
+        if self.done {
+            return None;
+        }
+        let save = self.c.pos;
+        let (&byte, fields) = self.c.data.get(save..)?.split_first()?;
+        if byte != event::METHOD_LEAVE {
+            return None;
+        }
+        let (dt, n) = leb_word::<false>(u64::from_le_bytes(*fields.first_chunk::<8>()?))?;
+        if fields.get(n).copied() != Some(0) {
+            return None;
+        }
+        let (_, size, time, _) = self.call_decoded(byte, save, 2 + n, dt, 0);
+        Some((size, time))
+    }
+
+    /// Moves past the call event at `start` (`size` bytes, field deltas `dt` and `dm`):
+    /// (event byte, size, time, method).
+    #[inline(always)]
+    fn call_decoded(
+        &mut self,
+        byte: u8,
+        start: usize,
+        size: usize,
+        dt: u64,
+        dm: u64,
+    ) -> (u8, u32, u64, u64) {
+        self.c.pos = start + size;
         self.time = self.time.wrapping_add(dt);
         self.method = self.method.wrapping_add(dm) & self.ctx.mask;
         self.index += 1;
-        Some((byte, size as u32, self.time, self.method))
+        (byte, size as u32, self.time, self.method)
     }
 
     /// The fields of an ALLOC after the event byte, `[time u][class/vtable P][obj O][size u]`
@@ -390,8 +448,8 @@ impl<'a> Events<'a> {
         if byte != event::ALLOC {
             return None;
         }
-        // the fields' values and the event's size: away from the end of the buffer, from two
-        // 16-byte loads (as next_call); else on a copy of the cursor
+        // the fields' values and the event's size: away from the end of the buffer, from four
+        // 8-byte loads (as next_call); else on a copy of the cursor
         let word = leb_pair::<false, true>(fields).and_then(|(dt, dp, n)| {
             let (dobj, size, m) = leb_pair::<true, false>(fields.get(n..)?)?;
             Some((dt, dp, dobj, size, 1 + n + m))
@@ -408,12 +466,44 @@ impl<'a> Events<'a> {
                 (dt, dp, dobj, size, c.pos - save)
             }
         };
-        self.c.pos = save + len;
+        Some(self.alloc_decoded(save, len, dt, dp, dobj, size))
+    }
+
+    /// [`Events::next_alloc`] without its slow path, as [`Events::next_call_fast`]: `None`
+    /// (nothing consumed) also for an allocation that its fast path does not read.
+    #[inline(always)]
+    pub fn next_alloc_fast(&mut self) -> Option<(u32, u64, ClassRef, u64, u64)> {
+        if self.done {
+            return None;
+        }
+        let save = self.c.pos;
+        let (&byte, fields) = self.c.data.get(save..)?.split_first()?;
+        if byte != event::ALLOC {
+            return None;
+        }
+        let (dt, dp, n) = leb_pair::<false, true>(fields)?;
+        let (dobj, size, m) = leb_pair::<true, false>(fields.get(n..)?)?;
+        Some(self.alloc_decoded(save, 1 + n + m, dt, dp, dobj, size))
+    }
+
+    /// Moves past the ALLOC at `start` (`len` bytes, field deltas and size):
+    /// (encoded size, time, class, object, object size).
+    #[inline(always)]
+    fn alloc_decoded(
+        &mut self,
+        start: usize,
+        len: usize,
+        dt: u64,
+        dp: u64,
+        dobj: u64,
+        size: u64,
+    ) -> (u32, u64, ClassRef, u64, u64) {
+        self.c.pos = start + len;
         self.time = self.time.wrapping_add(dt);
         self.index += 1;
         let ctx = self.ctx;
         let class = ctx.class_ref(ctx.ptr_at(dp));
-        Some((len as u32, self.time, class, ctx.obj_at(dobj), size))
+        (len as u32, self.time, class, ctx.obj_at(dobj), size)
     }
 
     /// Ends the iteration at error `e`, placing it in this buffer and event.
@@ -888,14 +978,15 @@ impl<'a> Iterator for Events<'a> {
     }
 }
 
-/// Two LEB128s at the start of `b` (signed as `S1` and `S2`) from one 16-byte load: their
-/// values (a signed one's bits) and their total length; `None` near the end of `b` or when
-/// one is longer than eight bytes.
+/// Two LEB128s at the start of `b` (signed as `S1` and `S2`) from two 8-byte loads (the second
+/// at the second number's first byte: cheaper than shifting one 16-byte load by the first's
+/// length): their values (a signed one's bits) and their total length; `None` near the end of
+/// `b` or when one is longer than eight bytes.
 #[inline(always)]
 fn leb_pair<const S1: bool, const S2: bool>(b: &[u8]) -> Option<(u64, u64, usize)> {
-    let x = u128::from_le_bytes(*b.first_chunk::<16>()?);
-    let (v1, n1) = leb_word::<S1>(x as u64)?;
-    let (v2, n2) = leb_word::<S2>((x >> (8 * n1)) as u64)?;
+    let (v1, n1) = leb_word::<S1>(u64::from_le_bytes(*b.first_chunk::<8>()?))?;
+    let rest = b.get(n1..)?.first_chunk::<8>()?;
+    let (v2, n2) = leb_word::<S2>(u64::from_le_bytes(*rest))?;
     Some((v1, v2, n1 + n2))
 }
 

@@ -514,6 +514,88 @@ proptest! {
     }
 }
 
+proptest! {
+    /// The decoder's fast paths (`next_call_fast`, `next_leave_here` and `next_alloc_fast`,
+    /// which stop at what they do not read, then `next_call` and `next_alloc`) give the general
+    /// decoder's events, with short and long deltas, up to the buffer's end; what a fast path
+    /// does not take is left for the next one.
+    #[test]
+    fn fast_paths_decode_as_the_general_decoder(v in prop::sample::select(VERSIONS.to_vec()), ops in prop::collection::vec(op(), 0..60), base in any::<u64>(), near in 0u64..3, leaves_here in any::<bool>()) {
+        let mut w = Writer::new(header(v, 8));
+        let mut b = w.buffer(9, base);
+        let mut t = base;
+        // with `leaves_here`, every LEAVE is of the last method entered or left (a leaf call's)
+        let mut last = 0;
+        for o in &ops {
+            // near times too (the short deltas of real files), not only random ones
+            let time = |x: u64, t: &mut u64| {
+                *t = if near > 0 { t.wrapping_add(x % (1 << (7 * near))) } else { x };
+                *t
+            };
+            match *o {
+                Op::Enter(x, m) => {
+                    last = m;
+                    b.enter(time(x, &mut t), m)
+                }
+                Op::Leave(x, m) => {
+                    let m = if leaves_here && last != 0 { last } else { m };
+                    last = m;
+                    b.leave(time(x, &mut t), m)
+                }
+                Op::Alloc(x, c, ob, s) => b.alloc(time(x, &mut t), c, ob, s, None),
+            }
+        }
+        b.finish();
+        let bytes = w.into_bytes();
+        let f = File::parse(&bytes).expect("header");
+        let buf = f.buffers().next().expect("buffer").expect("ok");
+        let general: Vec<_> = buf.events().collect::<Result<_, _>>().expect("events");
+        let mut fast = buf.events();
+        let mut cursor = buf.header.method_base;
+        for e in &general {
+            let before = fast.remaining();
+            // the LEAVE of the method the cursor is at has a fast path of its own, which takes
+            // nothing else (and such a LEAVE wherever the call fast path does)
+            let mut probe = fast.clone();
+            let here = matches!(e.kind, EventKind::Leave { method } if method == cursor);
+            match probe.next_leave_here() {
+                Some((size, time)) => {
+                    prop_assert!(here);
+                    prop_assert_eq!((size, time), (e.size, e.time));
+                    prop_assert_eq!(before - probe.remaining(), e.size as usize);
+                }
+                None => {
+                    prop_assert_eq!(probe.remaining(), before);
+                    prop_assert!(!here || fast.clone().next_call_fast().is_none());
+                }
+            }
+            if let EventKind::Enter { method } | EventKind::Leave { method } = e.kind {
+                cursor = method;
+            }
+            let got = if let Some((byte, size, time, method)) = fast.next_call_fast() {
+                (byte, size, time, method, None)
+            } else if let Some((byte, size, time, method)) = fast.next_call() {
+                (byte, size, time, method, None)
+            } else if let Some((size, time, class, obj, n)) = fast.next_alloc_fast() {
+                (profkit_mlpd::raw::event::ALLOC, size, time, 0, Some((class, obj, n)))
+            } else if let Some((size, time, class, obj, n)) = fast.next_alloc() {
+                (profkit_mlpd::raw::event::ALLOC, size, time, 0, Some((class, obj, n)))
+            } else {
+                prop_assert!(false, "no fast path took {:?}", e);
+                unreachable!()
+            };
+            let want = match e.kind {
+                EventKind::Enter { method } | EventKind::Leave { method } => (e.byte, e.size, e.time, method, None),
+                EventKind::Alloc { class, obj, size, .. } => (e.byte, e.size, e.time, 0, Some((class, obj, size))),
+                _ => unreachable!(),
+            };
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(before - fast.remaining(), e.size as usize);
+        }
+        prop_assert!(fast.next().is_none());
+    }
+}
+
 /// Synthetic files for the versions no packaged Mono writes, committed in
 /// `tests/fixtures/mlpd/synthetic/` (regenerate with `PROFKIT_BLESS=1`), plus a truncated one.
 #[test]

@@ -2,14 +2,19 @@
 //! EXC_LEAVE, through the model's buffer-parallel [`replay`](crate::replay) — the same
 //! mechanism that accounts XRay and Mono calls for `account` and `stack`.
 //!
-//! * Method pointers become [`FuncId`]s through one [`MethodIds`] table shared by the workers
-//!   (each keeps a direct-mapped cache and a map of its own in front of it, so only a method
-//!   the worker has never met takes the lock).
+//! * Method pointers become [`FuncId`]s through one [`MethodIds`] table shared by the workers.
+//!   Each worker keeps its methods in a [`MethodTable`] of its own, keyed by the pointer: one
+//!   slot per method holds its id and its numbers, so an ENTER finds both in one probe, and
+//!   only a method the worker has never met takes the shared lock.
 //! * Worker side, [`LocalCalls`]: each buffer's calls are replayed as the generic
 //!   [`PieceBuilder`](crate::replay::PieceBuilder) replays them in
 //!   [`Mode::Local`](crate::replay::Mode::Local) (or all passed on in order with `--traces`,
 //!   whose backtraces need the real stack at every event), in a loop of the report's own (the
-//!   hot loop of a `calls` file). What does not depend on the frames the buffer inherits —
+//!   hot loop of a `calls` file: [`LocalCalls::run_all`] decodes and replays a run of calls
+//!   and ALLOCs with its state in registers, and leaves anything rarer — a method new to the
+//!   worker, a full frame allocation, a leave that is not of the top frame, an event near the
+//!   end of the buffer — to the general replay, one call at a time, without leaving the
+//!   run). What does not depend on the frames the buffer inherits —
 //!   calls, self time, inclusive time of every activation — is summed in the worker's
 //!   per-method slots; what does — whether a completed frame is its method's outermost
 //!   activation — is kept per phase as candidates ([`MethodPart`]). The report's other
@@ -30,8 +35,8 @@ use super::MethodStats;
 use crate::func::FuncId;
 use crate::replay::{Call, Fold, Item, Phase, Piece, ThreadReplay};
 use crate::span::{BuilderStats, CallKind, Frame, MismatchPolicy, Span, SpanSink};
-use profkit_mlpd::raw::event::METHOD_ENTER;
-use profkit_mlpd::read::Events;
+use profkit_mlpd::raw::event::{METHOD_ENTER, METHOD_LEAVE};
+use profkit_mlpd::read::{ClassRef, Events};
 
 /// Method pointers ↔ dense [`FuncId`]s, shared by every worker (ids from 1, in the order the
 /// workers first meet the methods; nothing depends on that order).
@@ -97,71 +102,209 @@ impl SpanSink for MethodPart {
     fn span(&mut self, _span: &Span) {}
 }
 
-/// A method in a worker: its order-free statistics, and (per buffer) its activations open and
-/// its candidate time in the current phase. One slot per method keeps a call's updates on one
-/// cache line.
+/// A method in a worker's [`MethodTable`]: its pointer and id, its order-free statistics, and
+/// (per buffer) its activations open and its candidate time in the current phase. One slot per
+/// method keeps a call's lookup and updates on one cache line.
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
-    stats: MethodStats,
+    /// The key; a slot is free while `func` is 0 (ids start at 1).
+    method: u64,
+    func: FuncId,
     /// Activations on the buffer's own stack.
     active: u32,
     /// Listed in `touched`.
     listed: bool,
+    stats: MethodStats,
     /// Inclusive time of the frames completed with no other activation below (this phase).
     acc: u64,
 }
 
-/// Slots of a worker's method id cache (a power of two).
-const ID_CACHE: usize = 1024;
-
-/// A direct-mapped cache of method ids in front of the worker's own map, itself in front of
-/// the shared [`MethodIds`] (so a cache miss never takes the shared lock, which the other
-/// workers' misses would contend for: only a method the worker has never met does).
-struct IdCache {
+/// A worker's methods: an open-addressing table of [`Slot`]s keyed by the method pointer
+/// (linear probing, at most half full), in front of the shared [`MethodIds`], which only a
+/// method the worker has never met asks (under its lock). An ENTER finds its slot in one probe
+/// as a rule; frames keep their slot's index, so a LEAVE looks nothing up. Growing moves the
+/// slots: [`MethodTable::insert`] says how, for the indices held elsewhere.
+struct MethodTable {
     ids: Arc<MethodIds>,
-    cache: Box<[(u64, u32); ID_CACHE]>,
-    known: FxMap<u64, u32>,
+    /// A power of two of slots.
+    slots: Vec<Slot>,
+    /// Slots in use.
+    used: usize,
 }
 
-impl IdCache {
-    #[inline(always)]
-    fn id(&mut self, method: u64) -> FuncId {
-        // multiplicative hash: method pointers are 8-byte aligned and clustered
-        let ci = (method.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize & (ID_CACHE - 1);
-        if let Some(&(m, id)) = self.cache.get(ci) {
-            if m == method && id != 0 {
-                return FuncId(id);
-            }
+/// Slots of a worker's table at first (a power of two; it doubles when half full).
+const TABLE: usize = 1024;
+
+impl MethodTable {
+    fn new(ids: Arc<MethodIds>) -> Self {
+        MethodTable {
+            ids,
+            slots: vec![Slot::default(); TABLE],
+            used: 0,
         }
-        self.miss(ci, method)
     }
 
+    /// The home index of `method` in a table of `len` slots (a power of two): a multiplicative
+    /// hash, method pointers being 8-byte aligned and clustered.
+    #[inline(always)]
+    fn home(method: u64, len: usize) -> usize {
+        (method.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & len.wrapping_sub(1)
+    }
+
+    /// The index of `method`'s slot, or `None` when it has none.
+    #[inline(always)]
+    fn find(&self, method: u64) -> Option<usize> {
+        find(&self.slots, method)
+    }
+
+    /// The index of `method`'s slot, made now if it has none, and when the table had to grow
+    /// for it, where each slot moved (by old index): indices held elsewhere must follow.
+    #[cold]
     #[inline(never)]
-    fn miss(&mut self, ci: usize, method: u64) -> FuncId {
-        let id = match self.known.get(&method) {
-            Some(&id) => FuncId(id),
-            None => {
-                let id = self.ids.id(method);
-                self.known.insert(method, id.0);
-                id
-            }
-        };
-        if let Some(c) = self.cache.get_mut(ci) {
-            *c = (method, id.0);
+    fn insert(&mut self, method: u64) -> (usize, Option<Vec<usize>>) {
+        if let Some(i) = self.find(method) {
+            return (i, None);
         }
-        id
+        let mut moved = None;
+        if (self.used + 1) * 2 > self.slots.len() {
+            let grown = vec![Slot::default(); self.slots.len() * 2];
+            let old = std::mem::replace(&mut self.slots, grown);
+            let mut to = vec![0usize; old.len()];
+            for (j, s) in old.iter().enumerate().filter(|(_, s)| s.func.0 != 0) {
+                let i = self.free(s.method);
+                if let (Some(d), Some(t)) = (self.slots.get_mut(i), to.get_mut(j)) {
+                    *d = *s;
+                    *t = i;
+                }
+            }
+            moved = Some(to);
+        }
+        let i = self.free(method);
+        let func = self.ids.id(method);
+        if let Some(s) = self.slots.get_mut(i) {
+            *s = Slot {
+                method,
+                func,
+                ..Slot::default()
+            };
+            self.used += 1;
+        }
+        (i, moved)
+    }
+
+    /// The first free slot on `method`'s probe path (the table is at most half full).
+    fn free(&self, method: u64) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut i = Self::home(method, self.slots.len());
+        while self.slots.get(i).is_some_and(|s| s.func.0 != 0) {
+            i = (i + 1) & mask;
+        }
+        i
+    }
+}
+
+/// The index of `method`'s slot in a [`MethodTable`]'s `slots`, or `None` when it has none.
+#[inline(always)]
+fn find(slots: &[Slot], method: u64) -> Option<usize> {
+    let mask = slots.len().wrapping_sub(1);
+    let mut i = MethodTable::home(method, slots.len());
+    loop {
+        let s = slots.get(i)?;
+        if s.method == method && s.func.0 != 0 {
+            return Some(i);
+        }
+        if s.func.0 == 0 {
+            return None;
+        }
+        i = (i + 1) & mask;
     }
 }
 
 /// A frame of the buffer's own stack. It keeps the method pointer, so that a LEAVE is matched
-/// against the top frame without looking its method's id up.
-#[derive(Clone, Copy, Debug)]
+/// against the top frame without a lookup, and its method's slot.
+#[derive(Clone, Copy, Debug, Default)]
 struct Open {
     method: u64,
-    func: FuncId,
+    /// The method's slot in the worker's [`MethodTable`].
+    slot: usize,
     start: u64,
     /// Time in callees that already returned.
     child: u64,
+}
+
+/// The buffer's own stack: frames `0..depth` of an allocation that only grows (the entries
+/// above are stale), so that the hot loop pushes into a slice (and stops when it is full: the
+/// caller grows it).
+#[derive(Debug, Default)]
+struct Frames {
+    v: Vec<Open>,
+    depth: usize,
+}
+
+impl Frames {
+    /// The open frames, outermost first.
+    fn open(&mut self) -> &mut [Open] {
+        self.v.get_mut(..self.depth).unwrap_or_default()
+    }
+
+    fn last(&self) -> Option<&Open> {
+        self.v.get(self.depth.checked_sub(1)?)
+    }
+
+    fn push(&mut self, f: Open) {
+        match self.v.get_mut(self.depth) {
+            Some(s) => *s = f,
+            None => self.v.push(f),
+        }
+        self.depth += 1;
+    }
+}
+
+/// Closes the top frame of `frames` (`0..depth` open) at `t`: its time goes to its method's
+/// slot and to its caller's callee time (to `child`, the phase's, when the buffer has no frame
+/// below it). Returns the slot when it has just become a candidate of the phase (to list in
+/// `touched`).
+#[inline(always)]
+fn close_top(
+    slots: &mut [Slot],
+    frames: &mut [Open],
+    depth: &mut usize,
+    child: &mut u64,
+    t: u64,
+) -> Option<usize> {
+    let top = depth.checked_sub(1)?;
+    let f = *frames.get(top)?;
+    *depth = top;
+    let dur = t.abs_diff(f.start);
+    match top.checked_sub(1).and_then(|p| frames.get_mut(p)) {
+        Some(parent) => parent.child = parent.child.saturating_add(dur),
+        None => *child = child.saturating_add(dur),
+    }
+    let s = slots.get_mut(f.slot)?;
+    s.stats.self_ns += dur.saturating_sub(f.child);
+    s.stats.total_all_ns += dur;
+    s.active = s.active.saturating_sub(1);
+    if s.active == 0 {
+        // no activation of the method below it in the buffer: a candidate outermost one
+        s.acc += dur;
+        if !s.listed {
+            s.listed = true;
+            return Some(f.slot);
+        }
+    }
+    None
+}
+
+/// Why [`LocalCalls::hot`] stopped: at an event it does not decode (another type, one its
+/// decoder's fast paths do not read, the end), or at a call it leaves to the general replay
+/// (the enter of a method the worker's table does not have yet, or with the frames'
+/// allocation full; a leave that is not of the top frame), the event consumed, or to list a
+/// slot in `touched`.
+enum Stop {
+    Other,
+    Enter(u64, u64),
+    Leave(u64, u64),
+    Listed(usize),
 }
 
 /// The index of a call event (`byte`, `size` bytes) in a buffer's histogram of call event
@@ -184,15 +327,13 @@ pub(crate) fn size_slot(byte: u8, size: u32) -> usize {
 /// frame closes the frames above it, one that matches none while the buffer has frames makes
 /// the rest of the buffer ordered (as every call is with `--traces`).
 pub(crate) struct LocalCalls<I> {
-    ids: IdCache,
-    /// Per method id.
-    slots: Vec<Slot>,
-    /// Methods with an `acc` in this phase.
-    touched: Vec<FuncId>,
+    methods: MethodTable,
+    /// Slots with an `acc` in this phase.
+    touched: Vec<usize>,
     /// Every call passed on in order (`--traces`).
     all_ordered: bool,
     /// The buffer's own stack.
-    stack: Vec<Open>,
+    stack: Frames,
     /// The current phase's part, and its callee time: what completed on top of the frames the
     /// buffer inherited.
     part: MethodPart,
@@ -209,15 +350,10 @@ impl<I> LocalCalls<I> {
     /// A replay on `ids`; with `ordered` every call is passed on in order.
     pub(crate) fn new(ids: Arc<MethodIds>, ordered: bool) -> Self {
         LocalCalls {
-            ids: IdCache {
-                ids,
-                cache: Box::new([(0, 0); ID_CACHE]),
-                known: FxMap::default(),
-            },
-            slots: Vec::new(),
+            methods: MethodTable::new(ids),
             touched: Vec::new(),
             all_ordered: ordered,
-            stack: Vec::with_capacity(64),
+            stack: Frames::default(),
             part: MethodPart::default(),
             child: 0,
             calls: 0,
@@ -229,7 +365,7 @@ impl<I> LocalCalls<I> {
 
     /// Starts a buffer.
     pub(crate) fn begin(&mut self) {
-        self.stack.clear();
+        self.stack.depth = 0;
         (self.child, self.calls, self.last) = (0, 0, 0);
         self.piece = Piece::default();
         self.ordered = self.all_ordered;
@@ -248,7 +384,8 @@ impl<I> LocalCalls<I> {
 
     /// Replays the run of ENTER / LEAVE / EXC_LEAVE events at `evs`'s position (none when
     /// `on` is false; only those inside `window`), counting each in `sizes` by (exinfo,
-    /// encoded size); returns the time of the run's last event. The report's hot loop.
+    /// encoded size); returns the time of the run's last event. For a report with a time
+    /// window or `--traces` ([`LocalCalls::run_all`] is the plain report's).
     #[inline(always)]
     pub(crate) fn run(
         &mut self,
@@ -289,6 +426,139 @@ impl<I> LocalCalls<I> {
         last
     }
 
+    /// Replays the run of ENTER / LEAVE / EXC_LEAVE events and backtrace-less ALLOCs at `evs`'s
+    /// position, counting each call in `sizes` by (exinfo, encoded size) and handing each
+    /// ALLOC to `alloc` as (encoded size, class, object size); returns the time of the run's
+    /// last event. For the plain report (every call replayed, no window, no tracking, no
+    /// traces): the run goes on to the next event of another type, nearly every call in
+    /// [`LocalCalls::hot`].
+    pub(crate) fn run_all(
+        &mut self,
+        evs: &mut Events<'_>,
+        sizes: &mut [u32; 128],
+        alloc: &mut impl FnMut(u32, ClassRef, u64),
+    ) -> Option<u64> {
+        let first = evs.index();
+        loop {
+            if !self.ordered {
+                match self.hot(evs, sizes, alloc) {
+                    Stop::Enter(t, method) => self.enter(t, method),
+                    Stop::Leave(t, method) => self.leave_other(t, method),
+                    Stop::Listed(i) => self.touched.push(i),
+                    Stop::Other => {}
+                }
+            }
+            // what the hot loop leaves: a call near the end of the buffer (or any once the
+            // rest is ordered), an ALLOC
+            if let Some((byte, size, t, method)) = evs.next_call() {
+                if let Some(n) = sizes.get_mut(size_slot(byte, size)) {
+                    *n += 1;
+                }
+                self.call(byte == METHOD_ENTER, t, method);
+            } else if let Some((size, _, class, _, bytes)) = evs.next_alloc() {
+                alloc(size, class, bytes);
+            } else {
+                break;
+            }
+        }
+        (evs.index() > first).then(|| evs.current_time())
+    }
+
+    /// The loop of [`LocalCalls::run_all`]: the calls and ALLOCs the decoder's fast paths read,
+    /// the calls replayed on the buffer's frames and the worker's slots (a leaf call, an ENTER
+    /// whose LEAVE comes next, without a frame). Everything else stops it ([`Stop`]). Its state
+    /// is local (slices, not the vectors), and it calls nothing but `alloc`, so that the
+    /// compiler keeps that state in registers.
+    #[inline(never)]
+    fn hot(
+        &mut self,
+        evs: &mut Events<'_>,
+        sizes: &mut [u32; 128],
+        alloc: &mut impl FnMut(u32, ClassRef, u64),
+    ) -> Stop {
+        let mut e = evs.clone();
+        let (mut calls, mut last, mut child) = (0, self.last, self.child);
+        let slots = &mut self.methods.slots[..];
+        let frames = &mut self.stack.v[..];
+        let mut depth = self.stack.depth;
+        let stop = loop {
+            let Some((byte, size, t, method)) = e.next_call_fast() else {
+                match e.next_alloc_fast() {
+                    Some((size, _, class, _, bytes)) => {
+                        alloc(size, class, bytes);
+                        continue;
+                    }
+                    None => break Stop::Other,
+                }
+            };
+            if let Some(n) = sizes.get_mut(size_slot(byte, size)) {
+                *n += 1;
+            }
+            calls += 1;
+            last = t;
+            if byte == METHOD_ENTER {
+                let Some(i) = find(slots, method) else {
+                    break Stop::Enter(t, method);
+                };
+                // a leaf call (its LEAVE next: most calls, 58-81% in the benchmark's files)
+                // needs no frame: its push and pop in one (no callees: its self time is its
+                // time; its method's activations are as before it)
+                if let Some((n, t2)) = e.next_leave_here() {
+                    if let Some(c) = sizes.get_mut(size_slot(METHOD_LEAVE, n)) {
+                        *c += 1;
+                    }
+                    calls += 1;
+                    last = t2;
+                    let dur = t2.abs_diff(t);
+                    match depth.checked_sub(1).and_then(|top| frames.get_mut(top)) {
+                        Some(parent) => parent.child = parent.child.saturating_add(dur),
+                        None => child = child.saturating_add(dur),
+                    }
+                    let Some(s) = slots.get_mut(i) else { continue };
+                    s.stats.calls += 1;
+                    s.stats.self_ns += dur;
+                    s.stats.total_all_ns += dur;
+                    if s.active == 0 {
+                        s.acc += dur;
+                        if !s.listed {
+                            s.listed = true;
+                            break Stop::Listed(i);
+                        }
+                    }
+                    continue;
+                }
+                let Some(f) = frames.get_mut(depth) else {
+                    break Stop::Enter(t, method);
+                };
+                *f = Open {
+                    method,
+                    slot: i,
+                    start: t,
+                    child: 0,
+                };
+                depth += 1;
+                if let Some(s) = slots.get_mut(i) {
+                    s.stats.calls += 1;
+                    s.active += 1;
+                }
+            } else if depth
+                .checked_sub(1)
+                .and_then(|top| frames.get(top))
+                .is_some_and(|f| f.method == method)
+            {
+                if let Some(i) = close_top(slots, frames, &mut depth, &mut child, t) {
+                    break Stop::Listed(i);
+                }
+            } else {
+                break Stop::Leave(t, method);
+            }
+        };
+        *evs = e;
+        self.calls += calls;
+        (self.last, self.child, self.stack.depth) = (last, child, depth);
+        stop
+    }
+
     /// Replays a call on the buffer's own stack; false when it made the rest ordered.
     #[inline(always)]
     fn replay(&mut self, enter: bool, t: u64, method: u64) -> bool {
@@ -305,41 +575,58 @@ impl<I> LocalCalls<I> {
 
     #[inline(always)]
     fn enter(&mut self, t: u64, method: u64) {
-        let func = self.ids.id(method);
-        if let Some(s) = at(&mut self.slots, slot(func)) {
+        let slot = self.slot(method);
+        if let Some(s) = self.methods.slots.get_mut(slot) {
             s.stats.calls += 1;
             s.active += 1;
         }
         self.stack.push(Open {
             method,
-            func,
+            slot,
             start: t,
             child: 0,
         });
     }
 
+    /// The index of `method`'s slot in the worker's table.
+    #[inline(always)]
+    fn slot(&mut self, method: u64) -> usize {
+        match self.methods.find(method) {
+            Some(i) => i,
+            None => self.new_slot(method),
+        }
+    }
+
+    /// A slot for a method the table does not have; the frames and the phase's methods follow
+    /// the slots when the table grows.
+    #[cold]
+    #[inline(never)]
+    fn new_slot(&mut self, method: u64) -> usize {
+        let (i, moved) = self.methods.insert(method);
+        if let Some(to) = moved {
+            let to = |j: usize| to.get(j).copied().unwrap_or(0);
+            for f in self.stack.open() {
+                f.slot = to(f.slot);
+            }
+            for j in &mut self.touched {
+                *j = to(*j);
+            }
+        }
+        i
+    }
+
+    /// The id of `method` (for what goes to the stitcher).
+    fn func(&mut self, method: u64) -> FuncId {
+        let i = self.slot(method);
+        self.methods.slots.get(i).map_or(FuncId(0), |s| s.func)
+    }
+
     /// Closes the top frame at `t`.
     #[inline(always)]
     fn pop(&mut self, t: u64) {
-        let Some(f) = self.stack.pop() else { return };
-        let dur = t.abs_diff(f.start);
-        match self.stack.last_mut() {
-            Some(parent) => parent.child = parent.child.saturating_add(dur),
-            None => self.child = self.child.saturating_add(dur),
-        }
-        let Some(s) = self.slots.get_mut(slot(f.func)) else {
-            return;
-        };
-        s.stats.self_ns += dur.saturating_sub(f.child);
-        s.stats.total_all_ns += dur;
-        s.active = s.active.saturating_sub(1);
-        if s.active == 0 {
-            // no activation of the method below it in the buffer: a candidate outermost one
-            s.acc += dur;
-            if !s.listed {
-                s.listed = true;
-                self.touched.push(f.func);
-            }
+        let (slots, stack) = (&mut self.methods.slots, &mut self.stack);
+        if let Some(i) = close_top(slots, &mut stack.v, &mut stack.depth, &mut self.child, t) {
+            self.touched.push(i);
         }
     }
 
@@ -347,17 +634,17 @@ impl<I> LocalCalls<I> {
     #[cold]
     #[inline(never)]
     fn leave_other(&mut self, t: u64, method: u64) {
-        if self.stack.is_empty() {
+        if self.stack.depth == 0 {
             // the exit of an inherited frame: the phase ends
             let end = Call {
                 kind: CallKind::Exit,
-                func: self.ids.id(method),
+                func: self.func(method),
                 time: t,
             };
             self.end_phase(Some(end));
-        } else if let Some(pos) = self.stack.iter().rposition(|f| f.method == method) {
+        } else if let Some(pos) = self.stack.open().iter().rposition(|f| f.method == method) {
             // an exception left the frames above it
-            while self.stack.len() > pos {
+            while self.stack.depth > pos {
                 self.pop(t);
             }
         } else {
@@ -375,7 +662,7 @@ impl<I> LocalCalls<I> {
         } else {
             CallKind::Exit
         };
-        let func = self.ids.id(method);
+        let func = self.func(method);
         self.piece.ordered.push(Item::Call(Call {
             kind,
             func,
@@ -387,9 +674,9 @@ impl<I> LocalCalls<I> {
     /// replay): its candidates go to its part.
     fn end_phase(&mut self, end: Option<Call>) {
         let mut part = std::mem::take(&mut self.part);
-        for f in self.touched.drain(..) {
-            if let Some(s) = self.slots.get_mut(slot(f)) {
-                part.cands.push((f, std::mem::take(&mut s.acc)));
+        for i in self.touched.drain(..) {
+            if let Some(s) = self.methods.slots.get_mut(i) {
+                part.cands.push((s.func, std::mem::take(&mut s.acc)));
                 s.listed = false;
             }
         }
@@ -404,12 +691,15 @@ impl<I> LocalCalls<I> {
     /// The local replay ends: the last phase, and the frames still open.
     fn close_local(&mut self) {
         self.end_phase(None);
-        for f in self.stack.drain(..) {
-            if let Some(s) = self.slots.get_mut(slot(f.func)) {
+        let depth = std::mem::take(&mut self.stack.depth);
+        for f in self.stack.v.iter().take(depth) {
+            let mut func = FuncId(0);
+            if let Some(s) = self.methods.slots.get_mut(f.slot) {
                 s.active = s.active.saturating_sub(1);
+                func = s.func;
             }
             self.piece.open.push(Frame {
-                func: f.func,
+                func,
                 start: f.start,
                 child: f.child,
             });
@@ -435,9 +725,11 @@ impl<I> LocalCalls<I> {
 
     /// The order-free statistics of every buffer replayed, by method, added to `into`.
     pub(crate) fn finish(self, into: &mut FxMap<u64, MethodStats>) {
-        let methods = self.ids.ids.snapshot();
-        let stats = self.slots.into_iter().map(|s| s.stats).collect();
-        add_by_method(&methods, stats, into);
+        for s in self.methods.slots {
+            if s.func.0 != 0 && s.stats != MethodStats::default() {
+                into.entry(s.method).or_default().add(&s.stats);
+            }
+        }
     }
 }
 
@@ -668,7 +960,6 @@ mod tests {
     /// leaves).
     #[test]
     fn pieces_are_the_builders_on_random_calls() {
-        use crate::replay::{Mode, PieceBuilder};
         let mut seed = 0x2545_f491_4f6c_dd1d_u64;
         let mut next = move |n: u64| {
             seed ^= seed << 13;
@@ -685,33 +976,186 @@ mod tests {
                     (next(100) < 55, t, 0x1000 + 8 * next(4))
                 })
                 .collect();
-            let ids = Arc::new(MethodIds::default());
-            let mut local: LocalCalls<()> = LocalCalls::new(ids.clone(), false);
-            let mut pb: PieceBuilder<MethodPart, ()> =
-                PieceBuilder::new(Mode::Local, MismatchPolicy::Unwind, 0);
-            local.begin();
-            for &(enter, t, m) in &calls {
-                local.call(enter, t, m);
-                let kind = if enter {
-                    CallKind::Enter
-                } else {
-                    CallKind::Exit
-                };
-                pb.call(kind, ids.id(m), t);
-            }
-            let (a, b) = (local.end(), pb.finish());
-            let ends = |p: &Piece<MethodPart, ()>| -> Vec<(Option<Call>, u64)> {
-                p.phases.iter().map(|ph| (ph.end, ph.child)).collect()
-            };
-            assert_eq!(ends(&a), ends(&b), "{calls:?}");
-            assert_eq!((&a.open, &a.ordered), (&b.open, &b.ordered), "{calls:?}");
-            assert_eq!((a.calls, a.last_time), (b.calls, b.last_time), "{calls:?}");
-            let (seq, unmatched, unfinished) = replay(&calls, &[], true);
             let cut = [next(len as u64 + 1) as usize, next(len as u64 + 1) as usize];
-            let cut = [cut[0].min(cut[1]), cut[0].max(cut[1])];
-            let (numbers, u, f) = replay(&calls, &cut, false);
-            assert_eq!(sorted(&numbers), sorted(&seq), "{calls:?} cut at {cut:?}");
-            assert_eq!((u, f), (unmatched, unfinished), "{calls:?} cut at {cut:?}");
+            same_as_the_builder(&calls, [cut[0].min(cut[1]), cut[0].max(cut[1])]);
+        }
+    }
+
+    /// A buffer with more methods than a worker's table holds at first, entered while frames
+    /// of the others are open (the table grows under them): the builder's pieces and numbers.
+    #[test]
+    fn the_method_table_grows_under_open_frames() {
+        let n = 3 * TABLE as u64;
+        let mut calls = Vec::new();
+        for i in 0..n {
+            calls.push((true, 10 * i, 0x7f00_0000_0000 + 8 * i));
+            if i % 3 == 2 {
+                calls.push((false, 10 * i + 5, 0x7f00_0000_0000 + 8 * i));
+            }
+        }
+        for i in (0..n).rev().filter(|i| i % 3 != 2) {
+            calls.push((false, 100 * n - i, 0x7f00_0000_0000 + 8 * i));
+        }
+        // and the leave of an inherited frame, and one that matches nothing
+        calls.push((false, 100 * n, 0x10));
+        calls.push((true, 100 * n + 1, 0x7f00_0000_0000));
+        calls.push((false, 100 * n + 2, 0x20));
+        let len = calls.len();
+        same_as_the_builder(&calls, [len / 3, len / 2]);
+    }
+
+    /// `calls` (enter?, time, method) replayed by a worker make the generic builder's piece,
+    /// and cut at `cut` give the sequential numbers.
+    fn same_as_the_builder(calls: &[(bool, u64, u64)], cut: [usize; 2]) {
+        use crate::replay::{Mode, PieceBuilder};
+        let ids = Arc::new(MethodIds::default());
+        let mut local: LocalCalls<()> = LocalCalls::new(ids.clone(), false);
+        let mut pb: PieceBuilder<MethodPart, ()> =
+            PieceBuilder::new(Mode::Local, MismatchPolicy::Unwind, 0);
+        local.begin();
+        for &(enter, t, m) in calls {
+            local.call(enter, t, m);
+            let kind = if enter {
+                CallKind::Enter
+            } else {
+                CallKind::Exit
+            };
+            pb.call(kind, ids.id(m), t);
+        }
+        let (a, b) = (local.end(), pb.finish());
+        let ends = |p: &Piece<MethodPart, ()>| -> Vec<(Option<Call>, u64)> {
+            p.phases.iter().map(|ph| (ph.end, ph.child)).collect()
+        };
+        assert_eq!(ends(&a), ends(&b), "{calls:?}");
+        assert_eq!((&a.open, &a.ordered), (&b.open, &b.ordered), "{calls:?}");
+        assert_eq!((a.calls, a.last_time), (b.calls, b.last_time), "{calls:?}");
+        let (seq, unmatched, unfinished) = replay(calls, &[], true);
+        let (numbers, u, f) = replay(calls, &cut, false);
+        assert_eq!(sorted(&numbers), sorted(&seq), "{calls:?} cut at {cut:?}");
+        assert_eq!((u, f), (unmatched, unfinished), "{calls:?} cut at {cut:?}");
+    }
+
+    /// The hot loop ([`LocalCalls::run_all`]) replays a buffer as one call at a time does: the
+    /// same piece, numbers, call sizes and allocations, on random buffers of calls (stacks that
+    /// outgrow the frames' allocation, more methods than the table holds at first, unwinding
+    /// leaves, leaves of inherited frames, stray leaves), ALLOCs and other events, with short
+    /// and long deltas, up to the buffer's end.
+    #[test]
+    fn the_hot_loop_replays_as_one_call_at_a_time() {
+        use profkit_mlpd::read::{EventKind, File};
+        use profkit_mlpd::write::Writer;
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..400u64 {
+            let mut w = Writer::new(profkit_mlpd::Header {
+                major: 3,
+                data_version: 17,
+                ptrsize: 8,
+                ..profkit_mlpd::Header::default()
+            });
+            let mut b = w.buffer(0x7000, 1000);
+            let mut t = 1000u64;
+            let methods = if round % 4 == 0 { 3000 } else { 6 };
+            let mut open = Vec::new();
+            for _ in 0..next(2000) {
+                t += match next(50) {
+                    0 => 1 << 40,
+                    1..=9 => 1 + next(100),
+                    _ => 200 + next(20000),
+                };
+                let m = if next(8) == 0 {
+                    0x7f00_0000_0000 + 8 * next(methods)
+                } else {
+                    0x5500_0000 + 64 * next(methods)
+                };
+                match next(40) {
+                    0 => b.alloc(
+                        t,
+                        0x7700 + 8 * next(100),
+                        0x1000 + next(1 << 20),
+                        next(300),
+                        None,
+                    ),
+                    1 => b.gc_event(t, next(3), next(2)),
+                    2 => b.exc_leave(t, open.pop().unwrap_or(m)),
+                    3 => b.leave(t, m),
+                    4..=20 if round % 3 != 1 => {
+                        open.push(m);
+                        b.enter(t, m);
+                    }
+                    4..=20 => b.leave(t, open.pop().unwrap_or(m)),
+                    _ if next(2) == 0 => {
+                        open.push(m);
+                        b.enter(t, m);
+                    }
+                    _ => b.leave(t, open.pop().unwrap_or(m)),
+                }
+            }
+            if round % 2 == 0 {
+                // the last calls away from the buffer's end
+                b.jit(
+                    t,
+                    0x5500_0000,
+                    0x1000,
+                    64,
+                    b"Some.Class:SomeMethod (int,string)",
+                );
+            }
+            b.finish();
+            let bytes = w.into_bytes();
+            let file = File::parse(&bytes).unwrap();
+            let buf = file.buffers().next().unwrap().unwrap();
+            // one call at a time, through the general decoder
+            let mut one: LocalCalls<()> = LocalCalls::new(Arc::new(MethodIds::default()), false);
+            let (mut sizes, mut allocs) = ([0u32; 128], Vec::new());
+            one.begin();
+            for ev in buf.events() {
+                let ev = ev.unwrap();
+                match ev.kind {
+                    EventKind::Enter { method } => one.call(true, ev.time, method),
+                    EventKind::Leave { method } | EventKind::ExcLeave { method } => {
+                        one.call(false, ev.time, method)
+                    }
+                    EventKind::Alloc { class, size, .. } => allocs.push((ev.size, class, size)),
+                    _ => {}
+                }
+                if matches!(
+                    ev.kind,
+                    EventKind::Enter { .. } | EventKind::Leave { .. } | EventKind::ExcLeave { .. }
+                ) {
+                    sizes[size_slot(ev.byte, ev.size)] += 1;
+                }
+            }
+            // the hot loop, the general decoder for the rest
+            let mut hot: LocalCalls<()> = LocalCalls::new(Arc::new(MethodIds::default()), false);
+            let (mut hot_sizes, mut hot_allocs) = ([0u32; 128], Vec::new());
+            hot.begin();
+            let mut evs = buf.events();
+            loop {
+                hot.run_all(&mut evs, &mut hot_sizes, &mut |size, class, bytes| {
+                    hot_allocs.push((size, class, bytes))
+                });
+                match evs.next() {
+                    Some(Ok(ev)) => assert!(
+                        matches!(ev.kind, EventKind::GcEvent { .. } | EventKind::Jit { .. }),
+                        "{:?}",
+                        ev.kind
+                    ),
+                    None => break,
+                    Some(Err(e)) => panic!("{e}"),
+                }
+            }
+            assert_eq!(hot.end(), one.end(), "round {round}");
+            assert_eq!((hot_sizes, hot_allocs), (sizes, allocs), "round {round}");
+            let (mut a, mut b) = (FxMap::default(), FxMap::default());
+            hot.finish(&mut a);
+            one.finish(&mut b);
+            assert_eq!(sorted(&a), sorted(&b), "round {round}");
         }
     }
 

@@ -262,8 +262,7 @@ impl MethodStats {
 pub(crate) struct Worker {
     pub(crate) agg: Agg,
     calls: LocalCalls<Item>,
-    /// Direct-mapped cache in front of `agg.allocs`: (class, bytes, count).
-    alloc_cache: [(Option<ClassRef>, u64, u64); 64],
+    alloc_cache: AllocCache,
     /// Forward what tracking needs.
     track: bool,
     traces: bool,
@@ -353,26 +352,38 @@ impl Worker {
         // folded into (count, min, max, bytes) at the end of the buffer (a call event is at
         // most 21 bytes: the byte and two LEB128s of at most 10)
         let mut call_sizes = [0u32; 4 * 32];
+        // and the backtrace-less ALLOCs' sizes (at most 41 bytes: the byte and four LEB128s)
+        let mut alloc_sizes = [0u32; 64];
+        // the plain report's runs of calls go on through the ALLOCs
+        let all = calls_on && window.is_none() && !traces && !track;
         // the time of the buffer's last event (any type): where the thread's frames still
         // open at the end of the file are closed if this is its last buffer (mprof-report's
         // `last_time`)
         let mut last_event: Option<u64> = None;
         loop {
             // the hot path: runs of calls, without building an Event
-            if let Some(t) = self.calls.run(&mut evs, &mut call_sizes, calls_on, window) {
+            let run = if all {
+                let (cache, agg) = (&mut self.alloc_cache, &mut self.agg);
+                self.calls
+                    .run_all(&mut evs, &mut call_sizes, &mut |size, class, bytes| {
+                        alloc_size(&mut alloc_sizes, agg, size);
+                        if allocs_on {
+                            count_alloc(cache, &mut agg.allocs, class, bytes);
+                        }
+                    })
+            } else {
+                self.calls.run(&mut evs, &mut call_sizes, calls_on, window)
+            };
+            if let Some(t) = run {
                 last_event = Some(t);
             }
             if !track {
                 if let Some((size, t, class, _, bytes)) = evs.next_alloc() {
                     last_event = Some(t);
-                    let agg = &mut self.agg;
-                    agg.events += 1;
-                    if let Some(s) = agg.stats.get_mut(0) {
-                        count_event(s, size);
-                    }
+                    alloc_size(&mut alloc_sizes, &mut self.agg, size);
                     if in_window(t) {
                         if allocs_on {
-                            self.alloc(class, bytes);
+                            count_alloc(&mut self.alloc_cache, &mut self.agg.allocs, class, bytes);
                         }
                         if traces {
                             let it = Item::Trace(Target::Alloc(class), bytes, Bt::Stack);
@@ -472,7 +483,7 @@ impl Worker {
                         continue;
                     }
                     if allocs_on {
-                        self.alloc(class, size);
+                        count_alloc(&mut self.alloc_cache, &mut self.agg.allocs, class, size);
                     }
                     let carries = ev.byte & TYPE_ALLOC_BT != 0;
                     let bt = event_bt(traces, carries, &mut p.arena, backtrace);
@@ -675,6 +686,16 @@ impl Worker {
                 s.3 += n * u64::from(size);
             }
         }
+        if let Some(s) = self.agg.stats.get_mut(usize::from(event::ALLOC)) {
+            for (size, &n) in alloc_sizes.iter().enumerate().filter(|(_, &n)| n > 0) {
+                let n = u64::from(n);
+                self.agg.events += n;
+                s.0 += n;
+                s.1 = s.1.min(size as u32);
+                s.2 = s.2.max(size as u32);
+                s.3 += n * size as u64;
+            }
+        }
         self.agg.skipped_bytes += evs.remaining() as u64;
         if !heap.is_empty() {
             let v = heap.drain().map(|(c, (b, n))| (c, b, n)).collect();
@@ -689,27 +710,50 @@ impl Worker {
         }
         p
     }
+}
 
-    /// Counts an allocation (a direct-mapped cache in front of the map: few classes
-    /// allocate most objects).
-    #[inline(always)]
-    fn alloc(&mut self, class: ClassRef, size: u64) {
-        let k = match class {
-            ClassRef::Class(p) | ClassRef::Vtable(p) => p,
-        };
-        let ci = ((k >> 3) ^ (k >> 11)) as usize & 63;
-        if let Some(c) = self.alloc_cache.get_mut(ci) {
-            if c.0 == Some(class) {
-                c.1 += size;
-                c.2 += 1;
-                return;
+/// The direct-mapped cache in front of [`Agg::allocs`]: (class, bytes, count).
+type AllocCache = [(Option<ClassRef>, u64, u64); 64];
+
+/// Counts an allocation of `size` bytes of `class` (a direct-mapped cache in front of the map:
+/// few classes allocate most objects).
+#[inline(always)]
+fn count_alloc(
+    cache: &mut AllocCache,
+    allocs: &mut FxMap<ClassRef, (u64, u64)>,
+    class: ClassRef,
+    size: u64,
+) {
+    let k = match class {
+        ClassRef::Class(p) | ClassRef::Vtable(p) => p,
+    };
+    let ci = ((k >> 3) ^ (k >> 11)) as usize & 63;
+    if let Some(c) = cache.get_mut(ci) {
+        if c.0 == Some(class) {
+            c.1 += size;
+            c.2 += 1;
+            return;
+        }
+        if let Some(old) = c.0 {
+            let a = allocs.entry(old).or_insert((0, 0));
+            a.0 += c.1;
+            a.1 += c.2;
+        }
+        *c = (Some(class), size, 1);
+    }
+}
+
+/// Counts a backtrace-less ALLOC event of `size` bytes in the buffer's histogram `sizes`
+/// (folded into the event statistics at the end of the buffer), or straight into them.
+#[inline(always)]
+fn alloc_size(sizes: &mut [u32; 64], agg: &mut Agg, size: u32) {
+    match sizes.get_mut(size as usize) {
+        Some(n) => *n += 1,
+        None => {
+            agg.events += 1;
+            if let Some(s) = agg.stats.get_mut(usize::from(event::ALLOC)) {
+                count_event(s, size);
             }
-            if let Some(old) = c.0 {
-                let a = self.agg.allocs.entry(old).or_insert((0, 0));
-                a.0 += c.1;
-                a.1 += c.2;
-            }
-            *c = (Some(class), size, 1);
         }
     }
 }
