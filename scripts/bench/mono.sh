@@ -29,8 +29,15 @@ ls -l "$work"/*_calls*.mlpd
 echo "mono: $(mono --version | head -1)"
 echo "mprof-report: $(dpkg-query -W -f='${Version}' mono-utils 2>/dev/null || echo unknown)"
 echo "cores: $(nproc), load: $(cut -d' ' -f1-3 /proc/loadavg)"
-# t CMD...: "wall user maxrss_kb" of one run (output discarded)
-t() { /usr/bin/time -f "%e %U %M" "$@" >/dev/null 2>"$work/t" || true; tail -1 "$work/t"; }
+# t CMD...: "wall user maxrss_kb" of one run (output discarded). The wall time is taken with
+# bash's microsecond clock around GNU time: its own %e has 10 ms steps, too coarse for runs of
+# 0.1 s (GNU time's fork and wait add the same ~1 ms to both contenders).
+t() {
+    local start=$EPOCHREALTIME
+    /usr/bin/time -f "%U %M" "$@" >/dev/null 2>"$work/t" || true
+    local end=$EPOCHREALTIME
+    echo "$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.4f", b - a}') $(tail -1 "$work/t")"
+}
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 printf '%-20s %8s %8s %8s | %8s %8s %8s | %6s\n' file mp_wall mp_user mp_rssKB pk_wall pk_user pk_rssKB ratio
 for f in big_calls.mlpd big_calls_gz.mlpd half_calls.mlpd half_calls_gz.mlpd; do
