@@ -146,13 +146,20 @@ fn perf_report_shares(perf: &Path, data: &Path) -> Vec<(f64, bool, String)> {
 }
 
 /// perf inject --jit of `data`, with the dump where the recording says it was.
+///
+/// The dump is copied under a name of this process's own and renamed into place: other tests
+/// running at the same time (`diff` of the committed recordings) find the dump at that path
+/// too, and must never read a copy half written.
 fn perf_inject(perf: &Path, data: &Path, dump: &Path, pid: u32) -> PathBuf {
     std::fs::create_dir_all(RECORDED_DIR).unwrap();
-    std::fs::copy(
-        dump,
-        Path::new(RECORDED_DIR).join(format!("jit-{pid}.dump")),
-    )
-    .unwrap();
+    let dir = Path::new(RECORDED_DIR);
+    let partial = dir.join(format!(
+        ".jit-{pid}.dump.{}.{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::copy(dump, &partial).unwrap();
+    std::fs::rename(&partial, dir.join(format!("jit-{pid}.dump"))).unwrap();
     run_perf_inject(perf, data)
 }
 
