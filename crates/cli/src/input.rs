@@ -4,8 +4,8 @@
 //! ([`StreamInput`]): its first (decompressed) bytes are read ahead for format detection, so a
 //! stream of no known format fails before it is inflated. The formats whose readers stream
 //! (jitdump and Mono files: `info`, `dump`, `validate`, `report`) read it one record or buffer
-//! at a time; every other reader takes the whole input in memory ([`read_whole`]), up to
-//! [`max_inflated`] bytes.
+//! at a time; for every other reader the stream is inflated into an unlinked temporary file
+//! that is then mapped like a plain file ([`read_whole`]), up to [`max_inflated`] bytes.
 
 use std::fs::File;
 use std::io::{self, BufRead, Read};
@@ -30,14 +30,15 @@ pub struct Input {
 /// How much of a stream is read ahead for format detection ([`StreamInput::head`]).
 const HEAD: usize = 64 << 10;
 
-/// How much of a stream a reader that needs the whole input may take into memory, unless
-/// `PROFKIT_MAX_INFLATED` says otherwise.
-const MAX_INFLATED: u64 = 1 << 30;
+/// How much of a stream a reader that needs the whole input may inflate, unless
+/// `PROFKIT_MAX_INFLATED` says otherwise (the bytes go to a temporary file, not to memory: the
+/// limit guards the disk against a decompression bomb).
+const MAX_INFLATED: u64 = 16 << 30;
 
 pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// The most bytes [`read_whole`] takes from a stream: `PROFKIT_MAX_INFLATED` (bytes, or with a
-/// `K`, `M` or `G` suffix, powers of 1024), else 1 GiB.
+/// `K`, `M` or `G` suffix, powers of 1024), else 16 GiB.
 pub fn max_inflated() -> Result<u64> {
     let Some(v) = std::env::var_os("PROFKIT_MAX_INFLATED") else {
         return Ok(MAX_INFLATED);
@@ -56,8 +57,8 @@ pub fn max_inflated() -> Result<u64> {
         .with_context(|| format!("PROFKIT_MAX_INFLATED={s:?}: expected a size in bytes (e.g. 4G)"))
 }
 
-/// Opens `path` (`-` = stdin) whole: a plain file mapped, a gzip file or stdin read into
-/// memory (see [`read_whole`]).
+/// Opens `path` (`-` = stdin) whole: a plain file mapped, a gzip file or stdin inflated into a
+/// temporary file and mapped (see [`read_whole`]).
 pub fn open(path: &Path) -> Result<Input> {
     match open_streaming(path)? {
         Opened::Data(input) => Ok(input),
@@ -65,13 +66,17 @@ pub fn open(path: &Path) -> Result<Input> {
     }
 }
 
-/// Reads the rest of a stream into memory, up to [`max_inflated`] bytes (an error beyond:
-/// `what` names what was to be read). A gzip stream cut off or corrupt part-way is kept up to
-/// there ([`Input::cut`]).
+/// Reads the rest of a stream into an unlinked temporary file (in `TMPDIR`, else `/tmp`) and
+/// maps it, so that a reader that needs the whole input sees it as it sees a plain file: its
+/// pages come and go like a mapped file's (readers that release what they have read keep
+/// resident memory flat whatever the decompressed size). Where no temporary file can be made,
+/// the bytes are kept in memory. Either way at most [`max_inflated`] bytes are taken (an error
+/// beyond: `what` names what was to be read). A gzip stream cut off or corrupt part-way is kept
+/// up to there ([`Input::cut`]).
 pub fn read_whole(mut s: StreamInput, what: &str) -> Result<Input> {
     let limit = max_inflated()?;
-    let mut out: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; 1 << 16];
+    let mut spool = Spool::new();
+    let mut chunk = vec![0u8; 1 << 20];
     let failed = loop {
         let n = match s.read(&mut chunk) {
             Ok(0) => break None,
@@ -79,30 +84,30 @@ pub fn read_whole(mut s: StreamInput, what: &str) -> Result<Input> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => break Some(e),
         };
-        let len = out.len() as u64 + n as u64;
-        if len > limit {
+        if spool.len + n as u64 > limit {
             let from = match s.compression {
                 Some(c) => format!("a {c} stream"),
                 None => "a stream".to_string(),
             };
             bail!(
-                "{}: {what} is read into memory from {from}, and it is over the limit of {limit} bytes \
-                 (PROFKIT_MAX_INFLATED, 1G by default): decompress it to a file first, or raise the limit",
+                "{}: {what} is inflated whole from {from}, and it is over the limit of {limit} bytes \
+                 (PROFKIT_MAX_INFLATED, 16G by default): decompress it to a file first, or raise the limit",
                 s.name
             );
         }
-        if out.capacity() - out.len() < n {
-            // grow by doubling, but never past the limit
-            let want = (out.capacity().saturating_mul(2))
-                .max(1 << 20)
-                .min(usize::try_from(limit).unwrap_or(usize::MAX));
-            out.reserve_exact(want.saturating_sub(out.len()));
-        }
-        out.extend_from_slice(chunk.get(..n).unwrap_or_default());
+        spool
+            .write(chunk.get(..n).unwrap_or_default())
+            .with_context(|| {
+                format!(
+                    "{}: cannot write the inflated stream to a temporary file",
+                    s.name
+                )
+            })?;
     };
+    let len = spool.len;
     let cut = match failed {
         None => None,
-        Some(e) if out.is_empty() || s.compression.is_none() => {
+        Some(e) if len == 0 || s.compression.is_none() => {
             let what = if s.compression.is_some() {
                 "gzip data is corrupt or cut off"
             } else {
@@ -111,20 +116,56 @@ pub fn read_whole(mut s: StreamInput, what: &str) -> Result<Input> {
             return Err(anyhow::Error::new(e).context(format!("{}: {what}", s.name)));
         }
         Some(e) => Some(Truncation::new(
-            out.len() as u64,
+            len,
             None,
             format!(
-                "the gzip stream is cut off or corrupt ({e}); offsets are in the {} bytes inflated before it",
-                out.len()
+                "the gzip stream is cut off or corrupt ({e}); offsets are in the {len} bytes inflated before it"
             ),
         )),
     };
+    let data = spool
+        .into_bytes()
+        .with_context(|| format!("{}: cannot map the inflated stream", s.name))?;
     Ok(Input {
         name: s.name,
-        data: FileBytes::Owned(out),
+        data,
         compression: s.compression,
         cut,
     })
+}
+
+/// Where [`read_whole`] puts a stream: an unlinked temporary file, or memory when none can be
+/// made.
+struct Spool {
+    file: Option<File>,
+    memory: Vec<u8>,
+    len: u64,
+}
+
+impl Spool {
+    fn new() -> Spool {
+        Spool {
+            file: tempfile::tempfile().ok(),
+            memory: Vec::new(),
+            len: 0,
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match &mut self.file {
+            Some(f) => io::Write::write_all(f, bytes)?,
+            None => self.memory.extend_from_slice(bytes),
+        }
+        self.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn into_bytes(self) -> io::Result<FileBytes> {
+        match self.file {
+            Some(f) => FileBytes::of_file(&f),
+            None => Ok(FileBytes::Owned(self.memory)),
+        }
+    }
 }
 
 /// An input opened for a streaming reader: plain files stay mapped (their pages can be

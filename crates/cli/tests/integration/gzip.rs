@@ -257,8 +257,9 @@ fn memory_stays_flat_on_a_big_gzip_stream() {
     }
 }
 
-/// Formats read whole (here an XRay trace) are inflated into memory, up to a bound: within it a
-/// gzip file reads like its plain bytes, beyond it the command fails at once and says why.
+/// Formats read whole (here an XRay trace) are inflated into a temporary file, up to a bound:
+/// within it a gzip file reads like its plain bytes, beyond it the command fails at once and
+/// says why.
 #[test]
 fn other_formats_inflate_up_to_a_bound() {
     let tmp = tempfile::tempdir().unwrap();
@@ -286,9 +287,69 @@ fn other_formats_inflate_up_to_a_bound() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("error: t: an LLVM XRay trace is read into memory from a gzip stream")
+        err.contains("error: t: an LLVM XRay trace is inflated whole from a gzip stream")
             && err.contains("over the limit of 1024 bytes (PROFKIT_MAX_INFLATED"),
         "{err}"
     );
     assert!(o.stdout.is_empty());
+}
+
+/// A gzip basic-mode XRay log of `pairs` enter/exit pairs of function 1 on one thread, TSCs
+/// rising (each 1 MiB of records its own gzip member, so it is cheap to write): (path,
+/// decompressed size).
+fn big_basic_xray(dir: &Path, pairs: u64) -> (PathBuf, u64) {
+    let mut header = Vec::new();
+    header.extend_from_slice(&3u16.to_le_bytes()); // version
+    header.extend_from_slice(&0u16.to_le_bytes()); // basic
+    header.extend_from_slice(&3u32.to_le_bytes()); // constant + nonstop TSC
+    header.extend_from_slice(&1_000_000_000u64.to_le_bytes());
+    header.extend_from_slice(&[0u8; 16]);
+    let record = |kind: u8, tsc: u64| {
+        let mut r = [0u8; 32];
+        r[3] = kind;
+        r[4..8].copy_from_slice(&1i32.to_le_bytes());
+        r[8..16].copy_from_slice(&tsc.to_le_bytes());
+        r[16..20].copy_from_slice(&7u32.to_le_bytes());
+        r[20..24].copy_from_slice(&7u32.to_le_bytes());
+        r
+    };
+    let path = dir.join("big.xray.gz");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    f.write_all(&gzip(&header)).unwrap();
+    let mut chunk = Vec::with_capacity(1 << 20);
+    for i in 0..pairs {
+        chunk.extend_from_slice(&record(0, 10 * i));
+        chunk.extend_from_slice(&record(1, 10 * i + 5));
+        if chunk.len() >= 1 << 20 || i + 1 == pairs {
+            f.write_all(&gzip(&chunk)).unwrap();
+            chunk.clear();
+        }
+    }
+    f.flush().unwrap();
+    (path, 32 + 64 * pairs)
+}
+
+/// A format read whole (XRay) from a ≥ 300 MB (decompressed) gzip stream: `account` and
+/// `stack` read the inflated temporary file as a mapped file, so memory stays at a few tens of
+/// MB, as for the plain file.
+#[test]
+fn a_big_gzip_stream_read_whole_stays_out_of_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pairs = 5_000_000;
+    let (path, size) = big_basic_xray(tmp.path(), pairs);
+    assert!(size >= 300 << 20);
+    let path = path.display().to_string();
+    for args in [["account", "--json", &path], ["stack", "--folded", &path]] {
+        let (out, code, kib) = peak_rss_kib(&args);
+        assert_eq!(code, 0, "{args:?}");
+        if args[0] == "account" {
+            let v: Value = serde_json::from_str(&out).unwrap();
+            let count = v["functions"][0]["count"].as_u64();
+            assert_eq!(count, Some(pairs), "{out:.400}");
+        }
+        assert!(
+            kib < 96 << 10,
+            "{args:?}: peak RSS {kib} KiB for {size} bytes"
+        );
+    }
 }
