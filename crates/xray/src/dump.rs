@@ -13,7 +13,7 @@ use std::io::{self, Write};
 use profkit_common::json;
 
 use crate::error::{Error, Truncation};
-use crate::read::events::Trace;
+use crate::read::events::{Event, ThreadKey, Trace};
 use crate::read::fdr::{CustomEventTime, FdrEntry, FdrRecord, SkipKind};
 use crate::yaml::trace::write_event;
 
@@ -54,42 +54,73 @@ fn dump_basic(
     opts: &DumpOptions,
     out: &mut dyn Write,
 ) -> io::Result<DumpOutcome> {
-    let decoded = trace.decode();
+    // Thread after thread, each in file order (as a decode groups them), streamed: one pass
+    // lists the threads, then one pass per thread writes its events (one pass in all for the
+    // usual one-thread log), so memory does not grow with the log.
+    let mut threads: Vec<ThreadKey> = Vec::new();
+    let mut problems = Vec::new();
+    let (_, truncation) = trace.visit_basic(&mut problems, &mut |ev| {
+        let key = ThreadKey {
+            pid: ev.pid,
+            tid: ev.tid,
+        };
+        if threads.last() != Some(&key) && !threads.contains(&key) {
+            threads.push(key);
+        }
+    });
     let mut line = Vec::with_capacity(256);
     let mut records = 0u64;
-    for ev in decoded.events() {
-        records += 1;
-        if !opts.json {
-            write_event(out, ev, ev.func_id, &ev.func_id.to_string())?;
-            continue;
-        }
-        line.clear();
-        let mut o = JsonObject::new(&mut line);
-        o.raw("args", |b| {
-            b.push(b'[');
-            for (i, a) in ev.args.iter().enumerate() {
-                if i > 0 {
-                    b.push(b',');
-                }
-                b.extend_from_slice(itoa::Buffer::new().format(a).as_bytes());
+    for &key in &threads {
+        let mut failed = None;
+        trace.visit_basic(&mut Vec::new(), &mut |ev| {
+            if failed.is_some() || ev.pid != key.pid || ev.tid != key.tid {
+                return;
             }
-            b.push(b']');
+            records += 1;
+            failed = write_basic_event(out, &mut line, &ev, opts.json).err();
         });
-        o.num("cpu", ev.cpu);
-        o.num("func_id", ev.func_id);
-        o.str("kind", ev.kind.llvm_name());
-        o.num("offset", ev.offset);
-        o.num("pid", ev.pid);
-        o.num("tid", ev.tid);
-        o.num("tsc", ev.tsc);
-        o.end();
-        out.write_all(&line)?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
     }
     Ok(DumpOutcome {
         records,
-        problems: decoded.problems,
-        truncation: decoded.truncation,
+        problems,
+        truncation,
     })
+}
+
+/// One basic-mode event: llvm-xray's line, or a JSON object.
+fn write_basic_event(
+    out: &mut dyn Write,
+    line: &mut Vec<u8>,
+    ev: &Event<'_>,
+    json: bool,
+) -> io::Result<()> {
+    if !json {
+        return write_event(out, ev, ev.func_id, &ev.func_id.to_string());
+    }
+    line.clear();
+    let mut o = JsonObject::new(line);
+    o.raw("args", |b| {
+        b.push(b'[');
+        for (i, a) in ev.args.iter().enumerate() {
+            if i > 0 {
+                b.push(b',');
+            }
+            b.extend_from_slice(itoa::Buffer::new().format(a).as_bytes());
+        }
+        b.push(b']');
+    });
+    o.num("cpu", ev.cpu);
+    o.num("func_id", ev.func_id);
+    o.str("kind", ev.kind.llvm_name());
+    o.num("offset", ev.offset);
+    o.num("pid", ev.pid);
+    o.num("tid", ev.tid);
+    o.num("tsc", ev.tsc);
+    o.end();
+    out.write_all(line)
 }
 
 /// Where `llvm-xray fdr-dump --verify` is in a block.

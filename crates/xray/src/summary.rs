@@ -157,21 +157,35 @@ pub fn summary(trace: &Trace<'_>) -> Summary {
             t
         });
     } else {
-        let d = trace.decode();
-        for ev in d.events() {
-            counts.event(
-                ThreadKey {
-                    pid: ev.pid,
-                    tid: ev.tid,
-                },
-                ev.kind,
-                ev.tsc,
-                ev.func_id,
-            );
+        // Counted per thread as the events stream by, then merged thread after thread: the
+        // numbers and first-appearance orders of a decode's `events()`, without keeping them.
+        let mut per_thread: Vec<(ThreadKey, Counts)> = Vec::new();
+        let mut problems = Vec::new();
+        let mut last = 0usize;
+        let (n, cut) = trace.visit_basic(&mut problems, &mut |ev| {
+            let key = ThreadKey {
+                pid: ev.pid,
+                tid: ev.tid,
+            };
+            if per_thread.get(last).is_none_or(|(k, _)| *k != key) {
+                last = match per_thread.iter().position(|(k, _)| *k == key) {
+                    Some(i) => i,
+                    None => {
+                        per_thread.push((key, Counts::default()));
+                        per_thread.len() - 1
+                    }
+                };
+            }
+            if let Some((_, c)) = per_thread.get_mut(last) {
+                c.event(key, ev.kind, ev.tsc, ev.func_id);
+            }
+        });
+        for (_, c) in per_thread {
+            counts.merge(c);
         }
-        counts.problems = d.problems;
-        records = d.records;
-        truncation = d.truncation;
+        counts.problems = problems;
+        records = n;
+        truncation = cut;
     }
     let mut details = vec![("mode", Value::from(if fdr { "fdr" } else { "basic" }))];
     // Shared objects (ids past 2^24): which objects' functions the trace has events of, for

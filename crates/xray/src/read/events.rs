@@ -307,6 +307,20 @@ impl<'a> Trace<'a> {
         FdrRecords::new(self.data, self.header, &self.layout)
     }
 
+    /// Calls `event` with every event of a basic trace in file order, keeping none (nothing
+    /// for FDR traces): the events [`Trace::decode`] would group per thread, with its problems
+    /// (into `problems`, in file order), record count and cut.
+    pub fn visit_basic(
+        &self,
+        problems: &mut Vec<Error>,
+        event: &mut dyn FnMut(Event<'a>),
+    ) -> (u64, Option<Truncation>) {
+        if self.header.trace_type != TraceType::BASIC {
+            return (0, None);
+        }
+        visit_basic(self.data, &self.header, problems, event)
+    }
+
     /// Records of a basic trace (nothing for FDR traces).
     pub fn basic_records(&self) -> BasicRecords<'a> {
         if self.header.trace_type == TraceType::BASIC {
@@ -946,12 +960,46 @@ fn mk<'a>(
 fn decode_basic<'a>(data: &'a [u8], header: &FileHeader) -> Decoded<'a> {
     let mut out = Decoded::default();
     let mut index_of = std::collections::HashMap::<ThreadKey, usize>::new();
+    let mut problems = Vec::new();
+    let (records, truncation) = visit_basic(data, header, &mut problems, &mut |ev| {
+        let key = ThreadKey {
+            pid: ev.pid,
+            tid: ev.tid,
+        };
+        let slot = *index_of.entry(key).or_insert_with(|| {
+            out.threads.push(ThreadEvents {
+                key,
+                events: Vec::new(),
+            });
+            out.threads.len() - 1
+        });
+        if let Some(t) = out.threads.get_mut(slot) {
+            t.events.push(ev);
+        }
+    });
+    out.problems = problems;
+    out.records = records;
+    out.truncation = truncation;
+    out
+}
+
+/// Calls `event` with every event of a basic-mode trace in file order (a function record
+/// with the arg payloads that follow it is one event), without keeping any: what
+/// [`Trace::decode`] groups per thread. Problems go to `problems` in file order. Returns the
+/// number of records and the cut.
+pub(crate) fn visit_basic<'a>(
+    data: &'a [u8],
+    header: &FileHeader,
+    problems: &mut Vec<Error>,
+    event: &mut dyn FnMut(Event<'a>),
+) -> (u64, Option<Truncation>) {
+    let mut truncation = None;
     let e = header.endian;
     let mut pos = HEADER_SIZE;
     let mut index = 0u64;
     while pos < data.len() {
         let Some(rec) = bytes_at::<BASIC_RECORD_SIZE>(data, pos) else {
-            out.truncation = basic_truncation(data.len());
+            truncation = basic_truncation(data.len());
             break;
         };
         let offset = pos;
@@ -969,7 +1017,7 @@ fn decode_basic<'a>(data: &'a [u8], header: &FileHeader) -> Decoded<'a> {
                 let kind = match EventKind::of_function(kind, offset) {
                     Ok(k) => k,
                     Err(e) => {
-                        out.problems.push(e.with_record(index - 1));
+                        problems.push(e.with_record(index - 1));
                         continue;
                     }
                 };
@@ -992,7 +1040,6 @@ fn decode_basic<'a>(data: &'a [u8], header: &FileHeader) -> Decoded<'a> {
                         _ => break,
                     }
                 }
-                let key = ThreadKey { pid, tid };
                 let args = Args::basic(data.get(args_start..pos).unwrap_or_default(), e);
                 let ev = Event {
                     offset: offset as u64,
@@ -1006,15 +1053,9 @@ fn decode_basic<'a>(data: &'a [u8], header: &FileHeader) -> Decoded<'a> {
                     event_type: 0,
                     data: &[],
                 };
-                let slot = *index_of.entry(key).or_insert_with(|| {
-                    out.threads.push(ThreadEvents { key, events: Vec::new() });
-                    out.threads.len() - 1
-                });
-                if let Some(t) = out.threads.get_mut(slot) {
-                    t.events.push(ev);
-                }
+                event(ev);
             }
-            BasicRecord::ArgPayload { .. } => out.problems.push(
+            BasicRecord::ArgPayload { .. } => problems.push(
                 Error::invalid(
                     offset,
                     "an arg payload right after a function record with the same function id, tid (and pid)",
@@ -1022,12 +1063,11 @@ fn decode_basic<'a>(data: &'a [u8], header: &FileHeader) -> Decoded<'a> {
                 )
                 .with_record(index - 1),
             ),
-            BasicRecord::Unknown { record_type } => out.problems.push(
+            BasicRecord::Unknown { record_type } => problems.push(
                 Error::invalid(offset, "basic record type 0 or 1", format!("type {}", record_type.0))
                     .with_record(index - 1),
             ),
         }
     }
-    out.records = index;
-    out
+    (index, truncation)
 }
