@@ -34,6 +34,10 @@ pub(crate) struct Sym {
 #[derive(Debug, Default)]
 pub(crate) struct SymbolTable {
     syms: Vec<Sym>,
+    /// `syms[i].start`, searched instead of `syms` (a sixth of the bytes: node's 185,000
+    /// symbols are 1.5 MB of starts against 9 MB of entries, so a lookup misses the cache
+    /// less).
+    starts: Vec<u64>,
 }
 
 impl SymbolTable {
@@ -136,14 +140,15 @@ impl SymbolTable {
             }
         }
         syms.shrink_to_fit();
-        SymbolTable { syms }
+        let starts = syms.iter().map(|s| s.start).collect();
+        SymbolTable { syms, starts }
     }
 
     /// The symbol containing `svma`: the nearest one at or before it whose range covers it.
     pub fn find(&self, svma: u64) -> Option<(usize, &Sym)> {
         let i = self
-            .syms
-            .partition_point(|s| s.start <= svma)
+            .starts
+            .partition_point(|&start| start <= svma)
             .checked_sub(1)?;
         let s = self.syms.get(i)?;
         (svma < s.end || svma == s.start).then_some((i, s))
