@@ -67,8 +67,12 @@ timed() { # label, command... : appends "label wall rss" to times.txt
   # Each contender starts with the previous one's output written out: perf inject leaves
   # 11,150 files and 13 MB of dirty pages whose writeback otherwise slows whoever runs next.
   sync
-  /usr/bin/time -f "%e %M" -o t.txt "$@" > /dev/null 2> "err.$label" || { echo "$label failed: $(tail -n 3 "err.$label")"; return 1; }
-  echo "$label $(tail -n 1 t.txt)" >> times.txt
+  # Wall time from bash's microsecond clock around GNU time (whose %e has 10 ms steps, a
+  # twentieth of profkit's run); GNU time gives the peak RSS.
+  local start=$EPOCHREALTIME
+  /usr/bin/time -f "%M" -o t.txt "$@" > /dev/null 2> "err.$label" || { echo "$label failed: $(tail -n 3 "err.$label")"; return 1; }
+  local end=$EPOCHREALTIME
+  echo "$label $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.4f", b - a}') $(tail -n 1 t.txt)" >> times.txt
 }
 INJECT_REPORT='perf inject --jit -i tsc-fp.data -o tsc-fp.jit.data &&
   perf report -i tsc-fp.jit.data --stdio --no-children --sort sym -g none > perf-report.txt 2> /dev/null'
