@@ -17,11 +17,16 @@ use profkit_model::FunctionTable;
 use profkit_xray::Trace;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(trace) = Trace::parse(data) else { return };
+    let Ok(trace) = Trace::parse(data) else {
+        return;
+    };
     let names = FunctionTable::new();
     let clock = xray::clock(&trace.header);
     let graph = |mode| {
-        let opts = FoldOptions { mode, ..FoldOptions::default() };
+        let opts = FoldOptions {
+            mode,
+            ..FoldOptions::default()
+        };
         xray::fold(&trace, &opts, |_| CallGraph::new())
             .merged(CallGraph::merge)
             .unwrap_or_default()
@@ -32,7 +37,11 @@ fuzz_target!(|data: &[u8]| {
     let _ = xray::fold(&trace, &FoldOptions::default(), |_| Accounting::new())
         .merged(Accounting::merge)
         .map(|mut a| a.rows());
-    let g = Named { stats: &local, names: &names, clock };
+    let g = Named {
+        stats: &local,
+        names: &names,
+        clock,
+    };
     let style = Style {
         edge_label: GraphStat::Median,
         edge_color: GraphStat::Count,
@@ -53,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
             rows: &rows,
             functions: rows.len(),
             key: diff::DiffKey::Total,
-            nanoseconds: true,
+            unit: diff::DiffUnit::Nanoseconds,
             truncated: [None, None],
         };
         diff::write_text(&mut io::sink(), &report).unwrap();
