@@ -26,6 +26,7 @@ seeds() {
         xray_profile) echo "$fx"/xray/*.xprof seeds/xray_profile/* ;;
         mlpd_read) echo "$fx"/mlpd/*.mlpd "$fx"/mlpd/synthetic/*.mlpd ;;
         perf_read|perf_feed) echo "$fx"/perf/*.data ;;
+        native_binary) echo "$fx"/native/small-pie "$fx"/xray/libdso.so "$fx"/xray/sled-v1-pie ;;
         instr_map) echo "$fx"/xray/demo "$fx"/xray/nodebug "$fx"/xray/libdso.so "$fx"/xray/dso-main "$fx"/xray/sled-v1-pie ;;
         structured) ;;
         convert_all) echo "$fx"/xray/*.xray "$fx"/xray/*.xprof "$fx"/jitdump/*.dump "$fx"/jitdump/*.gz \
@@ -34,7 +35,7 @@ seeds() {
 }
 max_len() {
     case "$1" in
-        instr_map|perf_read|perf_feed) echo 1048576 ;;
+        instr_map|native_binary|perf_read|perf_feed) echo 1048576 ;;
         # every writer per input: small inputs run ~10x more executions
         convert_all|structured) echo 8192 ;;
         *) echo 65536 ;;

@@ -16,8 +16,8 @@ use std::rc::Rc;
 
 use libfuzzer_sys::fuzz_target;
 use profkit_jitdump::read::DebugWalkEnd;
-use profkit_jitdump::validate::codes;
 use profkit_jitdump::read::{RecordSource, StreamRecords};
+use profkit_jitdump::validate::codes;
 use profkit_jitdump::{perfmap, FollowReader, JitDump, RawRecord, Record};
 
 fuzz_target!(|data: &[u8]| {

@@ -32,7 +32,10 @@ impl EventSink for Check {
     fn sample(&mut self, s: &Sample<'_>) -> io::Result<()> {
         assert!(s.lines.is_empty() || s.lines.len() == s.stack.len());
         for id in s.stack {
-            assert!(self.declared.contains(id), "{id:?} used before it was declared");
+            assert!(
+                self.declared.contains(id),
+                "{id:?} used before it was declared"
+            );
         }
         self.samples += 1;
         Ok(())

@@ -12,10 +12,24 @@ use profkit_xray::{EventKind, FileHeader};
 
 #[derive(Arbitrary, Debug)]
 enum Input {
-    XrayFdr { version: u8, threads: Vec<XThread>, flips: Vec<(u16, u8)> },
-    XrayBasic { threads: Vec<XThread>, flips: Vec<(u16, u8)> },
-    Mlpd { version: u8, buffers: Vec<MBuffer>, flips: Vec<(u16, u8)> },
-    Jitdump { loads: Vec<JLoad>, flips: Vec<(u16, u8)> },
+    XrayFdr {
+        version: u8,
+        threads: Vec<XThread>,
+        flips: Vec<(u16, u8)>,
+    },
+    XrayBasic {
+        threads: Vec<XThread>,
+        flips: Vec<(u16, u8)>,
+    },
+    Mlpd {
+        version: u8,
+        buffers: Vec<MBuffer>,
+        flips: Vec<(u16, u8)>,
+    },
+    Jitdump {
+        loads: Vec<JLoad>,
+        flips: Vec<(u16, u8)>,
+    },
 }
 
 #[derive(Arbitrary, Debug)]
@@ -171,11 +185,23 @@ fn mlpd(version: u8, buffers: &[MBuffer]) -> Vec<u8> {
                 MEvent::Jit(dt, m, size, name) => {
                     t += u64::from(*dt);
                     let name: Vec<u8> = name.iter().copied().filter(|&c| c != 0).take(64).collect();
-                    b.jit(t, method(*m), 0x7000 + u64::from(*m) * 64, u64::from(*size), &name);
+                    b.jit(
+                        t,
+                        method(*m),
+                        0x7000 + u64::from(*m) * 64,
+                        u64::from(*size),
+                        &name,
+                    );
                 }
                 MEvent::Alloc(dt, class, size) => {
                     t += u64::from(*dt);
-                    b.alloc(t, 0x9000 + u64::from(*class), 0x10_0000 + t, u64::from(*size), None);
+                    b.alloc(
+                        t,
+                        0x9000 + u64::from(*class),
+                        0x10_0000 + t,
+                        u64::from(*size),
+                        None,
+                    );
                 }
                 MEvent::Gc(dt, event, generation) => {
                     t += u64::from(*dt);
@@ -228,9 +254,17 @@ fn jitdump(loads: &[JLoad]) -> Vec<u8> {
 
 fuzz_target!(|input: Input| {
     let bytes = match &input {
-        Input::XrayFdr { version, threads, flips } => flip(xray(Some(*version), threads), flips),
+        Input::XrayFdr {
+            version,
+            threads,
+            flips,
+        } => flip(xray(Some(*version), threads), flips),
         Input::XrayBasic { threads, flips } => flip(xray(None, threads), flips),
-        Input::Mlpd { version, buffers, flips } => flip(mlpd(*version, buffers), flips),
+        Input::Mlpd {
+            version,
+            buffers,
+            flips,
+        } => flip(mlpd(*version, buffers), flips),
         Input::Jitdump { loads, flips } => flip(jitdump(loads), flips),
     };
     // STRUCTURED_DUMP=FILE saves the bytes made (to keep a finding as a regression input of the
@@ -239,7 +273,9 @@ fuzz_target!(|input: Input| {
         let _ = std::fs::write(path, &bytes);
     }
     match &input {
-        Input::XrayFdr { .. } | Input::XrayBasic { .. } => profkit_xray::harness::check_read(&bytes),
+        Input::XrayFdr { .. } | Input::XrayBasic { .. } => {
+            profkit_xray::harness::check_read(&bytes)
+        }
         _ => {}
     }
     profkit_export::harness::check_convert(&bytes);

@@ -60,6 +60,8 @@ mod bytes;
 mod demangle;
 pub mod error;
 pub mod finder;
+#[doc(hidden)]
+pub mod harness;
 pub mod kernel;
 pub mod mapping;
 pub mod paths;

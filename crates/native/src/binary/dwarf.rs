@@ -230,12 +230,6 @@ impl Context {
         let loc = self.context_of(probe)?.find_location(probe).ok()??;
         Some((loc.file.map(&mut *intern), loc.line, loc.column))
     }
-
-    /// Whether lookups go one unit at a time (for tests).
-    #[cfg(test)]
-    pub(crate) fn by_unit(&self) -> bool {
-        self.units.is_some()
-    }
 }
 
 impl Units {
@@ -374,68 +368,89 @@ fn abbreviations_stay_in_unit(abbrev: &Reader) -> bool {
     true
 }
 
+/// What one probe gives: the frames (function, file, line, column) and the line-table position.
+pub(crate) type Answer = (
+    Vec<(String, Option<String>, Option<u32>, Option<u32>)>,
+    Option<Location>,
+);
+
+/// Up to `max` probes of the ELF file in `data`: every function symbol's first, middle and
+/// last byte, as the file states them.
+pub(crate) fn probes(data: &[u8], max: usize) -> Vec<u64> {
+    use object::{ObjectSymbol, SymbolKind};
+    let Ok(file) = object::File::parse(data) else {
+        return Vec::new();
+    };
+    let mut v = Vec::new();
+    for s in file.symbols().filter(|s| s.kind() == SymbolKind::Text) {
+        let (a, n) = (s.address(), s.size().max(1));
+        v.extend([a, a.saturating_add(n / 2), a.saturating_add(n - 1)]);
+        if v.len() >= max {
+            break;
+        }
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn answer(ctx: &mut Context, probe: u64) -> Answer {
+    let mut intern = |s: &str| -> Arc<str> { s.into() };
+    let mut frames = Vec::new();
+    ctx.frames(probe, &mut frames, &mut intern);
+    let frames = frames
+        .into_iter()
+        .map(|f| {
+            (
+                f.function.to_string(),
+                f.file.map(|f| f.to_string()),
+                f.line,
+                f.column,
+            )
+        })
+        .collect();
+    (frames, ctx.location(probe, &mut intern))
+}
+
+/// Each probe with its answer read one unit at a time and its answer from the whole file.
+pub(crate) type BothWays = Vec<(u64, Answer, Answer)>;
+
+/// Whether the file in `data` is read one unit at a time, and every probe's answer read so
+/// next to the whole file's (`None` without DWARF). A test and a fuzz target assert the two
+/// agree.
+pub(crate) fn both_ways(data: &Arc<FileBytes>, probes: &[u64]) -> Option<(bool, BothWays)> {
+    let mut by_unit = Context::load(data)?;
+    let mut whole = Context::load(data)?;
+    whole.units = None;
+    let answers = probes
+        .iter()
+        .map(|&p| (p, answer(&mut by_unit, p), answer(&mut whole, p)))
+        .collect();
+    Some((by_unit.units.is_some(), answers))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use object::{ObjectSymbol, SymbolKind};
-
-    /// Every function symbol's first, middle and last byte, as the file states them.
-    fn probes(data: &[u8]) -> Vec<u64> {
-        let file = object::File::parse(data).unwrap();
-        let mut v = Vec::new();
-        for s in file.symbols().filter(|s| s.kind() == SymbolKind::Text) {
-            let (a, n) = (s.address(), s.size().max(1));
-            v.extend([a, a + n / 2, a + n - 1]);
-        }
-        v.sort_unstable();
-        v.dedup();
-        v
-    }
-
-    type Answer = (
-        Vec<(String, Option<String>, Option<u32>, Option<u32>)>,
-        Option<Location>,
-    );
-
-    fn answer(ctx: &mut Context, probe: u64) -> Answer {
-        let mut intern = |s: &str| -> Arc<str> { s.into() };
-        let mut frames = Vec::new();
-        ctx.frames(probe, &mut frames, &mut intern);
-        let frames = frames
-            .into_iter()
-            .map(|f| {
-                (
-                    f.function.to_string(),
-                    f.file.map(|f| f.to_string()),
-                    f.line,
-                    f.column,
-                )
-            })
-            .collect();
-        (frames, ctx.location(probe, &mut intern))
-    }
-
-    /// One unit at a time answers every probe as the whole file does.
+    /// One unit at a time answers every probe as the whole file does; the number of probes
+    /// when the file is read by unit (0 when whole).
     fn same_answers(path: &std::path::Path) -> usize {
         let file = std::fs::File::open(path).unwrap();
         let data = Arc::new(FileBytes::of_file(&file).unwrap());
-        let mut by_unit = Context::load(&data).unwrap();
-        let mut whole = Context::load(&data).unwrap();
-        whole.units = None;
-        let probes = probes(&data);
+        let probes = probes(&data, usize::MAX);
         assert!(
             !probes.is_empty(),
             "{}: no function symbols",
             path.display()
         );
+        let (by_unit, answers) = both_ways(&data, &probes).unwrap();
         let mut with_frames = 0;
-        for &p in &probes {
-            let a = answer(&mut by_unit, p);
-            assert_eq!(a, answer(&mut whole, p), "{} at {p:#x}", path.display());
+        for (p, a, b) in &answers {
+            assert_eq!(a, b, "{} at {p:#x}", path.display());
             with_frames += usize::from(!a.0.is_empty());
         }
         assert!(with_frames > 0, "{}: DWARF named nothing", path.display());
-        if by_unit.by_unit() {
+        if by_unit {
             probes.len()
         } else {
             0
@@ -468,6 +483,14 @@ mod tests {
         };
         let probes = same_answers(&debug);
         assert!(probes > 1000, "{}: not read by unit", debug.display());
+    }
+
+    /// The committed gcc fixture (`.debug_aranges`: read by unit).
+    #[test]
+    fn gcc_fixture_by_unit_equals_whole() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/native/small-pie");
+        assert!(same_answers(&path) > 0, "small-pie: not read by unit");
     }
 
     /// This test program (rustc's DWARF, whichever mode it allows).

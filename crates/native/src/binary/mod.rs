@@ -15,7 +15,7 @@
 //! Every file is untrusted: a cut or corrupt file gives an [`Error`] naming it, or fewer
 //! answers, never a panic.
 
-mod dwarf;
+pub(crate) mod dwarf;
 mod symbols;
 
 use std::path::{Path, PathBuf};

@@ -112,3 +112,20 @@ fn real_binaries_cut() {
         }
     }
 }
+
+/// The DWARF of the committed fixture (gcc: `.debug_aranges`, so read one unit at a time),
+/// with every byte of its DWARF sections flipped, read both ways: nothing may panic
+/// (`harness::check_binary`, the fuzz target's check).
+#[test]
+fn dwarf_read_by_unit_survives_corrupted_sections() {
+    let bytes = profkit_testkit::read_fixture("native/small-pie");
+    profkit_native::harness::check_binary(&bytes);
+    // .debug_aranges, .debug_info and .debug_abbrev: 0x3047..0x37dd (readelf -S).
+    for i in 0x3047..0x37dd {
+        for v in [0x01, 0x80, 0xff] {
+            let mut b = bytes.clone();
+            b[i] ^= v;
+            profkit_native::harness::check_binary(&b);
+        }
+    }
+}
