@@ -182,6 +182,29 @@ impl<'a> Decoded<'a> {
         self.threads.iter().map(|t| t.events.len()).sum()
     }
 
+    /// Appends `ev` to its thread's events (a new thread goes last; `index_of` maps threads to
+    /// their place in `threads`).
+    fn push_event(
+        &mut self,
+        index_of: &mut std::collections::HashMap<ThreadKey, usize>,
+        ev: Event<'a>,
+    ) {
+        let key = ThreadKey {
+            pid: ev.pid,
+            tid: ev.tid,
+        };
+        let slot = *index_of.entry(key).or_insert_with(|| {
+            self.threads.push(ThreadEvents {
+                key,
+                events: Vec::new(),
+            });
+            self.threads.len() - 1
+        });
+        if let Some(t) = self.threads.get_mut(slot) {
+            t.events.push(ev);
+        }
+    }
+
     /// Every event, thread after thread.
     pub fn events(&self) -> impl Iterator<Item = &Event<'a>> {
         self.threads.iter().flat_map(|t| t.events.iter())
@@ -498,20 +521,7 @@ impl<'a> Trace<'a> {
                         }));
                     base += r.records;
                     for ev in events {
-                        let key = ThreadKey {
-                            pid: ev.pid,
-                            tid: ev.tid,
-                        };
-                        let slot = *index_of.entry(key).or_insert_with(|| {
-                            out.threads.push(ThreadEvents {
-                                key,
-                                events: Vec::new(),
-                            });
-                            out.threads.len() - 1
-                        });
-                        if let Some(t) = out.threads.get_mut(slot) {
-                            t.events.push(ev);
-                        }
+                        out.push_event(&mut index_of, ev);
                     }
                 }
                 Segment::Skip(s) => out.skips.push(*s),
@@ -962,20 +972,7 @@ fn decode_basic<'a>(data: &'a [u8], header: &FileHeader) -> Decoded<'a> {
     let mut index_of = std::collections::HashMap::<ThreadKey, usize>::new();
     let mut problems = Vec::new();
     let (records, truncation) = visit_basic(data, header, &mut problems, &mut |ev| {
-        let key = ThreadKey {
-            pid: ev.pid,
-            tid: ev.tid,
-        };
-        let slot = *index_of.entry(key).or_insert_with(|| {
-            out.threads.push(ThreadEvents {
-                key,
-                events: Vec::new(),
-            });
-            out.threads.len() - 1
-        });
-        if let Some(t) = out.threads.get_mut(slot) {
-            t.events.push(ev);
-        }
+        out.push_event(&mut index_of, ev)
     });
     out.problems = problems;
     out.records = records;
