@@ -8,6 +8,7 @@
 //! * NDJSON ([`DumpOptions::json`]): one object per record with its `offset` (and FDR `index`),
 //!   keys in alphabetical order; FDR skips between buffers as `{"type":"Skip", …}`.
 
+use std::collections::HashSet;
 use std::io::{self, Write};
 
 use profkit_common::json;
@@ -54,33 +55,43 @@ fn dump_basic(
     opts: &DumpOptions,
     out: &mut dyn Write,
 ) -> io::Result<DumpOutcome> {
-    // Thread after thread, each in file order (as a decode groups them), streamed: one pass
-    // lists the threads, then one pass per thread writes its events (one pass in all for the
-    // usual one-thread log), so memory does not grow with the log.
+    // Thread after thread, each in file order (as a decode groups them). A log of a few threads
+    // is streamed: one pass lists the threads, then one pass per thread writes its events (one
+    // pass in all for the usual one-thread log), so memory does not grow with the log. With
+    // more threads those passes would cost threads × records: the log is decoded into memory
+    // instead (linear in its events).
     let mut threads: Vec<ThreadKey> = Vec::new();
+    let mut seen: HashSet<ThreadKey> = HashSet::new();
     let mut problems = Vec::new();
     let (_, truncation) = trace.visit_basic(&mut problems, &mut |ev| {
         let key = ThreadKey {
             pid: ev.pid,
             tid: ev.tid,
         };
-        if threads.last() != Some(&key) && !threads.contains(&key) {
+        if threads.last() != Some(&key) && seen.insert(key) {
             threads.push(key);
         }
     });
     let mut line = Vec::with_capacity(256);
     let mut records = 0u64;
-    for &key in &threads {
-        let mut failed = None;
-        trace.visit_basic(&mut Vec::new(), &mut |ev| {
-            if failed.is_some() || ev.pid != key.pid || ev.tid != key.tid {
-                return;
-            }
+    if threads.len() > STREAMED_THREADS {
+        for ev in trace.decode().events() {
             records += 1;
-            failed = write_basic_event(out, &mut line, &ev, opts.json).err();
-        });
-        if let Some(e) = failed {
-            return Err(e);
+            write_basic_event(out, &mut line, ev, opts.json)?;
+        }
+    } else {
+        for &key in &threads {
+            let mut failed = None;
+            trace.visit_basic(&mut Vec::new(), &mut |ev| {
+                if failed.is_some() || ev.pid != key.pid || ev.tid != key.tid {
+                    return;
+                }
+                records += 1;
+                failed = write_basic_event(out, &mut line, &ev, opts.json).err();
+            });
+            if let Some(e) = failed {
+                return Err(e);
+            }
         }
     }
     Ok(DumpOutcome {
@@ -89,6 +100,9 @@ fn dump_basic(
         truncation,
     })
 }
+
+/// Up to this many threads, a basic log is dumped in one pass per thread.
+const STREAMED_THREADS: usize = 8;
 
 /// One basic-mode event: llvm-xray's line, or a JSON object.
 fn write_basic_event(
@@ -427,4 +441,61 @@ fn push_key(buf: &mut Vec<u8>, first: &mut bool, key: &str) {
     *first = false;
     json::push_str(buf, key);
     buf.push(b':');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::raw::FunctionKind;
+    use crate::read::basic::BasicRecord;
+    use crate::write::BasicTraceWriter;
+    use crate::FileHeader;
+
+    /// A basic log of `threads` threads taking turns, four enter/exit pairs each.
+    fn interleaved(threads: u32) -> Vec<u8> {
+        let mut w = BasicTraceWriter::new(FileHeader::basic(3));
+        for round in 0..8u64 {
+            for t in 0..threads {
+                w.record(&BasicRecord::Function {
+                    cpu: 0,
+                    kind: FunctionKind((round % 2) as u8),
+                    func_id: 1 + t as i32,
+                    tsc: round * 100 + u64::from(t),
+                    tid: 1000 + t,
+                    pid: 7,
+                });
+            }
+        }
+        w.finish()
+    }
+
+    /// Both ways of dumping a basic log (a pass per thread; decoded into memory past
+    /// `STREAMED_THREADS` threads) write the events thread after thread, as a decode groups them.
+    #[test]
+    fn basic_dump_goes_thread_after_thread() {
+        for threads in [
+            1,
+            3,
+            STREAMED_THREADS as u32,
+            STREAMED_THREADS as u32 + 1,
+            40,
+        ] {
+            let data = interleaved(threads);
+            let trace = Trace::parse(&data).unwrap();
+            let mut expected = Vec::new();
+            let mut line = Vec::new();
+            for ev in trace.decode().events() {
+                write_basic_event(&mut expected, &mut line, ev, false).unwrap();
+            }
+            let mut got = Vec::new();
+            let opts = DumpOptions::default();
+            let outcome = dump(&trace, &opts, &mut got).unwrap();
+            assert_eq!(outcome.records, u64::from(threads) * 8, "{threads} threads");
+            assert_eq!(
+                String::from_utf8(got).unwrap(),
+                String::from_utf8(expected).unwrap(),
+                "{threads} threads"
+            );
+        }
+    }
 }

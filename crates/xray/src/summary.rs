@@ -1,5 +1,6 @@
 //! What `profkit info` shows of a trace: [`summary`].
 
+use std::collections::HashMap;
 use std::ops::ControlFlow;
 
 use profkit_common::{Summary, ThreadSummary, TimeSpan, Value};
@@ -14,6 +15,8 @@ use crate::read::fdr::{Segment, SkipKind};
 struct Counts {
     /// Events per thread, in order of first appearance.
     threads: Vec<(ThreadKey, u64)>,
+    /// Each thread's place in `threads`.
+    thread_index: HashMap<ThreadKey, usize>,
     /// Events per kind, indexed by `kind as usize`.
     kinds: [u64; 6],
     /// Kinds in order of first appearance.
@@ -34,10 +37,7 @@ impl Counts {
         }
         match self.threads.last_mut() {
             Some((k, n)) if *k == key => *n += 1,
-            _ => match self.threads.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, n)) => *n += 1,
-                None => self.threads.push((key, 1)),
-            },
+            _ => self.add_events(key, 1),
         }
         if let Some(n) = self.kinds.get_mut(kind as usize) {
             if *n == 0 {
@@ -51,13 +51,22 @@ impl Counts {
         });
     }
 
+    /// Adds `n` events of thread `key` (a new thread goes last).
+    fn add_events(&mut self, key: ThreadKey, n: u64) {
+        let threads = &mut self.threads;
+        let i = *self.thread_index.entry(key).or_insert_with(|| {
+            threads.push((key, 0));
+            threads.len() - 1
+        });
+        if let Some((_, m)) = self.threads.get_mut(i) {
+            *m += n;
+        }
+    }
+
     /// Adds `other` (which comes after `self` in the file).
     fn merge(&mut self, other: Counts) {
         for (key, n) in other.threads {
-            match self.threads.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, m)) => *m += n,
-                None => self.threads.push((key, n)),
-            }
+            self.add_events(key, n);
         }
         for k in other.kind_order {
             let i = k as usize;
@@ -160,6 +169,7 @@ pub fn summary(trace: &Trace<'_>) -> Summary {
         // Counted per thread as the events stream by, then merged thread after thread: the
         // numbers and first-appearance orders of a decode's `events()`, without keeping them.
         let mut per_thread: Vec<(ThreadKey, Counts)> = Vec::new();
+        let mut index: HashMap<ThreadKey, usize> = HashMap::new();
         let mut problems = Vec::new();
         let mut last = 0usize;
         let (n, cut) = trace.visit_basic(&mut problems, &mut |ev| {
@@ -168,13 +178,10 @@ pub fn summary(trace: &Trace<'_>) -> Summary {
                 tid: ev.tid,
             };
             if per_thread.get(last).is_none_or(|(k, _)| *k != key) {
-                last = match per_thread.iter().position(|(k, _)| *k == key) {
-                    Some(i) => i,
-                    None => {
-                        per_thread.push((key, Counts::default()));
-                        per_thread.len() - 1
-                    }
-                };
+                last = *index.entry(key).or_insert_with(|| {
+                    per_thread.push((key, Counts::default()));
+                    per_thread.len() - 1
+                });
             }
             if let Some((_, c)) = per_thread.get_mut(last) {
                 c.event(key, ev.kind, ev.tsc, ev.func_id);
