@@ -66,16 +66,14 @@ pub fn open(path: &Path) -> Result<Input> {
     }
 }
 
-/// Reads the rest of a stream into an unlinked temporary file (in `TMPDIR`, else `/tmp`) and
-/// maps it, so that a reader that needs the whole input sees it as it sees a plain file: its
-/// pages come and go like a mapped file's (readers that release what they have read keep
-/// resident memory flat whatever the decompressed size). Where no temporary file can be made,
-/// the bytes are kept in memory. Either way at most [`max_inflated`] bytes are taken (an error
-/// beyond: `what` names what was to be read). A gzip stream cut off or corrupt part-way is kept
-/// up to there ([`Input::cut`]).
+/// Reads the rest of a stream into a [`crate::spool::Spool`] (an unlinked temporary file, then
+/// mapped): a reader that needs the whole input sees it as a plain file, and readers that
+/// release what they have read keep resident memory flat whatever the decompressed size. At
+/// most [`max_inflated`] bytes are taken (an error beyond: `what` names what was to be read). A
+/// gzip stream cut off or corrupt part-way is kept up to there ([`Input::cut`]).
 pub fn read_whole(mut s: StreamInput, what: &str) -> Result<Input> {
     let limit = max_inflated()?;
-    let mut spool = Spool::new();
+    let mut spool = crate::spool::Spool::new();
     let mut chunk = vec![0u8; 1 << 20];
     let failed = loop {
         let n = match s.read(&mut chunk) {
@@ -132,40 +130,6 @@ pub fn read_whole(mut s: StreamInput, what: &str) -> Result<Input> {
         compression: s.compression,
         cut,
     })
-}
-
-/// Where [`read_whole`] puts a stream: an unlinked temporary file, or memory when none can be
-/// made.
-struct Spool {
-    file: Option<File>,
-    memory: Vec<u8>,
-    len: u64,
-}
-
-impl Spool {
-    fn new() -> Spool {
-        Spool {
-            file: tempfile::tempfile().ok(),
-            memory: Vec::new(),
-            len: 0,
-        }
-    }
-
-    fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
-        match &mut self.file {
-            Some(f) => io::Write::write_all(f, bytes)?,
-            None => self.memory.extend_from_slice(bytes),
-        }
-        self.len += bytes.len() as u64;
-        Ok(())
-    }
-
-    fn into_bytes(self) -> io::Result<FileBytes> {
-        match self.file {
-            Some(f) => FileBytes::of_file(&f),
-            None => Ok(FileBytes::Owned(self.memory)),
-        }
-    }
 }
 
 /// An input opened for a streaming reader: plain files stay mapped (their pages can be

@@ -12,6 +12,7 @@ mod instr_maps;
 mod output;
 mod progress;
 mod source;
+mod spool;
 
 use std::process::ExitCode;
 
