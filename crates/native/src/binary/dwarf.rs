@@ -240,7 +240,9 @@ impl Units {
         if !abbreviations_stay_in_unit(&ctx.reader(S::DebugAbbrev)) {
             return None;
         }
-        let info = gimli::DebugInfo::from(ctx.reader(S::DebugInfo));
+        let info_reader = ctx.reader(S::DebugInfo);
+        let info_len = gimli::Reader::len(&info_reader);
+        let info = gimli::DebugInfo::from(info_reader);
         let mut units = Vec::new();
         // (offset in .debug_info, index), in section order.
         let mut by_offset = Vec::new();
@@ -253,6 +255,11 @@ impl Units {
             }
             let start = h.debug_info_offset()?.0;
             let end = start.checked_add(h.length_including_self())?;
+            // gimli's `range` panics outside the section: the header parse keeps units inside
+            // it, and this says so where the span is made.
+            if end > info_len {
+                return None;
+            }
             by_offset.push((start, units.len()));
             units.push(Unit {
                 span: start..end,
