@@ -19,14 +19,22 @@
 //!   thread's median sampling period (1 ms when it cannot be estimated), so its times are
 //!   estimates. A Mono sample's weight counts hits; a perf.data sample is one hit (its weight
 //!   is its period in the event's unit — cycles, ns — while the profile's unit is time);
+//! * **source lines of sampled stacks**: a frame per function *and line* (`frameTable.line`,
+//!   null for line 0), and per function its file and start line (`funcTable.fileName`,
+//!   `funcTable.lineNumber`), so the Firefox Profiler's source view shows the lines. Each
+//!   sampled function is a symbol of a **synthetic library named after its module** (the
+//!   binary, the jitdump, `[kernel.kallsyms]`; functions without a module share one named
+//!   after their kind, e.g. `(managed)`), which the call tree shows as the function's
+//!   library; functions of the same name in two modules are two functions;
 //! * **instants as markers**: the instant's name, one marker type per category and argument
 //!   layout, the arguments as marker fields (numbers as numbers, bytes as UTF-8 or hex text);
 //! * **counters** as counter tracks of their process;
-//! * **JIT code** (code events) as a library per process named `JIT` with a symbol table of
-//!   every code region (name, relative address, size) and a mapping over the code's address
-//!   range, so addresses in that range resolve to function names; each load or move is a
-//!   `JIT code` marker whose stack is the code address (resolved through that library). The
-//!   symbol table has no time: when an address was reused, one of its names wins;
+//! * **JIT code** (code events) as a library per process named `JIT` (several when the code
+//!   spans more than 2 GiB) with a symbol table of every code region (name, relative address,
+//!   size) and a mapping over the code's address range, so addresses in that range resolve to
+//!   function names; each load or move is a `JIT code` marker whose stack is the code address
+//!   (resolved through that library). The symbol table has no time: when an address was
+//!   reused, one of its names wins;
 //! * **categories** from function names and the input format: *JavaScript* (V8 `JS:` and the
 //!   older `LazyCompile:`/`Function:`/`Script:`/`Eval:` prefixes, with the tier marker as
 //!   subcategory: `*` optimized, `^` baseline (Sparkplug), `+` Maglev, `~` interpreted),
@@ -38,8 +46,30 @@
 //!
 //! The profile is built in memory (the format is one JSON document) and written at
 //! [`EventSink::finish`]; memory grows with the number of distinct stacks and samples.
+//!
+//! How the source lines get there, with fxprof 0.8.1 used as it is (it keys a label frame by
+//! its name alone and writes the line and file columns as nulls):
+//! 1. Sampled stacks keep their own tree until the end (`firefox/sampled.rs`): nodes (parent,
+//!    function, line), interned per thread, with a cache of the last sample's nodes so a
+//!    sample costs a comparison of its shared prefix; samples are (time, node, hits).
+//! 2. At the end every function of those stacks gets a contiguous range of relative
+//!    addresses, one per distinct line sampled in it (line 0 included), from one counter
+//!    starting at `0x8000_0000` — the `JIT` libraries stay below it. One library per module
+//!    gets a symbol table of its functions' ranges (symbol name: the function's name), and
+//!    frames are fxprof's relative-address frames into it, with the category and flags a
+//!    label frame had. fxprof then makes one frame per (function, line) and one func per
+//!    (name, library, flags). The profile says it is symbolicated (`meta.symbolicated`), so
+//!    the Firefox Profiler does not symbolicate it on load; a re-symbolication asked for in
+//!    its menu finds no symbols for these libraries (nil debug id) and leaves their frames.
+//! 3. A serde_json formatter (`firefox/lines.rs`) fills `frameTable.line`,
+//!    `funcTable.fileName` and `funcTable.lineNumber` while fxprof's serialization streams
+//!    out, from a table of what each synthetic address stands for; everything else is
+//!    written as serde_json writes it.
+//!
+//! Traced calls (enter/exit, call paths) and `JIT code` marker stacks keep label and `JIT`
+//! library frames, whose line and file stay null.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 use std::sync::Arc;
 
@@ -47,8 +77,8 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use fx::{
     CategoryColor, CategoryHandle, CategoryPairHandle, CounterHandle, CpuDelta, Frame, FrameFlags,
-    FrameHandle, FrameInfo, LibraryInfo, MarkerFieldFlags, MarkerFieldFormat, MarkerLocations,
-    MarkerTiming, MarkerTypeHandle, ProcessHandle, Profile, ReferenceTimestamp,
+    FrameHandle, FrameInfo, LibraryHandle, LibraryInfo, MarkerFieldFlags, MarkerFieldFormat,
+    MarkerLocations, MarkerTiming, MarkerTypeHandle, ProcessHandle, Profile, ReferenceTimestamp,
     RuntimeSchemaMarkerField, RuntimeSchemaMarkerSchema, SamplingInterval, StackHandle,
     StringHandle, Symbol, SymbolTable, ThreadHandle, Timestamp,
 };
@@ -61,6 +91,12 @@ use profkit_model::span::Span;
 use profkit_model::{FuncId, FuncInfo, FuncKind, FunctionTable};
 
 use crate::{Dest, Options, Output};
+
+mod lines;
+mod sampled;
+
+use lines::SourceLines;
+use sampled::{SampledStacks, NO_NODE};
 
 /// A writer into `output`.
 pub fn sink(output: &Output, options: &Options) -> io::Result<Box<dyn EventSink + Send>> {
@@ -358,13 +394,24 @@ struct ThreadState {
     sampled: Option<ThreadHandle>,
     stack: Vec<StackHandle>,
     last: u64,
+    /// Frames of the traced thread.
     frames: HashMap<FuncId, FrameHandle>,
-    sampled_frames: HashMap<FuncId, FrameHandle>,
-    /// Sample inputs kept until the end, when the sampling period is estimated.
-    samples: Vec<(u64, Option<StackHandle>, u64)>,
-    /// The last sample's stack and its interned prefixes (outermost first): the next sample
-    /// usually shares most of it.
-    last_stack: Vec<(FuncId, StackHandle)>,
+    /// Sampled stacks, kept until the end, when the sampling period is estimated and the
+    /// synthetic libraries are built.
+    sampled_stacks: SampledStacks,
+}
+
+/// How the frames of a sampled function are made.
+#[derive(Debug)]
+struct SampledFunc {
+    name: StringHandle,
+    category: CategoryPairHandle,
+    flags: FrameFlags,
+    /// Its synthetic library and first relative address; `None` (a label frame) when the
+    /// address space is full.
+    range: Option<(LibraryHandle, u32)>,
+    /// The lines sampled in it, sorted: line `lines[i]` is at the first address + i.
+    lines: Vec<u32>,
 }
 
 /// Builds a Firefox Profiler profile in memory and writes it at [`EventSink::finish`].
@@ -385,6 +432,8 @@ pub struct FirefoxSink<W: Write> {
     code: Vec<CodeRec>,
     /// A category per JIT tier name.
     tiers: HashMap<String, CategoryHandle>,
+    /// The synthetic libraries' slots, for the source columns.
+    lines: SourceLines,
 }
 
 impl<W: Write> FirefoxSink<W> {
@@ -407,6 +456,7 @@ impl<W: Write> FirefoxSink<W> {
             counters: HashMap::new(),
             code: Vec::new(),
             tiers: HashMap::new(),
+            lines: SourceLines::default(),
         }
     }
 }
@@ -484,9 +534,7 @@ impl<W: Write + Send> FirefoxSink<W> {
             stack: Vec::new(),
             last: 0,
             frames: HashMap::new(),
-            sampled_frames: HashMap::new(),
-            samples: Vec::new(),
-            last_stack: Vec::new(),
+            sampled_stacks: SampledStacks::default(),
         })
     }
 
@@ -553,20 +601,9 @@ impl<W: Write + Send> FirefoxSink<W> {
         Ok((s, cat, flags))
     }
 
-    fn frame(
-        &mut self,
-        thread: u32,
-        th: ThreadHandle,
-        func: FuncId,
-        sampled: bool,
-    ) -> io::Result<FrameHandle> {
-        let st = self.state(thread);
-        let cache = if sampled {
-            &st.sampled_frames
-        } else {
-            &st.frames
-        };
-        if let Some(f) = cache.get(&func) {
+    /// The label frame of `func` on the traced thread `th` of trace thread `thread`.
+    fn frame(&mut self, thread: u32, th: ThreadHandle, func: FuncId) -> io::Result<FrameHandle> {
+        if let Some(f) = self.state(thread).frames.get(&func) {
             return Ok(*f);
         }
         let (s, category_pair, flags) = self.func(func)?;
@@ -579,13 +616,7 @@ impl<W: Write + Send> FirefoxSink<W> {
                 flags,
             },
         );
-        let st = self.state(thread);
-        let cache = if sampled {
-            &mut st.sampled_frames
-        } else {
-            &mut st.frames
-        };
-        cache.insert(func, fh);
+        self.state(thread).frames.insert(func, fh);
         Ok(fh)
     }
 
@@ -686,13 +717,14 @@ impl<W: Write + Send> FirefoxSink<W> {
             };
             regions.sort();
             let process = self.process_handle(pid)?;
-            // Group regions into libraries whose relative addresses fit in 32 bits.
+            // Group regions into libraries whose relative addresses fit in 31 bits: those from
+            // `lines::SYNTHETIC_BASE` up are the sampled functions' lines.
             let mut groups: Vec<(u64, u64, Vec<Symbol>)> = Vec::new();
             for (addr, size, name) in regions {
                 let end = addr.saturating_add(size);
                 let fits = groups
                     .last()
-                    .is_some_and(|(base, _, _)| end - base <= u64::from(u32::MAX));
+                    .is_some_and(|(base, _, _)| end - base <= i32::MAX as u64);
                 if !fits {
                     groups.push((addr, end, Vec::new()));
                 }
@@ -775,13 +807,133 @@ impl<W: Write + Send> FirefoxSink<W> {
         Ok(())
     }
 
-    /// Adds the buffered sample inputs, weighted by each thread's sampling period.
+    /// Gives every function of the sampled stacks its synthetic addresses — one per line
+    /// sampled in it, from one counter starting at [`lines::SYNTHETIC_BASE`] — and adds one
+    /// synthetic library per module whose symbol table names those ranges.
+    fn synthetic_libraries(&mut self) -> io::Result<HashMap<FuncId, SampledFunc>> {
+        let mut used: HashMap<FuncId, Vec<u32>> = HashMap::new();
+        for st in self.threads.values() {
+            for n in &st.sampled_stacks.nodes {
+                used.entry(n.func).or_default().push(n.line);
+            }
+        }
+        let mut ids: Vec<FuncId> = used.keys().copied().collect();
+        ids.sort_unstable();
+        let mut modules: BTreeMap<String, Vec<(FuncId, Symbol)>> = BTreeMap::new();
+        let mut funcs = HashMap::with_capacity(ids.len());
+        for id in ids {
+            let Some(mut lines) = used.remove(&id) else {
+                continue;
+            };
+            lines.sort_unstable();
+            lines.dedup();
+            let (name, category, flags) = self.func(id)?;
+            let display = self.functions.name(id);
+            let info = self.functions.get(id);
+            let mut base = None;
+            if lines.len() <= self.lines.room() {
+                let file = info.and_then(|f| f.file.as_deref());
+                let start = info.map_or(0, |f| f.line);
+                for &line in &lines {
+                    let a = self.lines.push(file, start, line);
+                    base = base.or(a);
+                }
+            }
+            if let (Some(address), Ok(size)) = (base, u32::try_from(lines.len())) {
+                let module = match info.and_then(|f| f.module.as_deref()) {
+                    Some(m) => m.to_string(),
+                    None => kind_library(classify_func(&display, info, self.format)).to_string(),
+                };
+                modules.entry(module).or_default().push((
+                    id,
+                    Symbol {
+                        address,
+                        size: Some(size),
+                        name: display,
+                    },
+                ));
+            }
+            funcs.insert(
+                id,
+                SampledFunc {
+                    name,
+                    category,
+                    flags,
+                    range: None,
+                    lines,
+                },
+            );
+        }
+        let p = self.profile.as_mut().ok_or_else(not_begun)?;
+        for (module, symbols) in modules {
+            let ranges: Vec<(FuncId, u32)> =
+                symbols.iter().map(|(id, s)| (*id, s.address)).collect();
+            let lib = p.add_lib(LibraryInfo {
+                name: module.clone(),
+                debug_name: module.clone(),
+                path: module.clone(),
+                debug_path: module,
+                debug_id: fx::debugid::DebugId::nil(),
+                code_id: None,
+                arch: None,
+                symbol_table: Some(Arc::new(SymbolTable::new(
+                    symbols.into_iter().map(|(_, s)| s).collect(),
+                ))),
+            });
+            for (id, address) in ranges {
+                if let Some(f) = funcs.get_mut(&id) {
+                    f.range = Some((lib, address));
+                }
+            }
+        }
+        Ok(funcs)
+    }
+
+    /// Adds the buffered sampled stacks, each (function, line) a frame of its synthetic
+    /// library, and their samples weighted by each thread's sampling period.
     fn finish_samples(&mut self) -> io::Result<()> {
+        let funcs = self.synthetic_libraries()?;
+        // Thread order makes the libraries' order (first use): the same on every run.
+        let mut order: Vec<u32> = self.threads.keys().copied().collect();
+        order.sort_unstable();
         let mut names: Vec<(ThreadHandle, String)> = Vec::new();
         let p = self.profile.as_mut().ok_or_else(not_begun)?;
-        for st in self.threads.values_mut() {
+        for index in order {
+            let Some(st) = self.threads.get_mut(&index) else {
+                continue;
+            };
             let Some(th) = st.sampled else { continue };
-            let samples = std::mem::take(&mut st.samples);
+            let stacks = std::mem::take(&mut st.sampled_stacks);
+            // The fxprof stack of each node (a parent comes before its children).
+            let mut handles: Vec<Option<StackHandle>> = Vec::with_capacity(stacks.nodes.len());
+            for n in &stacks.nodes {
+                let parent = handles.get(n.parent as usize).copied().flatten();
+                let Some(f) = funcs.get(&n.func) else {
+                    handles.push(parent);
+                    continue;
+                };
+                let frame = match f.range {
+                    Some((lib, first)) => {
+                        let i = f.lines.binary_search(&n.line).unwrap_or(0);
+                        let offset = u32::try_from(i).unwrap_or(0);
+                        Frame::RelativeAddressFromInstructionPointer(
+                            lib,
+                            first.saturating_add(offset),
+                        )
+                    }
+                    None => Frame::Label(f.name),
+                };
+                let fh = p.intern_frame(
+                    th,
+                    FrameInfo {
+                        frame,
+                        category_pair: f.category,
+                        flags: f.flags,
+                    },
+                );
+                handles.push(Some(p.intern_stack(th, parent, fh)));
+            }
+            let samples = stacks.samples;
             let mut deltas: Vec<u64> = samples
                 .windows(2)
                 .filter_map(|w| match w {
@@ -794,7 +946,12 @@ impl<W: Write + Send> FirefoxSink<W> {
                 .get(deltas.len() / 2)
                 .copied()
                 .unwrap_or(DEFAULT_PERIOD_NS);
-            for (time, stack, hits) in samples {
+            for (time, node, hits) in samples {
+                let stack = if node == NO_NODE {
+                    None
+                } else {
+                    handles.get(node as usize).copied().flatten()
+                };
                 for (at, w) in (time..).zip(chunks(hits.saturating_mul(period))) {
                     p.add_sample(th, ts(at), stack, CpuDelta::ZERO, w);
                 }
@@ -807,6 +964,21 @@ impl<W: Write + Send> FirefoxSink<W> {
             p.set_thread_name(th, &name);
         }
         Ok(())
+    }
+}
+
+/// The synthetic library of the sampled functions that have no module.
+fn kind_library(kind: CodeKind) -> &'static str {
+    match kind {
+        CodeKind::JavaScript(_) => "(JavaScript)",
+        CodeKind::Builtin => "(builtins)",
+        CodeKind::Python => "(Python)",
+        CodeKind::Wasm => "(Wasm)",
+        CodeKind::Managed => "(managed)",
+        CodeKind::Native => "(native)",
+        CodeKind::Kernel => "(kernel)",
+        CodeKind::Jit => "(JIT code)",
+        CodeKind::Other => "(unknown)",
     }
 }
 
@@ -865,7 +1037,7 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
     ) -> io::Result<()> {
         let th = self.traced_thread(thread)?;
         self.advance(thread, th, time)?;
-        let frame = self.frame(thread, th, func, false)?;
+        let frame = self.frame(thread, th, func)?;
         let parent = self.state(thread).stack.last().copied();
         let p = self.profile.as_mut().ok_or_else(not_begun)?;
         let stack = p.intern_stack(th, parent, frame);
@@ -887,7 +1059,7 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
         let th = self.traced_thread(path.thread)?;
         let mut stack = None;
         for &f in path.stack {
-            let frame = self.frame(path.thread, th, f, false)?;
+            let frame = self.frame(path.thread, th, f)?;
             let p = self.profile.as_mut().ok_or_else(not_begun)?;
             stack = Some(p.intern_stack(th, stack, frame));
         }
@@ -957,32 +1129,19 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
     }
 
     fn sample(&mut self, sample: &Sample<'_>) -> io::Result<()> {
-        let th = self.sampled_thread(sample.thread)?;
-        let mut last = std::mem::take(&mut self.state(sample.thread).last_stack);
-        let common = last
-            .iter()
-            .zip(sample.stack)
-            .take_while(|((a, _), b)| a == *b)
-            .count();
-        last.truncate(common);
-        let mut stack = last.last().map(|&(_, h)| h);
-        for f in sample.stack.iter().skip(common) {
-            let frame = self.frame(sample.thread, th, *f, true)?;
-            let p = self.profile.as_mut().ok_or_else(not_begun)?;
-            let h = p.intern_stack(th, stack, frame);
-            last.push((*f, h));
-            stack = Some(h);
-        }
-        self.state(sample.thread).last_stack = last;
+        self.sampled_thread(sample.thread)?;
         // Hits: a Mono sample's weight; a perf.data sample's weight is its period.
         let hits = if self.format == "perf" {
             1
         } else {
             sample.weight
         };
-        self.state(sample.thread)
-            .samples
-            .push((sample.time, stack, hits));
+        self.state(sample.thread).sampled_stacks.push(
+            sample.time,
+            sample.stack,
+            sample.lines,
+            hits,
+        );
         Ok(())
     }
 
@@ -1014,13 +1173,13 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
             // Level 1, as for every gzip output of the workspace (`OutStream`).
             let gz = GzEncoder::new(&mut out, Compression::fast());
             let mut buffered = io::BufWriter::with_capacity(1 << 16, gz);
-            serde_json::to_writer(&mut buffered, &profile).map_err(io::Error::other)?;
+            lines::write(&mut buffered, &profile, &self.lines)?;
             buffered
                 .into_inner()
                 .map_err(|e| e.into_error())?
                 .finish()?;
         } else {
-            serde_json::to_writer(&mut out, &profile).map_err(io::Error::other)?;
+            lines::write(&mut out, &profile, &self.lines)?;
         }
         out.flush()
     }

@@ -1,14 +1,16 @@
 //! Firefox Profiler: the synthetic trace as a processed profile, read back as JSON: the
 //! structure fxprof writes (meta versions, threads per process), call-tree self times equal
 //! to exclusive traced time, markers with their fields, the JIT library resolving code
-//! addresses, categories from V8 names, weights past `i32::MAX`, gzip output.
+//! addresses, categories from V8 names, weights past `i32::MAX`, gzip output; sampled
+//! stacks with their source lines (a frame per function and line, the function's file and
+//! start line, its module as its library).
 
 use std::collections::BTreeMap;
 use std::io::Read;
 
 use profkit_export::firefox::FirefoxSink;
 use profkit_export::{Format, Options, Output};
-use profkit_model::events::{EventSink, ProcessInfo, ThreadInfo, TraceInfo};
+use profkit_model::events::{EventSink, ProcessInfo, Sample, ThreadInfo, TraceInfo};
 use profkit_model::span::Span;
 use profkit_model::{Clock, FuncId, FuncInfo, FunctionTable};
 use serde_json::Value;
@@ -434,4 +436,286 @@ fn a_huge_time_gap_gives_a_bounded_number_of_samples() {
         (1..=profkit_export::firefox::MAX_SAMPLES_PER_GAP + 1).contains(&n),
         "{n} samples"
     );
+}
+
+/// A function: (id, name, file, start line, module).
+type Func<'a> = (u32, &'a str, Option<&'a str>, u32, Option<&'a str>);
+
+/// A sample: (thread, time, stack of (func id, line), outermost first).
+type Sampled<'a> = (u32, u64, &'a [(u32, u32)]);
+
+/// A sampled perf.data-like trace of `funcs` and `samples` on threads 0 (tid 1) and 1 (tid 2)
+/// of pid 1.
+fn sampled_profile(funcs: &[Func<'_>], samples: &[Sampled<'_>]) -> Value {
+    let mut table = FunctionTable::new();
+    for &(id, n, file, line, module) in funcs {
+        table.insert(
+            FuncId(id),
+            FuncInfo {
+                name: Some(n.to_string()),
+                file: file.map(str::to_string),
+                line,
+                module: module.map(str::to_string),
+                ..FuncInfo::default()
+            },
+        );
+    }
+    let mut out = Vec::new();
+    let mut s = FirefoxSink::new(&mut out, false, None);
+    s.begin(&TraceInfo {
+        format: "perf",
+        functions: &table,
+        clock: Clock::default(),
+        origin_ns: 0,
+        name: "n",
+    })
+    .unwrap();
+    s.process(&ProcessInfo { pid: 1, name: "p" }).unwrap();
+    for (index, name) in [(0, "t"), (1, "u")] {
+        s.thread(&ThreadInfo {
+            index,
+            pid: 1,
+            tid: u64::from(index) + 1,
+            name,
+        })
+        .unwrap();
+    }
+    for &(thread, time, frames) in samples {
+        let stack: Vec<FuncId> = frames.iter().map(|f| FuncId(f.0)).collect();
+        let lines: Vec<u32> = frames.iter().map(|f| f.1).collect();
+        s.sample(&Sample {
+            thread,
+            time,
+            stack: &stack,
+            lines: &lines,
+            weight: 1000,
+        })
+        .unwrap();
+    }
+    s.finish().unwrap();
+    drop(s);
+    let p: Value = serde_json::from_slice(&out).unwrap();
+    check_tables(&p);
+    p
+}
+
+/// The processed format's rules that the source columns touch: every column of the frame,
+/// func, stack and sample tables has `length` entries; string indices are in `stringArray`;
+/// func indices in `funcTable`.
+fn check_tables(p: &Value) {
+    for t in p["threads"].as_array().unwrap() {
+        let strings = t["stringArray"].as_array().unwrap().len() as u64;
+        for table in ["frameTable", "funcTable", "stackTable", "samples"] {
+            let tb = &t[table];
+            let n = tb["length"].as_u64().unwrap() as usize;
+            for (k, col) in tb.as_object().unwrap() {
+                if let Some(a) = col.as_array() {
+                    assert_eq!(a.len(), n, "{table}.{k}");
+                }
+            }
+        }
+        let ft = &t["funcTable"];
+        let funcs = ft["length"].as_u64().unwrap();
+        for col in ["name", "fileName"] {
+            for i in ft[col].as_array().unwrap() {
+                assert!(
+                    i.is_null() || i.as_u64().unwrap() < strings,
+                    "funcTable.{col}"
+                );
+            }
+        }
+        for l in ft["lineNumber"].as_array().unwrap() {
+            assert!(l.is_null() || l.as_u64().unwrap() > 0);
+        }
+        for f in t["frameTable"]["func"].as_array().unwrap() {
+            assert!(f.as_u64().unwrap() < funcs);
+        }
+        for l in t["frameTable"]["line"].as_array().unwrap() {
+            assert!(l.is_null() || l.as_u64().unwrap() > 0, "line 0 is null");
+        }
+    }
+}
+
+/// (func name, line) of each frame.
+fn frame_lines(t: &Value) -> Vec<(String, Value)> {
+    let ft = &t["frameTable"];
+    (0..ft["length"].as_u64().unwrap() as usize)
+        .map(|f| {
+            let func = &ft["func"][f];
+            (
+                string(t, &t["funcTable"]["name"][func.as_u64().unwrap() as usize]),
+                ft["line"][f].clone(),
+            )
+        })
+        .collect()
+}
+
+/// The func index of the function named `name` (exactly one).
+fn func_named(t: &Value, name: &str) -> usize {
+    let ft = &t["funcTable"];
+    let found: Vec<usize> = (0..ft["length"].as_u64().unwrap() as usize)
+        .filter(|&f| string(t, &ft["name"][f]) == name)
+        .collect();
+    assert_eq!(found.len(), 1, "one func {name}");
+    found[0]
+}
+
+const HOT: Func = (2, "hot", Some("src/hot.js"), 10, Some("app.js"));
+const MAIN: Func = (1, "main", Some("src/main.js"), 1, Some("app.js"));
+const LIBC: Func = (3, "memcpy", None, 0, Some("libc.so.6"));
+
+#[test]
+fn a_function_sampled_at_two_lines_has_two_frames_and_one_func() {
+    let p = sampled_profile(
+        &[MAIN, HOT, LIBC],
+        &[
+            (0, 0, &[(1, 3), (2, 12)]),
+            (0, 100, &[(1, 3), (2, 15)]),
+            (0, 200, &[(1, 3), (2, 12)]),
+            (0, 300, &[(1, 4), (2, 15), (3, 0)]),
+        ],
+    );
+    let t = thread(&p, "p");
+    let mut hot: Vec<Value> = frame_lines(t)
+        .into_iter()
+        .filter(|(n, _)| n == "hot")
+        .map(|(_, l)| l)
+        .collect();
+    hot.sort_by_key(|l| l.as_u64());
+    assert_eq!(hot, [12, 15], "a frame per sampled line");
+    let main: Vec<Value> = frame_lines(t)
+        .into_iter()
+        .filter(|(n, _)| n == "main")
+        .map(|(_, l)| l)
+        .collect();
+    assert_eq!(main.len(), 2, "main at lines 3 and 4: {main:?}");
+    // One func each, with the file (through stringArray) and start line.
+    let ft = &t["funcTable"];
+    let f = func_named(t, "hot");
+    assert_eq!(string(t, &ft["fileName"][f]), "src/hot.js");
+    assert_eq!(ft["lineNumber"][f], 10);
+    let m = func_named(t, "main");
+    assert_eq!(string(t, &ft["fileName"][m]), "src/main.js");
+    assert_eq!(ft["lineNumber"][m], 1);
+    assert_eq!(ft["isJS"][f], false);
+    // A function with no file or line keeps nulls.
+    let c = func_named(t, "memcpy");
+    assert!(ft["fileName"][c].is_null() && ft["lineNumber"][c].is_null());
+    assert!(ft["columnNumber"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(Value::is_null));
+    // Self weights per function are those of the samples: 4 samples 100 ns apart.
+    let (got, total) = self_weights(t);
+    assert_eq!(total, 400);
+    assert_eq!(got["hot"], 300);
+    assert_eq!(got["memcpy"], 100);
+    assert!(!got.contains_key("main"));
+}
+
+#[test]
+fn a_frame_at_line_0_has_a_null_line() {
+    let p = sampled_profile(
+        &[MAIN, HOT, LIBC],
+        &[(0, 0, &[(1, 0), (3, 0)]), (0, 100, &[(1, 7), (3, 0)])],
+    );
+    let t = thread(&p, "p");
+    let mut lines = frame_lines(t);
+    lines.sort_by_key(|(n, l)| (n.clone(), l.as_u64()));
+    assert_eq!(
+        lines,
+        [
+            ("main".to_string(), Value::Null),
+            ("main".to_string(), 7.into()),
+            ("memcpy".to_string(), Value::Null),
+        ]
+    );
+}
+
+#[test]
+fn a_sampled_function_s_library_is_its_module() {
+    let p = sampled_profile(
+        &[MAIN, HOT, LIBC, (4, "mystery", None, 0, None)],
+        &[(0, 0, &[(1, 3), (2, 12), (3, 0)]), (0, 100, &[(4, 0)])],
+    );
+    let t = thread(&p, "p");
+    let libs = p["libs"].as_array().unwrap();
+    let lib_of = |name: &str| {
+        let f = func_named(t, name);
+        let r = t["funcTable"]["resource"][f].as_u64().unwrap() as usize;
+        let lib = t["resourceTable"]["lib"][r].as_u64().unwrap() as usize;
+        libs[lib]["name"].as_str().unwrap().to_string()
+    };
+    assert_eq!(lib_of("main"), "app.js");
+    assert_eq!(lib_of("hot"), "app.js");
+    assert_eq!(lib_of("memcpy"), "libc.so.6");
+    assert_eq!(
+        lib_of("mystery"),
+        "(unknown)",
+        "no module: a library per kind"
+    );
+    // Nothing to symbolicate: the profile says it is symbolicated.
+    assert_eq!(p["meta"]["symbolicated"], true);
+    // The synthetic addresses are above the JIT libraries' range.
+    for a in t["frameTable"]["address"].as_array().unwrap() {
+        assert!(a.as_u64().unwrap() >= 0x8000_0000);
+    }
+}
+
+#[test]
+fn threads_sampling_one_function_get_its_file_each() {
+    let p = sampled_profile(
+        &[MAIN, HOT],
+        &[
+            (0, 0, &[(1, 3), (2, 12)]),
+            (1, 0, &[(2, 15)]),
+            (1, 100, &[(2, 12)]),
+        ],
+    );
+    let mut addresses = Vec::new();
+    for name in ["p", "u"] {
+        let t = thread(&p, name);
+        let f = func_named(t, "hot");
+        assert_eq!(string(t, &t["funcTable"]["fileName"][f]), "src/hot.js");
+        let ft = &t["frameTable"];
+        for i in 0..ft["length"].as_u64().unwrap() as usize {
+            if ft["func"][i] == f {
+                addresses.push((ft["line"][i].as_u64().unwrap(), ft["address"][i].clone()));
+            }
+        }
+    }
+    // One address per (function, line), the same in both threads.
+    addresses.sort_by_key(|a| a.0);
+    addresses.dedup();
+    assert_eq!(addresses.len(), 2, "{addresses:?}");
+}
+
+#[test]
+fn traced_calls_and_jit_markers_keep_null_lines() {
+    // Traced calls are label frames; the synthetic trace has sampled stacks, JIT code
+    // markers and traced calls together.
+    let p = profile();
+    check_tables(&p);
+    let mut synthetic = 0;
+    for t in p["threads"].as_array().unwrap() {
+        let ft = &t["frameTable"];
+        for i in 0..ft["length"].as_u64().unwrap() as usize {
+            let address = ft["address"][i].as_i64().unwrap();
+            if address < 0x8000_0000 {
+                assert!(ft["line"][i].is_null(), "label or JIT library frame");
+                let func = ft["func"][i].as_u64().unwrap() as usize;
+                assert!(t["funcTable"]["fileName"][func].is_null());
+            } else {
+                synthetic += 1;
+            }
+        }
+    }
+    assert!(synthetic > 0, "the Mono samples' frames");
+    let t = thread(&p, "main");
+    assert!(t["frameTable"]["address"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|a| a.as_i64().unwrap() < 0x8000_0000));
 }
