@@ -1,8 +1,9 @@
 #![no_main]
 //! Fuzz every read entry point of profkit-perf on the same bytes: `PerfData::parse` (file and
 //! pipe mode), every event with its callchain split, user registers and stack, the JIT scan,
-//! `validate`, `summary`, `dump` (text and NDJSON), and `PerfStream` over the bytes (it must
-//! deliver the same events as the slice reader for a pipe-mode input).
+//! `validate`, `summary`, `dump` (text and NDJSON), the walk with records read ahead (the same
+//! events as on one thread), and `PerfStream` over the bytes (it must deliver the same events
+//! as the slice reader for a pipe-mode input).
 //!
 //! Readers must never panic nor allocate from an unchecked size; the assertions below are API
 //! invariants.
@@ -28,6 +29,30 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let slice_events = walk(&pd);
+    // Records read ahead on a second thread: the same events, the same end.
+    let ahead = pd.with_events_read_ahead(|events| {
+        let mut n = 0u64;
+        while let Some(Ok(_)) = events.next_event() {
+            n += 1;
+        }
+        (n, events.truncation())
+    });
+    if let Ok((n, cut)) = ahead {
+        assert_eq!(n, slice_events, "read ahead delivers other events");
+        assert_eq!(
+            cut,
+            pd.events().ok().and_then(|mut e| {
+                while let Some(Ok(_)) = e.next_event() {}
+                e.truncation()
+            })
+        );
+    }
+    for (pid, path) in pd.jitdump_markers() {
+        assert!(
+            profkit_perf::read::jitdump_file_pid(path).is_some(),
+            "marker of {pid}"
+        );
+    }
     std::hint::black_box(profkit_perf::summary(&pd).records);
     for (json, stacks) in [(false, true), (true, true)] {
         let _ = dump::write(&pd, dump::DumpOptions { json, stacks }, &mut io::sink());

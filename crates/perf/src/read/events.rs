@@ -4,6 +4,10 @@
 //!
 //! [`Events::next_event`] is a lending iterator: an event borrows the reader's current record
 //! buffer until the next call, so memory stays bounded by linux-perf-data's sorting window.
+//! The records come from linux-perf-data's iterator on the walk's thread or, for
+//! [`PerfData::with_events_read_ahead`](crate::PerfData::with_events_read_ahead), from the
+//! batches a second thread reads ahead (`ahead.rs`); both deliver the same events and ends.
+//! A callchain is read straight from the record's bytes (one pass over `u64` entries).
 //! Bodies that do not decode become [`EventData::Malformed`] and the walk goes on; the walk
 //! stops at a corrupt record (an `Err`, with its offset and file-order index) or at the cut
 //! of a truncated file ([`Events::truncation`]).
@@ -13,9 +17,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use linux_perf_data::linux_perf_event_reader::{
-    CpuMode, EventRecord, Mmap2FileId, RawData, RawDataU64, RawEventRecord, Regs, SampleRecord,
+    CpuMode, EventRecord, Mmap2FileId, RawEventRecord, Regs, SampleRecord,
 };
-use linux_perf_data::{PerfFile, PerfFileRecord, PerfRecordIter};
+use linux_perf_data::{PerfFile, PerfRecordIter};
 
 use crate::error::{Error, Truncation};
 use crate::raw::{
@@ -23,6 +27,7 @@ use crate::raw::{
     MISC_MMAP_DATA, PERF_CONTEXT_GUEST, PERF_CONTEXT_GUEST_KERNEL, PERF_CONTEXT_GUEST_USER,
     PERF_CONTEXT_HV, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER, PROT_EXEC,
 };
+use crate::read::ahead::{single, Ahead, Rec};
 use crate::read::bytes::{u64_at, Endian};
 use crate::read::frame::{FrameEnd, FrameLog};
 use crate::read::meta::{Attr, BuildId};
@@ -107,7 +112,9 @@ pub struct Sample<'a> {
 /// `PERF_CONTEXT_USER`, …) followed by the frames of that context, innermost first.
 #[derive(Clone, Copy, Debug)]
 pub struct Callchain<'a> {
-    values: RawDataU64<'a>,
+    /// The `nr` entries after the count, whole (the layout walk checked they fit).
+    bytes: &'a [u8],
+    endian: Endian,
 }
 
 /// Which part of the system a callchain frame is in.
@@ -194,30 +201,32 @@ pub struct SplitChain {
 impl<'a> Callchain<'a> {
     /// Raw entries, markers included.
     pub fn len(&self) -> usize {
-        self.values.len()
+        self.bytes.len() / 8
     }
 
     /// Whether there are no entries.
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        self.bytes.len() < 8
     }
 
     /// Entry `i` (marker or address).
     pub fn get(&self, i: usize) -> Option<u64> {
-        self.values.get(i)
+        u64_at(self.bytes, i.checked_mul(8)?, self.endian)
     }
 
     /// Every raw entry, markers included.
     pub fn raw(&self) -> impl Iterator<Item = u64> + 'a {
-        let v = self.values;
-        (0..v.len()).filter_map(move |i| v.get(i))
+        let e = self.endian;
+        self.bytes
+            .chunks_exact(8)
+            .filter_map(move |c| c.try_into().ok().map(|b| e.u64(b)))
     }
 
     /// The real frames, each with its context.
     pub fn frames(&self) -> Frames<'a> {
         Frames {
-            values: self.values,
-            i: 0,
+            entries: self.bytes.chunks_exact(8),
+            endian: self.endian,
             context: Context::Unknown,
             first: true,
         }
@@ -251,8 +260,8 @@ impl<'a> Callchain<'a> {
 /// The real frames of a callchain ([`Callchain::frames`]).
 #[derive(Clone, Debug)]
 pub struct Frames<'a> {
-    values: RawDataU64<'a>,
-    i: usize,
+    entries: std::slice::ChunksExact<'a, u8>,
+    endian: Endian,
     context: Context,
     first: bool,
 }
@@ -262,8 +271,7 @@ impl Iterator for Frames<'_> {
 
     fn next(&mut self) -> Option<Frame> {
         loop {
-            let v = self.values.get(self.i)?;
-            self.i += 1;
+            let v = self.endian.u64(self.entries.next()?.try_into().ok()?);
             if let Some(c) = Context::of_marker(v) {
                 self.context = c;
                 self.first = true;
@@ -451,15 +459,6 @@ pub struct Lost {
     pub samples: bool,
 }
 
-/// The bytes of a linux-perf-data record body (always one piece: linux-perf-data copies each
-/// record into one buffer).
-fn raw_bytes(r: RawData<'_>) -> &[u8] {
-    match r {
-        RawData::Single(s) => s,
-        RawData::Split(a, _) => a,
-    }
-}
-
 /// Where a sample's variable parts are, walked the way linux-perf-event-reader 0.10 reads
 /// them (including its PERF_SAMPLE_READ layout, see docs/perf.md).
 #[derive(Clone, Copy, Debug)]
@@ -475,6 +474,8 @@ pub(crate) struct SampleLayout {
 struct SampleExtra {
     /// `(abi, offset of the register values)` of REGS_USER.
     regs_user: Option<(u64, usize)>,
+    /// `(offset, length)` of the callchain's entries.
+    callchain: Option<(usize, usize)>,
 }
 
 const S_IP: u64 = 1 << 0;
@@ -523,7 +524,7 @@ impl SampleLayout {
                 off += 8;
             }
         }
-        let done = SampleExtra::default();
+        let mut done = SampleExtra::default();
         if has(S_READ) {
             let rf = self.read_format;
             let te = usize::from(rf & 1 != 0) * 8;
@@ -550,7 +551,10 @@ impl SampleLayout {
             };
             let rest = body.len().saturating_sub(off + 8);
             match usize::try_from(nr).ok().and_then(|n| n.checked_mul(8)) {
-                Some(bytes) if bytes <= rest => off += 8 + bytes,
+                Some(bytes) if bytes <= rest => {
+                    done.callchain = Some((off + 8, bytes));
+                    off += 8 + bytes;
+                }
                 _ => {
                     return Err(format!(
                         "callchain of {nr} entries does not fit in the {rest} bytes that follow"
@@ -578,9 +582,7 @@ impl SampleLayout {
         }
         if has(S_REGS_USER) {
             if let Some(abi) = u64_at(body, off, e) {
-                return Ok(SampleExtra {
-                    regs_user: Some((abi, off + 8)),
-                });
+                done.regs_user = Some((abi, off + 8));
             }
         }
         Ok(done)
@@ -595,7 +597,7 @@ fn decode<'a>(
     e: Endian,
 ) -> EventData<'a> {
     let ty = RecordType(rec.record_type.0);
-    let body = raw_bytes(rec.data);
+    let body = single(rec.data);
     let malformed = |err: std::io::Error| {
         EventData::Malformed(format!(
             "{ty} body of {} bytes does not hold its fields ({err})",
@@ -645,7 +647,7 @@ fn decode<'a>(
             start: m.address,
             len: m.length,
             pgoff: m.page_offset,
-            path: raw_bytes(m.path),
+            path: single(m.path),
             build_id: None,
             inode: None,
             prot: None,
@@ -680,7 +682,7 @@ fn decode<'a>(
                 start: m.address,
                 len: m.length,
                 pgoff: m.page_offset,
-                path: raw_bytes(m.path),
+                path: single(m.path),
                 build_id,
                 inode,
                 prot: Some(m.protection),
@@ -692,7 +694,7 @@ fn decode<'a>(
         Ok(EventRecord::Comm(c)) => EventData::Comm(Comm {
             pid: c.pid,
             tid: c.tid,
-            name: raw_bytes(c.name),
+            name: single(c.name),
             exec: c.is_execve,
         }),
         Ok(EventRecord::Fork(f)) => EventData::Fork(Task {
@@ -751,10 +753,14 @@ impl<'a> Sample<'a> {
             cpu: s.cpu,
             period: s.period,
             cpu_mode: s.cpu_mode,
-            callchain: s.callchain.map(|values| Callchain { values }),
+            callchain: extra
+                .callchain
+                .filter(|_| s.callchain.is_some())
+                .and_then(|(off, len)| body.get(off..off.checked_add(len)?))
+                .map(|bytes| Callchain { bytes, endian: e }),
             user_regs,
             user_stack: s.user_stack.map(|(d, dyn_size)| UserStack {
-                bytes: raw_bytes(d),
+                bytes: single(d),
                 dyn_size,
             }),
             record: s,
@@ -786,8 +792,7 @@ pub struct Outcome {
 /// The time-ordered events of a recording ([`crate::PerfData::events`],
 /// [`crate::PerfStream::events`]).
 pub struct Events<S: Read> {
-    iter: PerfRecordIter<S>,
-    file: PerfFile,
+    source: Source<S>,
     endian: Endian,
     layouts: Vec<SampleLayout>,
     log: Arc<Mutex<FrameLog>>,
@@ -798,18 +803,24 @@ pub struct Events<S: Read> {
     error: Option<Error>,
 }
 
+/// Where [`Events`] takes its records from.
+pub(crate) enum Source<S: Read> {
+    /// linux-perf-data's iterator, on the walk's thread.
+    Here(Box<PerfRecordIter<S>>, Box<PerfFile>),
+    /// The batches of a read-ahead thread.
+    Ahead(Ahead),
+}
+
 impl<S: Read> Events<S> {
     pub(crate) fn new(
-        iter: PerfRecordIter<S>,
-        file: PerfFile,
+        source: Source<S>,
         endian: Endian,
         attrs: &[Attr],
         log: Arc<Mutex<FrameLog>>,
         progress: Option<Arc<AtomicU64>>,
     ) -> Events<S> {
         Events {
-            iter,
-            file,
+            source,
             endian,
             layouts: attrs.iter().map(SampleLayout::of).collect(),
             log,
@@ -824,8 +835,7 @@ impl<S: Read> Events<S> {
     /// block that does not inflate, an I/O error) is the last item.
     pub fn next_event(&mut self) -> Option<Result<Event<'_>, Error>> {
         let Events {
-            iter,
-            file,
+            source,
             endian,
             layouts,
             log,
@@ -838,8 +848,12 @@ impl<S: Read> Events<S> {
             return None;
         }
         let i = *index;
-        match iter.next_record(file) {
-            Ok(Some(PerfFileRecord::EventRecord { attr_index, record })) => {
+        let record = match source {
+            Source::Here(iter, file) => iter.next_record(file).map(|r| r.map(Rec::of)),
+            Source::Ahead(ahead) => ahead.next_record(),
+        };
+        match record {
+            Ok(Some(Rec::Event { attr_index, record })) => {
                 *index += 1;
                 let ty = RecordType(record.record_type.0);
                 let data = decode(&record, attr_index, layouts.get(attr_index), *endian);
@@ -853,16 +867,18 @@ impl<S: Read> Events<S> {
                     misc: record.misc,
                     attr_index: Some(attr_index),
                     time,
-                    body: raw_bytes(record.data),
+                    body: single(record.data),
                     data,
                 }))
             }
-            Ok(Some(PerfFileRecord::UserRecord(u))) => {
+            Ok(Some(Rec::User {
+                record_type: ty,
+                misc,
+                body,
+            })) => {
                 *index += 1;
-                let ty = RecordType(u.record_type.record_type().0);
-                let body = raw_bytes(u.data);
                 let data = if ty == RecordType::HEADER_BUILD_ID {
-                    match BuildId::parse_body(body, u.misc, *endian) {
+                    match BuildId::parse_body(body, misc, *endian) {
                         Some(b) => EventData::BuildId(b),
                         None => EventData::Malformed(format!(
                             "HEADER_BUILD_ID body of {} bytes is too short",
@@ -875,7 +891,7 @@ impl<S: Read> Events<S> {
                 Some(Ok(Event {
                     index: i,
                     record_type: ty,
-                    misc: u.misc,
+                    misc,
                     attr_index: None,
                     time: None,
                     body,
@@ -962,15 +978,15 @@ pub fn misc_is_kernel(misc: u16) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linux_perf_data::linux_perf_event_reader::RawData;
 
     fn chain(values: &[u64]) -> Vec<u8> {
-        values.iter().flat_map(|v| v.to_ne_bytes()).collect()
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
     }
 
     fn frames_of(bytes: &[u8]) -> Vec<Frame> {
         let c = Callchain {
-            values: RawDataU64::from_raw_data::<byteorder::NativeEndian>(RawData::Single(bytes)),
+            bytes,
+            endian: Endian::Little,
         };
         c.frames().collect()
     }
@@ -997,7 +1013,8 @@ mod tests {
         assert_eq!(f[2].lookup_addr(), 0x1000);
         assert_eq!(f[3].lookup_addr(), 0x1fff);
         let c = Callchain {
-            values: RawDataU64::from_raw_data::<byteorder::NativeEndian>(RawData::Single(&b)),
+            bytes: &b,
+            endian: Endian::Little,
         };
         let s = c.split();
         assert_eq!(s.kernel, [0xffff_0001, 0xffff_0002]);

@@ -46,6 +46,26 @@ pub struct FrameLog {
     pub end: FrameEnd,
     /// Whether the walk reached the end.
     pub finished: bool,
+    /// The jitdump marker mmaps seen (`(pid, path)`, file order, at most
+    /// [`MAX_MARKERS`]): a walk can load those dumps before it reaches them.
+    pub jitdump_markers: Vec<(u32, Vec<u8>)>,
+}
+
+/// Jitdump markers noted by the framing scan at most.
+pub const MAX_MARKERS: usize = 64;
+
+/// The `(pid, path)` of an MMAP or MMAP2 record body that maps a `jit-<pid>.dump` file.
+fn jitdump_marker(record_type: RecordType, body: &[u8], e: Endian) -> Option<(u32, Vec<u8>)> {
+    // pid, tid, addr, len, pgoff; MMAP2 adds 24 bytes of inode or build id, prot and flags.
+    let name_at = match record_type {
+        RecordType::MMAP => 32,
+        RecordType::MMAP2 => 64,
+        _ => return None,
+    };
+    let name = body.get(name_at..)?;
+    let path = name.get(..name.iter().position(|&c| c == 0)?)?;
+    crate::read::events::jitdump_file_pid(path)?;
+    Some((u32_at(body, 0, e)?, path.to_vec()))
 }
 
 /// One record header, checked.
@@ -149,6 +169,15 @@ pub(crate) fn scan_slice(data: &[u8], start: u64, end: u64, e: Endian) -> FrameL
             Ok(Some(f)) => {
                 log.records += 1;
                 *log.counts.entry(f.record_type).or_insert(0) += 1;
+                if log.jitdump_markers.len() < MAX_MARKERS {
+                    let size = usize::try_from(f.total).unwrap_or(0);
+                    let own = body.and_then(|b| b.get(..size.saturating_sub(RECORD_HEADER_SIZE)));
+                    if let Some(m) = own.and_then(|b| jitdump_marker(f.record_type, b, e)) {
+                        if !log.jitdump_markers.contains(&m) {
+                            log.jitdump_markers.push(m);
+                        }
+                    }
+                }
                 off += f.total;
                 log.clean_end = off;
             }

@@ -8,6 +8,7 @@
 //! the record stream is framed first so a cut or corrupt tail ends it cleanly (see `frame.rs`
 //! and `header.rs`), and each record body is guarded where linux-perf-event-reader could panic.
 
+mod ahead;
 pub(crate) mod bytes;
 mod events;
 pub(crate) mod frame;
@@ -31,6 +32,7 @@ pub use meta::{section_bytes, Attr, BuildId, ClockData, Features, Meta};
 
 use crate::error::{Error, Result};
 use crate::raw::PIPE_HEADER_SIZE;
+use events::Source;
 use frame::Framer;
 use header::{Overlay, Plan};
 
@@ -179,6 +181,13 @@ impl<'a> PerfData<'a> {
         &self.meta.features
     }
 
+    /// The jitdump marker mmaps (`(pid, path)`) the check of the file's framing came across,
+    /// before any event is read (a file's first [`frame::MAX_MARKERS`]; none for pipe mode
+    /// and inside compressed blocks): where a walk can start loading dumps early.
+    pub fn jitdump_markers(&self) -> &[(u32, Vec<u8>)] {
+        &self.plan.frames.jitdump_markers
+    }
+
     /// The bytes it reads.
     pub fn data(&self) -> &'a [u8] {
         self.data
@@ -188,13 +197,43 @@ impl<'a> PerfData<'a> {
     pub fn events(&self) -> Result<Events<SliceSource<'a>>> {
         let (file, (iter, log, progress)) = self.open()?;
         Ok(Events::new(
-            iter,
-            file,
+            Source::Here(Box::new(iter), Box::new(file)),
             self.meta.header.endian,
             &self.meta.attrs,
             log,
             progress,
         ))
+    }
+
+    /// Calls `walk` with the events in time order, as [`PerfData::events`] gives them, while a
+    /// second thread reads the records ahead (linux-perf-data's reading, inflating and
+    /// sorting; see `ahead.rs`). The walk may stop early; the thread is done when this returns.
+    pub fn with_events_read_ahead<T>(
+        &self,
+        walk: impl FnOnce(&mut Events<SliceSource<'a>>) -> T,
+    ) -> Result<T> {
+        let (file, (iter, log, progress)) = self.open()?;
+        let endian = self.meta.header.endian;
+        let attrs = &self.meta.attrs;
+        std::thread::scope(|scope| {
+            let (ahead, reader) = ahead::channel_pair();
+            let thread = std::thread::Builder::new()
+                .name("perf-read".into())
+                .spawn_scoped(scope, move || reader.run(iter, file));
+            let mut events = match thread {
+                Ok(_) => Events::new(Source::Ahead(ahead), endian, attrs, log, progress),
+                // No second thread: read here.
+                Err(_) => self.events()?,
+            };
+            let out = walk(&mut events);
+            // Dropping the walk's side stops a reader still going. A reader that panicked
+            // ended the walk with an error; it is not raised again here.
+            drop(events);
+            if let Ok(t) = thread {
+                let _ = t.join();
+            }
+            Ok(out)
+        })
     }
 
     /// linux-perf-data's view of the file (feature sections profkit does not decode).
@@ -272,7 +311,13 @@ impl<R: Read> PerfStream<R> {
             feature_sections: Vec::new(),
         };
         let meta = Meta::new(header, &r.perf_file, Vec::new());
-        let events = Events::new(r.record_iter, r.perf_file, endian, &meta.attrs, log, None);
+        let events = Events::new(
+            Source::Here(Box::new(r.record_iter), Box::new(r.perf_file)),
+            endian,
+            &meta.attrs,
+            log,
+            None,
+        );
         Ok(PerfStream { meta, events })
     }
 

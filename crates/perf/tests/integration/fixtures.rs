@@ -362,3 +362,61 @@ fn read_offset_moves_forward_through_the_data_section() {
     let mut stream = PerfStream::open(&pipe[..]).unwrap();
     assert_eq!(stream.events().read_offset(), None);
 }
+
+/// An event as (type, time, attr, body).
+type Seen = (u32, Option<u64>, Option<usize>, Vec<u8>);
+
+/// Every event of a walk.
+fn all_events(events: &mut profkit_perf::Events<impl std::io::Read>) -> Vec<Seen> {
+    let mut out = Vec::new();
+    while let Some(Ok(ev)) = events.next_event() {
+        out.push((ev.record_type.0, ev.time, ev.attr_index, ev.body.to_vec()));
+    }
+    out
+}
+
+#[test]
+fn read_ahead_delivers_what_a_walk_here_does() {
+    for name in [
+        "node-fp.data",
+        "node-dwarf.data.gz",
+        "node-basic-prof.data",
+        "node-pipe.data",
+        "node-killed.data.gz",
+    ] {
+        let bytes = fixture(name);
+        let pd = PerfData::parse(&bytes).unwrap();
+        let here = all_events(&mut pd.events().unwrap());
+        let ahead = pd.with_events_read_ahead(all_events).unwrap();
+        assert!(!here.is_empty(), "{name}");
+        assert_eq!(here, ahead, "{name}");
+        // A walk that stops early ends the reader too (no hang, no error).
+        let first = pd
+            .with_events_read_ahead(|e| {
+                let mut n = 0;
+                while n < 3 && e.next_event().is_some() {
+                    n += 1;
+                }
+                n
+            })
+            .unwrap();
+        assert_eq!(first, 3, "{name}");
+    }
+}
+
+#[test]
+fn framing_check_notes_the_jitdump_marker() {
+    let bytes = fixture("node-fp.data");
+    let pd = PerfData::parse(&bytes).unwrap();
+    let markers: Vec<_> = pd
+        .jitdump_markers()
+        .iter()
+        .map(|(pid, path)| (*pid, String::from_utf8_lossy(path).into_owned()))
+        .collect();
+    assert_eq!(markers.len(), 1, "{markers:?}");
+    assert_eq!(markers[0].0, 30519);
+    assert!(markers[0].1.ends_with("/jit-30519.dump"), "{markers:?}");
+    // Pipe mode has no framing check before the walk.
+    let pipe = fixture("node-pipe.data");
+    assert!(PerfData::parse(&pipe).unwrap().jitdump_markers().is_empty());
+}

@@ -23,9 +23,18 @@ fn exercise(bytes: &[u8]) {
             &mut std::io::sink(),
         );
         let _ = dump::write(&pd, dump::DumpOptions::default(), &mut std::io::sink());
+        let ahead = pd.with_events_read_ahead(|ev| {
+            let mut n = 0u64;
+            while let Some(Ok(_)) = ev.next_event() {
+                n += 1;
+            }
+            n
+        });
         if let Ok(mut ev) = pd.events() {
+            let mut here = 0u64;
             while let Some(e) = ev.next_event() {
                 if let Ok(e) = e {
+                    here += 1;
                     if let EventData::Sample(s) = &e.data {
                         if let Some(c) = &s.callchain {
                             let _ = c.split();
@@ -36,6 +45,7 @@ fn exercise(bytes: &[u8]) {
                     }
                 }
             }
+            assert_eq!(ahead.ok(), Some(here), "read ahead");
         }
     }
 }

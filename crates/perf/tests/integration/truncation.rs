@@ -41,17 +41,24 @@ fn cuts(len: usize, recs: &[(usize, u32, usize)], header_end: usize, stride: usi
     c
 }
 
+/// Events delivered, the truncation, and whether an error came, for a walk on this thread;
+/// a walk with the records read ahead on another thread must see the same.
 fn delivered(pd: &PerfData<'_>) -> (u64, Option<profkit_perf::Truncation>, bool) {
-    let mut events = pd.events().unwrap();
-    let mut n = 0;
-    let mut err = false;
-    while let Some(ev) = events.next_event() {
-        match ev {
-            Ok(_) => n += 1,
-            Err(_) => err = true,
+    let walk = |events: &mut profkit_perf::Events<_>| {
+        let mut n = 0;
+        let mut err = false;
+        while let Some(ev) = events.next_event() {
+            match ev {
+                Ok(_) => n += 1,
+                Err(_) => err = true,
+            }
         }
-    }
-    (n, events.truncation(), err)
+        (n, events.truncation(), err)
+    };
+    let here = walk(&mut pd.events().unwrap());
+    let ahead = pd.with_events_read_ahead(walk).unwrap();
+    assert_eq!(here, ahead, "read ahead");
+    here
 }
 
 /// Types linux-perf-data consumes instead of delivering.

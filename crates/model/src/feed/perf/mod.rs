@@ -2,8 +2,9 @@
 //! the recording's JIT metadata, binaries and kernel symbols.
 //!
 //! The walk is one pass over the events in time order (profkit-perf sorts them, as perf does
-//! with FINISHED_ROUND). MMAP, COMM and FORK update each `Process`; a SAMPLE is turned into
-//! addresses and the addresses into frames:
+//! with FINISHED_ROUND, on a second thread that reads the records ahead of the walk). MMAP,
+//! COMM and FORK update each `Process`; a SAMPLE is turned into addresses and the addresses
+//! into frames:
 //!
 //! * **addresses**: a frame-pointer callchain (`-g`) as perf recorded it (return addresses are
 //!   looked up at `addr - 1`); a `--call-graph dwarf` sample's kernel callchain, then its user
@@ -15,9 +16,11 @@
 //!   perf maps).
 //!
 //! A process's JIT metadata ([`jit`]) is looked up at its first sample, and again if a
-//! jitdump marker appears later. The jitdump's times match the samples only when the recording
-//! used CLOCK_MONOTONIC (`perf record -k 1`) and the dump says it does too; otherwise JIT code
-//! is named by what is live at the end of the dump and the [`PerfReport`] warns.
+//! jitdump marker appears later; a dump whose marker the framing check already saw starts
+//! loading on another thread when the walk starts. The jitdump's times match the samples only
+//! when the recording used CLOCK_MONOTONIC (`perf record -k 1`) and the dump says it does too;
+//! otherwise JIT code is named by what is live at the end of the dump and the [`PerfReport`]
+//! warns.
 //!
 //! Samples weigh their period (perf report's default: ns for cpu-clock, events for cycles).
 //! Only the first sampled event's samples are used (a recording of several events mixes
@@ -137,69 +140,73 @@ pub fn feed(
     let perf = PerfData::parse(data).map_err(invalid)?;
     let attr = sampled_event(&perf, opts.event.as_deref())?;
     let mut walk = Walk::new(&perf, opts, attr);
-    let mut events = perf.events().map_err(invalid)?;
     let functions = FunctionTable::new();
     let mut begun = false;
-    // Parsing checked the framing of every record, reading the whole file: drop those pages
-    // now (the walk reads them again, in order, and drops them behind itself).
-    if let Some(release) = release {
-        release(0, data.len() as u64);
-    }
-    let mut released = Released::new(release);
-    loop {
-        released.reached(events.read_offset());
-        let Some(ev) = events.next_event() else {
-            break;
-        };
-        let ev = match ev {
-            Ok(ev) => ev,
-            Err(e) => {
-                walk.summary.problems.push(e.to_string());
-                break;
+    let outcome = perf
+        .with_events_read_ahead(|events| -> io::Result<_> {
+            // Parsing checked the framing of every record, reading the whole file: drop those pages
+            // now (the walk reads them again, in order, and drops them behind itself).
+            if let Some(release) = release {
+                release(0, data.len() as u64);
             }
-        };
-        match &ev.data {
-            EventData::Sample(s) => {
-                if !begun {
-                    walk.origin = s.time;
-                    sink.begin(&trace_info(&functions, walk.origin, name))?;
-                    begun = true;
-                }
-                walk.sample(s, sink)?;
-            }
-            EventData::Mmap(m) => walk.mmap(m),
-            EventData::Comm(c) => {
-                let (Ok(pid), Ok(tid)) = (u32::try_from(c.pid), u32::try_from(c.tid)) else {
-                    continue;
+            let mut released = Released::new(release);
+            loop {
+                released.reached(events.read_offset());
+                let Some(ev) = events.next_event() else {
+                    break;
                 };
-                let comm = String::from_utf8_lossy(c.name).into_owned();
-                let p = walk.processes.entry(pid).or_default();
-                if pid == tid || c.exec || p.comm.is_none() {
-                    p.comm = Some(comm.clone());
-                }
-                walk.thread_names.insert(tid, comm);
-            }
-            EventData::Fork(t) => {
-                if let (Ok(pid), Ok(ppid)) = (u32::try_from(t.pid), u32::try_from(t.ppid)) {
-                    if pid != ppid && !walk.processes.contains_key(&pid) {
-                        let child = walk.processes.get(&ppid).map(Process::fork);
-                        walk.processes.insert(pid, child.unwrap_or_default());
+                let ev = match ev {
+                    Ok(ev) => ev,
+                    Err(e) => {
+                        walk.summary.problems.push(e.to_string());
+                        break;
                     }
+                };
+                match &ev.data {
+                    EventData::Sample(s) => {
+                        if !begun {
+                            walk.origin = s.time;
+                            sink.begin(&trace_info(&functions, walk.origin, name))?;
+                            begun = true;
+                        }
+                        walk.sample(s, sink)?;
+                    }
+                    EventData::Mmap(m) => walk.mmap(m),
+                    EventData::Comm(c) => {
+                        let (Ok(pid), Ok(tid)) = (u32::try_from(c.pid), u32::try_from(c.tid))
+                        else {
+                            continue;
+                        };
+                        let comm = String::from_utf8_lossy(c.name).into_owned();
+                        let p = walk.processes.entry(pid).or_default();
+                        if pid == tid || c.exec || p.comm.is_none() {
+                            p.comm = Some(comm.clone());
+                        }
+                        walk.thread_names.insert(tid, comm);
+                    }
+                    EventData::Fork(t) => {
+                        if let (Ok(pid), Ok(ppid)) = (u32::try_from(t.pid), u32::try_from(t.ppid)) {
+                            if pid != ppid && !walk.processes.contains_key(&pid) {
+                                let child = walk.processes.get(&ppid).map(Process::fork);
+                                walk.processes.insert(pid, child.unwrap_or_default());
+                            }
+                        }
+                    }
+                    EventData::Lost(l) => walk.report.lost += l.count,
+                    EventData::BuildId(b) => {
+                        walk.build_ids
+                            .insert(b.path.clone().into_bytes(), b.build_id.clone());
+                    }
+                    EventData::Malformed(why) => walk
+                        .summary
+                        .problems
+                        .push(format!("record {}: {why}", ev.index)),
+                    _ => {}
                 }
             }
-            EventData::Lost(l) => walk.report.lost += l.count,
-            EventData::BuildId(b) => {
-                walk.build_ids
-                    .insert(b.path.clone().into_bytes(), b.build_id.clone());
-            }
-            EventData::Malformed(why) => walk
-                .summary
-                .problems
-                .push(format!("record {}: {why}", ev.index)),
-            _ => {}
-        }
-    }
-    let outcome = events.outcome();
+            Ok(events.outcome())
+        })
+        .map_err(invalid)??;
     walk.summary.truncation = outcome.truncation.clone();
     if !begun {
         sink.begin(&trace_info(&functions, None, name))?;
@@ -387,7 +394,7 @@ impl<'o> Walk<'o> {
             },
             ..PerfReport::default()
         };
-        Walk {
+        let mut walk = Walk {
             opts,
             symbols: Symbols::new(binaries, kernel),
             processes: HashMap::default(),
@@ -405,7 +412,14 @@ impl<'o> Walk<'o> {
             stack: Vec::new(),
             lines: Vec::new(),
             unwound: Vec::new(),
+        };
+        // The dumps the framing check saw mapped: their loading starts now, not at the
+        // marker's record (a runtime's first samples often come before it maps its dump).
+        for (pid, path) in perf.jitdump_markers() {
+            let path = PathBuf::from(String::from_utf8_lossy(path).into_owned());
+            walk.jit_marker(*pid, path);
         }
+        walk
     }
 
     fn mmap(&mut self, m: &Mmap<'_>) {
@@ -425,23 +439,11 @@ impl<'o> Walk<'o> {
         } else {
             MapKind::File
         };
-        let process = self.processes.entry(pid).or_default();
         if kind == MapKind::JitMarker {
-            let marker = PathBuf::from(&*path);
-            if process.jit.marker.as_ref() != Some(&marker) && process.jit.dump.is_none() {
-                // Load it on the other core while the events before its first sample are
-                // read.
-                let search = self.opts.jit.clone();
-                let m = marker.clone();
-                process.jit.loading = std::thread::Builder::new()
-                    .name("jitdump".into())
-                    .spawn(move || search_jitdump(&search, pid, &m))
-                    .ok();
-                process.jit.marker = Some(marker);
-                process.jit.searched = false;
-            }
+            self.jit_marker(pid, PathBuf::from(&*path));
             return;
         }
+        let process = self.processes.entry(pid).or_default();
         let build_id = m
             .build_id
             .as_ref()
@@ -466,6 +468,24 @@ impl<'o> Walk<'o> {
                 binary: None,
             },
         );
+    }
+
+    /// Process `pid` mapped its jitdump `marker`: the dump is loaded on another thread while
+    /// the events before its first sample are read (or, for a marker the framing check saw,
+    /// from the start of the walk).
+    fn jit_marker(&mut self, pid: u32, marker: PathBuf) {
+        let process = self.processes.entry(pid).or_default();
+        if process.jit.marker.as_ref() == Some(&marker) || process.jit.dump.is_some() {
+            return;
+        }
+        let search = self.opts.jit.clone();
+        let m = marker.clone();
+        process.jit.loading = std::thread::Builder::new()
+            .name("jitdump".into())
+            .spawn(move || search_jitdump(&search, pid, &m))
+            .ok();
+        process.jit.marker = Some(marker);
+        process.jit.searched = false;
     }
 
     fn sample(&mut self, s: &PerfSample<'_>, sink: &mut dyn EventSink) -> io::Result<()> {
