@@ -46,13 +46,29 @@ impl SymbolTable {
     /// section (not undefined, not absolute).
     pub fn collect(file: &object::File<'_>, data: &[u8], src: u8, out: &mut Vec<Sym>) {
         let base = data.as_ptr() as usize;
+        // Per section (by index): its end address and whether it is executable, found once
+        // (a large binary has 10^5 symbols in a few dozen sections).
+        let sections: Vec<Option<(u64, bool)>> = {
+            let mut v = Vec::new();
+            for sec in file.sections() {
+                let i = sec.index().0;
+                if v.len() <= i {
+                    v.resize(i + 1, None);
+                }
+                // A debug file's `.text` is SHT_NOBITS (object calls it uninitialized data),
+                // so executable means the section's flag, not its kind.
+                let exec = matches!(sec.kind(), object::SectionKind::Text)
+                    || matches!(sec.flags(), object::SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0);
+                if let (Some(slot), Some(end)) =
+                    (v.get_mut(i), sec.address().checked_add(sec.size()))
+                {
+                    *slot = Some((end, exec));
+                }
+            }
+            v
+        };
         let section_end = |index: Option<SectionIndex>| -> Option<(u64, bool)> {
-            let s = file.section_by_index(index?).ok()?;
-            // A debug file's `.text` is SHT_NOBITS (object calls it uninitialized data), so
-            // executable means the section's flag, not its kind.
-            let exec = matches!(s.kind(), object::SectionKind::Text)
-                || matches!(s.flags(), object::SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0);
-            Some((s.address().checked_add(s.size())?, exec))
+            sections.get(index?.0).copied().flatten()
         };
         // perf reads `.symtab`, and `.dynsym` only when there is none (`.dynsym` is a subset
         // of it; reading both costs a large binary's load time twice).
@@ -122,15 +138,15 @@ impl SymbolTable {
     /// instead of the binary's `.dynsym`), then the first in table order (of glibc's
     /// `pthread_rwlock_rdlock@GLIBC_2.2.5` and `…@@GLIBC_2.34`, the one listed first).
     pub fn build(mut syms: Vec<Sym>) -> SymbolTable {
+        // One u128 per symbol orders (start, unsized, rank, underscores, later source, table
+        // order): comparing it is one instruction pair where the tuple was six comparisons.
         syms.sort_unstable_by_key(|s| {
-            (
-                s.start,
-                s.size == 0,
-                s.rank,
-                s.underscores,
-                std::cmp::Reverse(s.src),
-                s.order,
-            )
+            u128::from(s.start) << 64
+                | u128::from(s.size == 0) << 63
+                | u128::from(s.rank & 0x3) << 61
+                | u128::from(s.underscores) << 53
+                | u128::from(u8::MAX - s.src) << 45
+                | u128::from(s.order)
         });
         syms.dedup_by_key(|s| s.start);
         let starts: Vec<u64> = syms.iter().map(|s| s.start).skip(1).collect();
