@@ -22,7 +22,7 @@
 //! * **source lines of sampled stacks**: a frame per function *and line* (`frameTable.line`,
 //!   null for line 0), and per function its file and start line (`funcTable.fileName`,
 //!   `funcTable.lineNumber`), so the Firefox Profiler's source view shows the lines. Each
-//!   sampled function is a symbol of a **synthetic library named after its module** (the
+//!   sampled function belongs to a **synthetic library named after its module** (the
 //!   binary, the jitdump, `[kernel.kallsyms]`; functions without a module share one named
 //!   after their kind, e.g. `(managed)`), which the call tree shows as the function's
 //!   library; functions of the same name in two modules are two functions;
@@ -49,36 +49,45 @@
 //!
 //! How the source lines get there, with fxprof 0.8.1 used as it is (it keys a label frame by
 //! its name alone and writes the line and file columns as nulls):
-//! 1. Sampled stacks keep their own tree until the end (`firefox/sampled.rs`): nodes (parent,
-//!    function, line), interned per thread, with a cache of the last sample's nodes so a
-//!    sample costs a comparison of its shared prefix; samples are (time, node, hits).
-//! 2. At the end every function of those stacks gets a contiguous range of relative
-//!    addresses, one per distinct line sampled in it (line 0 included), from one counter
-//!    starting at `0x8000_0000` — the `JIT` libraries stay below it. One library per module
-//!    gets a symbol table of its functions' ranges (symbol name: the function's name), and
-//!    frames are fxprof's relative-address frames into it, with the category and flags a
-//!    label frame had. fxprof then makes one frame per (function, line) and one func per
-//!    (name, library, flags). The profile says it is symbolicated (`meta.symbolicated`), so
-//!    the Firefox Profiler does not symbolicate it on load; a re-symbolication asked for in
-//!    its menu finds no symbols for these libraries (nil debug id) and leaves their frames.
-//! 3. A serde_json formatter (`firefox/lines.rs`) fills `frameTable.line`,
-//!    `funcTable.fileName` and `funcTable.lineNumber` while fxprof's serialization streams
-//!    out, from a table of what each synthetic address stands for; everything else is
-//!    written as serde_json writes it.
+//! 1. Every sampled (function, line) gets a relative address of its own in a **synthetic
+//!    library** of its function's module (`firefox/synthetic.rs`), from one counter starting
+//!    at `0x8000_0000` — the `JIT` libraries stay below it — when it is first sampled.
+//!    Frames are fxprof's relative-address frames, with the category and flags a label frame
+//!    had, interned as the samples stream (`firefox/sampled.rs`: the previous sample's stack
+//!    is kept, so a sample costs what it did with label frames). fxprof makes one frame per
+//!    (function, line).
+//! 2. The libraries have **no symbol table**. A design with one (each function a symbol
+//!    over a contiguous range of its lines) needs every line of a function before any of its
+//!    frames is interned, because fxprof names a frame from the table when it interns it:
+//!    all stacks were then interned after the input was read, which made the conversion of
+//!    a 35,000-sample perf.data 9–13% slower in wall time (the interning no longer overlapped
+//!    the decoding). Republishing growing tables instead kept about 40% of the stacks
+//!    waiting and cost 10% more CPU. So fxprof makes a func per address, named after it.
+//! 3. A serde_json formatter (`firefox/lines.rs`) completes the profile while fxprof's
+//!    serialization streams out, from a table of what each synthetic address stands for: it
+//!    points every frame of a function at one func (the first of the function's in the
+//!    thread; the others are left unreferenced, as the Firefox Profiler's own symbolication
+//!    leaves funcs), gives that func the function's name, file (`funcTable.fileName`) and
+//!    start line (`funcTable.lineNumber`), and writes each frame's line (`frameTable.line`).
+//!    The call tree then has one entry per function, with its module as its library;
+//!    functions of the same name in two modules are two functions. The profile says it is
+//!    symbolicated (`meta.symbolicated`), so the Firefox Profiler does not symbolicate it on
+//!    load; a re-symbolication asked for in its menu finds no symbols for these libraries
+//!    (nil debug id) and leaves their frames.
+//! 4. The gzip-compressed profile is compressed on a thread of its own while serialized
+//!    (`firefox/gzip.rs`).
 //!
 //! Traced calls (enter/exit, call paths) and `JIT code` marker stacks keep label and `JIT`
 //! library frames, whose line and file stay null.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use flate2::write::GzEncoder;
-use flate2::Compression;
 use fx::{
     CategoryColor, CategoryHandle, CategoryPairHandle, CounterHandle, CpuDelta, Frame, FrameFlags,
-    FrameHandle, FrameInfo, LibraryHandle, LibraryInfo, MarkerFieldFlags, MarkerFieldFormat,
-    MarkerLocations, MarkerTiming, MarkerTypeHandle, ProcessHandle, Profile, ReferenceTimestamp,
+    FrameHandle, FrameInfo, LibraryInfo, MarkerFieldFlags, MarkerFieldFormat, MarkerLocations,
+    MarkerTiming, MarkerTypeHandle, ProcessHandle, Profile, ReferenceTimestamp,
     RuntimeSchemaMarkerField, RuntimeSchemaMarkerSchema, SamplingInterval, StackHandle,
     StringHandle, Symbol, SymbolTable, ThreadHandle, Timestamp,
 };
@@ -92,11 +101,13 @@ use profkit_model::{FuncId, FuncInfo, FuncKind, FunctionTable};
 
 use crate::{Dest, Options, Output};
 
+mod gzip;
 mod lines;
 mod sampled;
+mod synthetic;
 
-use lines::SourceLines;
-use sampled::{SampledStacks, NO_NODE};
+use sampled::SampledStacks;
+use synthetic::{SampledFunc, Synthetic};
 
 /// A writer into `output`.
 pub fn sink(output: &Output, options: &Options) -> io::Result<Box<dyn EventSink + Send>> {
@@ -401,19 +412,6 @@ struct ThreadState {
     sampled_stacks: SampledStacks,
 }
 
-/// How the frames of a sampled function are made.
-#[derive(Debug)]
-struct SampledFunc {
-    name: StringHandle,
-    category: CategoryPairHandle,
-    flags: FrameFlags,
-    /// Its synthetic library and first relative address; `None` (a label frame) when the
-    /// address space is full.
-    range: Option<(LibraryHandle, u32)>,
-    /// The lines sampled in it, sorted: line `lines[i]` is at the first address + i.
-    lines: Vec<u32>,
-}
-
 /// Builds a Firefox Profiler profile in memory and writes it at [`EventSink::finish`].
 pub struct FirefoxSink<W: Write> {
     out: Option<W>,
@@ -432,8 +430,8 @@ pub struct FirefoxSink<W: Write> {
     code: Vec<CodeRec>,
     /// A category per JIT tier name.
     tiers: HashMap<String, CategoryHandle>,
-    /// The synthetic libraries' slots, for the source columns.
-    lines: SourceLines,
+    /// The sampled functions' synthetic libraries.
+    synthetic: Synthetic,
 }
 
 impl<W: Write> FirefoxSink<W> {
@@ -456,7 +454,7 @@ impl<W: Write> FirefoxSink<W> {
             counters: HashMap::new(),
             code: Vec::new(),
             tiers: HashMap::new(),
-            lines: SourceLines::default(),
+            synthetic: Synthetic::default(),
         }
     }
 }
@@ -807,93 +805,31 @@ impl<W: Write + Send> FirefoxSink<W> {
         Ok(())
     }
 
-    /// Gives every function of the sampled stacks its synthetic addresses — one per line
-    /// sampled in it, from one counter starting at [`lines::SYNTHETIC_BASE`] — and adds one
-    /// synthetic library per module whose symbol table names those ranges.
-    fn synthetic_libraries(&mut self) -> io::Result<HashMap<FuncId, SampledFunc>> {
-        let mut used: HashMap<FuncId, Vec<u32>> = HashMap::new();
-        for st in self.threads.values() {
-            for n in &st.sampled_stacks.nodes {
-                used.entry(n.func).or_default().push(n.line);
-            }
-        }
-        let mut ids: Vec<FuncId> = used.keys().copied().collect();
-        ids.sort_unstable();
-        let mut modules: BTreeMap<String, Vec<(FuncId, Symbol)>> = BTreeMap::new();
-        let mut funcs = HashMap::with_capacity(ids.len());
-        for id in ids {
-            let Some(mut lines) = used.remove(&id) else {
-                continue;
-            };
-            lines.sort_unstable();
-            lines.dedup();
-            let (name, category, flags) = self.func(id)?;
-            let display = self.functions.name(id);
-            let info = self.functions.get(id);
-            let mut base = None;
-            if lines.len() <= self.lines.room() {
-                let file = info.and_then(|f| f.file.as_deref());
-                let start = info.map_or(0, |f| f.line);
-                for &line in &lines {
-                    let a = self.lines.push(file, start, line);
-                    base = base.or(a);
-                }
-            }
-            if let (Some(address), Ok(size)) = (base, u32::try_from(lines.len())) {
-                let module = match info.and_then(|f| f.module.as_deref()) {
-                    Some(m) => m.to_string(),
-                    None => kind_library(classify_func(&display, info, self.format)).to_string(),
-                };
-                modules.entry(module).or_default().push((
-                    id,
-                    Symbol {
-                        address,
-                        size: Some(size),
-                        name: display,
-                    },
-                ));
-            }
-            funcs.insert(
-                id,
-                SampledFunc {
-                    name,
-                    category,
-                    flags,
-                    range: None,
-                    lines,
-                },
-            );
-        }
+    /// Declares sampled function `func` to the synthetic libraries (on its first sample).
+    fn declare_sampled(&mut self, func: FuncId) -> io::Result<()> {
+        let (name, category, flags) = self.func(func)?;
+        let symbol = self.functions.name(func);
+        let info = self.functions.get(func);
+        let module = match info.and_then(|f| f.module.as_deref()) {
+            Some(m) => m.to_string(),
+            None => kind_library(classify_func(&symbol, info, self.format)).to_string(),
+        };
+        let f = SampledFunc {
+            name,
+            category,
+            flags,
+            display: symbol,
+            module,
+            file: info.and_then(|f| f.file.clone()),
+            start_line: info.map_or(0, |f| f.line),
+        };
         let p = self.profile.as_mut().ok_or_else(not_begun)?;
-        for (module, symbols) in modules {
-            let ranges: Vec<(FuncId, u32)> =
-                symbols.iter().map(|(id, s)| (*id, s.address)).collect();
-            let lib = p.add_lib(LibraryInfo {
-                name: module.clone(),
-                debug_name: module.clone(),
-                path: module.clone(),
-                debug_path: module,
-                debug_id: fx::debugid::DebugId::nil(),
-                code_id: None,
-                arch: None,
-                symbol_table: Some(Arc::new(SymbolTable::new(
-                    symbols.into_iter().map(|(_, s)| s).collect(),
-                ))),
-            });
-            for (id, address) in ranges {
-                if let Some(f) = funcs.get_mut(&id) {
-                    f.range = Some((lib, address));
-                }
-            }
-        }
-        Ok(funcs)
+        self.synthetic.declare(p, func, f);
+        Ok(())
     }
 
-    /// Adds the buffered sampled stacks, each (function, line) a frame of its synthetic
-    /// library, and their samples weighted by each thread's sampling period.
+    /// Adds the buffered samples, weighted by each thread's sampling period.
     fn finish_samples(&mut self) -> io::Result<()> {
-        let funcs = self.synthetic_libraries()?;
-        // Thread order makes the libraries' order (first use): the same on every run.
         let mut order: Vec<u32> = self.threads.keys().copied().collect();
         order.sort_unstable();
         let mut names: Vec<(ThreadHandle, String)> = Vec::new();
@@ -903,37 +839,7 @@ impl<W: Write + Send> FirefoxSink<W> {
                 continue;
             };
             let Some(th) = st.sampled else { continue };
-            let stacks = std::mem::take(&mut st.sampled_stacks);
-            // The fxprof stack of each node (a parent comes before its children).
-            let mut handles: Vec<Option<StackHandle>> = Vec::with_capacity(stacks.nodes.len());
-            for n in &stacks.nodes {
-                let parent = handles.get(n.parent as usize).copied().flatten();
-                let Some(f) = funcs.get(&n.func) else {
-                    handles.push(parent);
-                    continue;
-                };
-                let frame = match f.range {
-                    Some((lib, first)) => {
-                        let i = f.lines.binary_search(&n.line).unwrap_or(0);
-                        let offset = u32::try_from(i).unwrap_or(0);
-                        Frame::RelativeAddressFromInstructionPointer(
-                            lib,
-                            first.saturating_add(offset),
-                        )
-                    }
-                    None => Frame::Label(f.name),
-                };
-                let fh = p.intern_frame(
-                    th,
-                    FrameInfo {
-                        frame,
-                        category_pair: f.category,
-                        flags: f.flags,
-                    },
-                );
-                handles.push(Some(p.intern_stack(th, parent, fh)));
-            }
-            let samples = stacks.samples;
+            let samples = std::mem::take(&mut st.sampled_stacks.samples);
             let mut deltas: Vec<u64> = samples
                 .windows(2)
                 .filter_map(|w| match w {
@@ -946,12 +852,7 @@ impl<W: Write + Send> FirefoxSink<W> {
                 .get(deltas.len() / 2)
                 .copied()
                 .unwrap_or(DEFAULT_PERIOD_NS);
-            for (time, node, hits) in samples {
-                let stack = if node == NO_NODE {
-                    None
-                } else {
-                    handles.get(node as usize).copied().flatten()
-                };
+            for (time, stack, hits) in samples {
                 for (at, w) in (time..).zip(chunks(hits.saturating_mul(period))) {
                     p.add_sample(th, ts(at), stack, CpuDelta::ZERO, w);
                 }
@@ -1129,19 +1030,35 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
     }
 
     fn sample(&mut self, sample: &Sample<'_>) -> io::Result<()> {
-        self.sampled_thread(sample.thread)?;
+        let th = self.sampled_thread(sample.thread)?;
         // Hits: a Mono sample's weight; a perf.data sample's weight is its period.
         let hits = if self.format == "perf" {
             1
         } else {
             sample.weight
         };
-        self.state(sample.thread).sampled_stacks.push(
-            sample.time,
-            sample.stack,
-            sample.lines,
-            hits,
-        );
+        loop {
+            let p = self.profile.as_mut().ok_or_else(not_begun)?;
+            let Some(st) = self.threads.get_mut(&sample.thread) else {
+                return Ok(());
+            };
+            let pushed = st.sampled_stacks.push(
+                sample.time,
+                sample.stack,
+                sample.lines,
+                hits,
+                p,
+                th,
+                &mut self.synthetic,
+            );
+            match pushed {
+                Ok(()) => break,
+                // A function's first sample: declared, the sample goes on where it stopped.
+                Err(func) if !self.synthetic.knows(func) => self.declare_sampled(func)?,
+                // (Cannot be kept: more frames than memory holds.)
+                Err(_) => break,
+            }
+        }
         Ok(())
     }
 
@@ -1169,17 +1086,10 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
             return Ok(());
         };
         if self.gzip {
-            // serde_json writes token by token: buffered, the compressor sees large blocks.
-            // Level 1, as for every gzip output of the workspace (`OutStream`).
-            let gz = GzEncoder::new(&mut out, Compression::fast());
-            let mut buffered = io::BufWriter::with_capacity(1 << 16, gz);
-            lines::write(&mut buffered, &profile, &self.lines)?;
-            buffered
-                .into_inner()
-                .map_err(|e| e.into_error())?
-                .finish()?;
+            // Compressed on a second thread while serialized.
+            gzip::write(&mut out, &profile, self.synthetic.lines())?;
         } else {
-            lines::write(&mut out, &profile, &self.lines)?;
+            lines::write(&mut out, &profile, self.synthetic.lines())?;
         }
         out.flush()
     }

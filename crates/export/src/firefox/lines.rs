@@ -1,35 +1,41 @@
-//! Source lines in the written profile: a serde_json [`Formatter`] that fills the columns
-//! `fxprof-processed-profile` 0.8.1 leaves null.
+//! Source lines and functions of sampled frames in the written profile: a serde_json
+//! [`Formatter`] that fills in what `fxprof-processed-profile` 0.8.1 cannot.
 //!
-//! fxprof writes `frameTable.line`, `frameTable.column`, `funcTable.fileName`,
-//! `funcTable.lineNumber` and `funcTable.columnNumber` as columns of nulls and has no API to
-//! set them. The sink gives every sampled (function, line) a frame of its own at a relative
-//! address of a synthetic library, from [`SYNTHETIC_BASE`] up; [`SourceLines`] says, per such
-//! address, the line and the function's file and start line. [`LinesFormatter`] follows the
-//! JSON path while fxprof writes the profile and, in each element of the root's `threads`:
+//! The sink gives every sampled (function, line) a relative address of its own in a synthetic
+//! library without a symbol table, from [`SYNTHETIC_BASE`] up; [`SourceLines`] says, per such
+//! address, the function (its name, file and start line) and the line. fxprof makes a frame
+//! per address and, having no symbol, a func per address named after it (`0x80000012`), and
+//! writes `frameTable.line`, `funcTable.fileName` and `funcTable.lineNumber` as nulls.
+//! [`LinesFormatter`] follows the JSON path while fxprof writes the profile and, in each
+//! element of the root's `threads`:
 //!
-//! * records the `frameTable.address` and `frameTable.func` columns as they pass;
+//! * records the `frameTable.address` column as it passes;
+//! * rewrites `frameTable.func` on the fly: a synthetic frame's func becomes the first func
+//!   (in frame order) of its function, so the call tree has one func per function, whatever
+//!   the lines; the other funcs are no frame's any more and keep what fxprof wrote (the
+//!   processed format allows such orphans: its own symbolication leaves them too);
 //! * writes `frameTable.line` from each frame's address: the slot's line, or null for an
 //!   address below [`SYNTHETIC_BASE`] (the `JIT` libraries), no address (label frames) or
 //!   line 0;
-//! * holds the `funcTable` object back — `fileName` holds indices into the thread's
-//!   `stringArray`, which fxprof writes after `funcTable` — and leaves out its three null
-//!   columns;
-//! * appends the file names the thread's functions need to the end of `stringArray`, which
-//!   gives their indices;
-//! * writes `"funcTable":{…,"fileName":[…],"lineNumber":[…],"columnNumber":[…]}` as the
-//!   thread object's last key (JSON key order does not matter). A function's file and start
-//!   line are those of the slot of any frame whose `func` is that function; functions of no
-//!   synthetic frame keep null.
+//! * holds the `funcTable` object back — `name` and `fileName` hold indices into the thread's
+//!   `stringArray`, which fxprof writes after `funcTable` — and leaves out its `name` (kept
+//!   aside), `fileName`, `lineNumber` and `columnNumber` columns;
+//! * appends the names and files of the thread's sampled functions to the end of
+//!   `stringArray`, which gives their indices;
+//! * writes `"funcTable":{…,"name":[…],"fileName":[…],"lineNumber":[…],"columnNumber":[…]}`
+//!   as the thread object's last key (JSON key order does not matter): a function's func
+//!   gets its name, file and start line, any other func its own name and nulls.
 //!
 //! Everything else passes through as serde_json's [`CompactFormatter`] writes it. What it
 //! relies on, which the tests check against fxprof's own output: `frameTable.address` comes
-//! before `frameTable.line` (else the line column is left null), `frameTable` before
-//! `stringArray`, and relative addresses are written as integers (`-1` when there is none).
-//! The types are those of the processed format version 55 (`preprocessedProfileVersion`):
-//! `line: (number|null)[]`, `fileName: (IndexIntoStringTable|null)[]` into the thread's own
-//! `stringArray`, `lineNumber: (number|null)[]` (the function's start line).
+//! before `frameTable.func` and `frameTable.line` (else both pass unchanged), `frameTable`
+//! before `stringArray`, and relative addresses are written as integers (`-1` when there is
+//! none). The types are those of the processed format version 55
+//! (`preprocessedProfileVersion`): `line: (number|null)[]`, `name: IndexIntoStringTable[]` and
+//! `fileName: (IndexIntoStringTable|null)[]` into the thread's own `stringArray`,
+//! `lineNumber: (number|null)[]` (the function's start line).
 
+use std::collections::hash_map::Entry as MapEntry;
 use std::collections::HashMap;
 use std::io::{self, Write};
 
@@ -43,20 +49,30 @@ pub(crate) const SYNTHETIC_BASE: u32 = 0x8000_0000;
 /// "None" in the index columns below.
 const NONE: u32 = u32::MAX;
 
+/// A sampled function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Function {
+    name: String,
+    /// Index into [`SourceLines::files`], or [`NONE`].
+    file: u32,
+    /// Its start line (0 = unknown).
+    start_line: u32,
+}
+
 /// What one synthetic relative address stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Slot {
-    /// Index into [`SourceLines::files`], or [`NONE`].
-    file: u32,
-    /// The function's start line (0 = unknown).
-    func_line: u32,
+    /// Index into [`SourceLines::functions`].
+    function: u32,
     /// The sampled line (0 = unknown).
     line: u32,
 }
 
-/// The slots of the synthetic libraries: slot `i` is relative address `SYNTHETIC_BASE + i`.
+/// The sampled functions and the slots of the synthetic libraries: slot `i` is relative
+/// address `SYNTHETIC_BASE + i`.
 #[derive(Debug)]
 pub(crate) struct SourceLines {
+    functions: Vec<Function>,
     files: Vec<String>,
     file_ids: HashMap<String, u32>,
     slots: Vec<Slot>,
@@ -73,6 +89,7 @@ impl Default for SourceLines {
 impl SourceLines {
     fn with_limit(limit: usize) -> Self {
         SourceLines {
+            functions: Vec::new(),
             files: Vec::new(),
             file_ids: HashMap::new(),
             slots: Vec::new(),
@@ -80,37 +97,50 @@ impl SourceLines {
         }
     }
 
-    /// How many more slots fit.
-    pub(crate) fn room(&self) -> usize {
-        self.limit.saturating_sub(self.slots.len())
-    }
-
-    /// Adds the next slot (`file`, the function's start line, the sampled line) and returns its
-    /// relative address; `None` when the address space is full. Consecutive calls give
-    /// consecutive addresses.
-    pub(crate) fn push(&mut self, file: Option<&str>, func_line: u32, line: u32) -> Option<u32> {
-        if self.room() == 0 {
-            return None;
-        }
-        let address = SYNTHETIC_BASE.checked_add(u32::try_from(self.slots.len()).ok()?)?;
+    /// Adds a function (its display name, source file and start line); its index, for
+    /// [`SourceLines::push`].
+    pub(crate) fn add_function(
+        &mut self,
+        name: String,
+        file: Option<&str>,
+        start_line: u32,
+    ) -> u32 {
         let file = match file {
             None => NONE,
             Some(f) => match self.file_ids.get(f) {
                 Some(&id) => id,
                 None => {
                     let id = u32::try_from(self.files.len()).unwrap_or(NONE);
-                    self.files.push(f.to_string());
-                    self.file_ids.insert(f.to_string(), id);
+                    if id != NONE {
+                        self.files.push(f.to_string());
+                        self.file_ids.insert(f.to_string(), id);
+                    }
                     id
                 }
             },
         };
-        self.slots.push(Slot {
+        self.functions.push(Function {
+            name,
             file,
-            func_line,
-            line,
+            start_line,
         });
+        u32::try_from(self.functions.len() - 1).unwrap_or(NONE)
+    }
+
+    /// Adds the next slot (function `function` at `line`) and returns its relative address;
+    /// `None` when the address space is full. Consecutive calls give consecutive addresses.
+    pub(crate) fn push(&mut self, function: u32, line: u32) -> Option<u32> {
+        if self.slots.len() >= self.limit {
+            return None;
+        }
+        let address = SYNTHETIC_BASE.checked_add(u32::try_from(self.slots.len()).ok()?)?;
+        self.slots.push(Slot { function, line });
         Some(address)
+    }
+
+    /// Whether there is no slot.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.slots.is_empty()
     }
 
     /// The slot index of a frame address, or [`NONE`].
@@ -125,19 +155,23 @@ impl SourceLines {
         self.slots.get(index as usize)
     }
 
+    fn function(&self, index: u32) -> Option<&Function> {
+        self.functions.get(index as usize)
+    }
+
     fn file(&self, id: u32) -> Option<&str> {
         self.files.get(id as usize).map(String::as_str)
     }
 }
 
-/// Writes `value` (the fxprof profile) as compact JSON into `out`, with the source lines of
-/// `lines` filled in.
+/// Writes `value` (the fxprof profile) as compact JSON into `out`, with the sampled frames'
+/// functions and lines filled in.
 pub(crate) fn write<W: Write, T: Serialize>(
     out: W,
     value: &T,
     lines: &SourceLines,
 ) -> io::Result<()> {
-    if lines.slots.is_empty() {
+    if lines.is_empty() {
         // No synthetic frame: nothing to fill.
         return serde_json::to_writer(out, value).map_err(io::Error::other);
     }
@@ -167,6 +201,7 @@ enum Ctx {
     Strings,
     Addresses,
     Funcs,
+    FuncNames,
     Other,
 }
 
@@ -197,10 +232,15 @@ enum Entry {
 struct ThreadCapture {
     /// Slot index per frame ([`NONE`]: not synthetic); `None` until the column was seen.
     slots: Option<Vec<u32>>,
-    /// Func index per frame.
-    funcs: Vec<u32>,
-    /// Slot index per func, from its first synthetic frame.
-    func_slots: Vec<u32>,
+    /// Elements of `frameTable.func` seen.
+    frames_seen: usize,
+    /// Per func: the function it is the func of ([`NONE`]: none; the other funcs of the
+    /// function's addresses are no frame's and keep fxprof's values).
+    func_functions: Vec<u32>,
+    /// Per function: its func, the first of its frames'.
+    canonical: HashMap<u32, u32>,
+    /// `funcTable.name` as fxprof wrote it.
+    names: Vec<u32>,
     /// `funcTable.length`.
     func_len: Option<u64>,
     /// The held-back `funcTable` (from its `{`, without the `}`).
@@ -208,39 +248,54 @@ struct ThreadCapture {
     held: bool,
     /// Keys written into `hold`.
     held_items: usize,
-    /// `stringArray` index of each file id appended.
+    /// `stringArray` index of each function name appended.
+    name_strings: HashMap<u32, u32>,
+    /// `stringArray` index of each file appended.
     file_strings: HashMap<u32, u32>,
 }
 
 impl ThreadCapture {
     fn reset(&mut self) {
         self.slots = None;
-        self.funcs.clear();
-        self.func_slots.clear();
+        self.frames_seen = 0;
+        self.func_functions.clear();
+        self.canonical.clear();
+        self.names.clear();
         self.func_len = None;
         self.hold.clear();
         self.held = false;
         self.held_items = 0;
+        self.name_strings.clear();
         self.file_strings.clear();
     }
 
-    /// Gives each func the slot of its first synthetic frame.
-    fn map_funcs(&mut self) {
-        let Some(slots) = &self.slots else { return };
-        for (&slot, &func) in slots.iter().zip(&self.funcs) {
-            // fxprof makes a func from a frame, so there are at most as many funcs as frames.
-            if slot == NONE || func as usize >= self.funcs.len() {
-                continue;
+    /// The value to write for func `func` of the next frame (its function's func if the
+    /// frame is synthetic), noting the func's function.
+    fn func(&mut self, lines: &SourceLines, func: u64) -> Option<u64> {
+        let frame = self.frames_seen;
+        self.frames_seen += 1;
+        let slots = self.slots.as_ref()?;
+        let function = lines.slot(*slots.get(frame)?)?.function;
+        let f = u32::try_from(func).ok()?;
+        // fxprof makes a func from a frame: never more funcs than frames.
+        if f as usize >= slots.len() {
+            return None;
+        }
+        let canonical = *self.canonical.entry(function).or_insert(f);
+        if canonical == f {
+            if self.func_functions.len() <= f as usize {
+                self.func_functions.resize(f as usize + 1, NONE);
             }
-            if self.func_slots.len() <= func as usize {
-                self.func_slots.resize(func as usize + 1, NONE);
-            }
-            if let Some(s) = self.func_slots.get_mut(func as usize) {
-                if *s == NONE {
-                    *s = slot;
-                }
+            if let Some(ff) = self.func_functions.get_mut(f as usize) {
+                *ff = function;
             }
         }
+        Some(u64::from(canonical))
+    }
+
+    /// The function of func `f`, if it is a sampled one.
+    fn function<'l>(&self, lines: &'l SourceLines, f: usize) -> Option<&'l Function> {
+        lines.function(*self.func_functions.get(f)?)
     }
 }
 
@@ -282,7 +337,8 @@ impl<W: ?Sized + Write> Write for Out<'_, W> {
     }
 }
 
-/// The serde_json formatter that fills the source-line columns (see the module doc).
+/// The serde_json formatter that fills in the sampled frames' functions and lines (see the
+/// module doc).
 #[derive(Debug)]
 pub(crate) struct LinesFormatter<'a> {
     lines: &'a SourceLines,
@@ -340,14 +396,15 @@ impl<'a> LinesFormatter<'a> {
         self.stack.last().map_or(Dest::Writer, |l| l.dest)
     }
 
-    /// Records a scalar (an integer, or `None` for anything else) of a captured column.
-    fn scalar(&mut self, value: Option<u64>) {
+    /// Records a scalar (an integer, or `None` for anything else) of a captured column; for
+    /// `frameTable.func`, the value to write instead, if any.
+    fn scalar(&mut self, value: Option<u64>) -> Option<u64> {
         if self.in_key {
-            return;
+            return None;
         }
         if self.func_len_value {
             self.thread.func_len = value;
-            return;
+            return None;
         }
         match self.stack.last().map(|l| l.ctx) {
             Some(Ctx::Addresses) => {
@@ -355,12 +412,21 @@ impl<'a> LinesFormatter<'a> {
                 if let Some(s) = &mut self.thread.slots {
                     s.push(slot);
                 }
+                None
             }
-            Some(Ctx::Funcs) => {
-                let f = value.and_then(|v| u32::try_from(v).ok()).unwrap_or(NONE);
-                self.thread.funcs.push(f);
+            Some(Ctx::Funcs) => match value {
+                Some(v) => self.thread.func(self.lines, v),
+                None => {
+                    self.thread.frames_seen += 1;
+                    None
+                }
+            },
+            Some(Ctx::FuncNames) => {
+                let name = value.and_then(|v| u32::try_from(v).ok()).unwrap_or(0);
+                self.thread.names.push(name);
+                None
             }
-            _ => {}
+            _ => None,
         }
     }
 
@@ -378,6 +444,7 @@ impl<'a> LinesFormatter<'a> {
             (Ctx::FrameTable, b"\"line\"") if self.thread.slots.is_some() => {
                 (Entry::Lines, Ctx::Other)
             }
+            (Ctx::FuncTable, b"\"name\"") => (Entry::Drop, Ctx::FuncNames),
             (Ctx::FuncTable, b"\"fileName\"" | b"\"lineNumber\"" | b"\"columnNumber\"") => {
                 (Entry::Drop, Ctx::Other)
             }
@@ -405,9 +472,9 @@ impl<'a> LinesFormatter<'a> {
         Ok(())
     }
 
-    /// Appends the files of the thread's functions to `stringArray`, which has `count`
-    /// strings so far.
-    fn append_files<W: ?Sized + Write>(
+    /// Appends the names and files of the thread's sampled functions to `stringArray`, which
+    /// has `count` strings so far.
+    fn append_strings<W: ?Sized + Write>(
         &mut self,
         w: &mut W,
         dest: Dest,
@@ -417,29 +484,32 @@ impl<'a> LinesFormatter<'a> {
         let th = &mut self.thread;
         let mut out = Self::to(&mut th.hold, w, dest);
         let mut next = count;
-        for &slot in &th.func_slots {
-            let Some(file) = lines.slot(slot).map(|s| s.file) else {
-                continue;
-            };
-            let Some(name) = lines.file(file) else {
-                continue;
-            };
-            if th.file_strings.contains_key(&file) {
-                continue;
-            }
+        let mut append = |s: &str| -> io::Result<u32> {
             if next > 0 {
                 out.write_all(b",")?;
             }
-            serde_json::to_writer(&mut out, name).map_err(io::Error::other)?;
-            th.file_strings
-                .insert(file, u32::try_from(next).unwrap_or(NONE));
+            serde_json::to_writer(&mut out, s).map_err(io::Error::other)?;
             next += 1;
+            Ok(u32::try_from(next - 1).unwrap_or(NONE))
+        };
+        for &function in &th.func_functions {
+            let Some(f) = lines.function(function) else {
+                continue;
+            };
+            if let MapEntry::Vacant(e) = th.name_strings.entry(function) {
+                e.insert(append(&f.name)?);
+            }
+            if let Some(file) = lines.file(f.file) {
+                if let MapEntry::Vacant(e) = th.file_strings.entry(f.file) {
+                    e.insert(append(file)?);
+                }
+            }
         }
         Ok(())
     }
 
-    /// Writes the held-back `funcTable` with its source columns, as the last key of a thread
-    /// object that has `items` keys.
+    /// Writes the held-back `funcTable` with its name and source columns, as the last key of a
+    /// thread object that has `items` keys.
     fn write_func_table<W: ?Sized + Write>(
         &mut self,
         w: &mut W,
@@ -457,27 +527,40 @@ impl<'a> LinesFormatter<'a> {
         let len = th
             .func_len
             .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(th.func_slots.len());
-        let slot = |f: usize| th.func_slots.get(f).and_then(|&s| lines.slot(s)).copied();
+            .unwrap_or(th.names.len());
         let sep = |i: usize| if i > 0 { &b","[..] } else { &b""[..] };
+        let index = |tail: &mut Vec<u8>, i: Option<u32>| match i {
+            Some(i) if i != NONE => CompactFormatter.write_u32(tail, i),
+            _ => tail.write_all(b"null"),
+        };
         tail.extend_from_slice(sep(th.held_items));
-        tail.extend_from_slice(b"\"fileName\":[");
+        tail.extend_from_slice(b"\"name\":[");
         for f in 0..len {
             tail.extend_from_slice(sep(f));
-            match slot(f).and_then(|s| th.file_strings.get(&s.file)) {
-                Some(&i) if i != NONE => CompactFormatter.write_u32(&mut tail, i)?,
-                _ => tail.extend_from_slice(b"null"),
-            }
+            let name = match th.func_functions.get(f) {
+                Some(function) if *function != NONE => th.name_strings.get(function).copied(),
+                _ => None,
+            };
+            // (A func always has a name: fxprof's, if the table lost it, string 0.)
+            let name = name.or_else(|| th.names.get(f).copied()).unwrap_or(0);
+            CompactFormatter.write_u32(&mut tail, name)?;
+        }
+        tail.extend_from_slice(b"],\"fileName\":[");
+        for f in 0..len {
+            tail.extend_from_slice(sep(f));
+            let file = th
+                .function(lines, f)
+                .and_then(|func| th.file_strings.get(&func.file).copied());
+            index(&mut tail, file)?;
         }
         tail.extend_from_slice(b"],\"lineNumber\":[");
         for f in 0..len {
             tail.extend_from_slice(sep(f));
-            match slot(f) {
-                Some(s) if s.func_line != 0 => {
-                    CompactFormatter.write_u32(&mut tail, s.func_line)?
-                }
-                _ => tail.extend_from_slice(b"null"),
-            }
+            let line = th
+                .function(lines, f)
+                .map(|func| func.start_line)
+                .filter(|&l| l != 0);
+            index(&mut tail, line)?;
         }
         tail.extend_from_slice(b"],\"columnNumber\":[");
         for f in 0..len {
@@ -500,13 +583,16 @@ impl<'a> LinesFormatter<'a> {
     }
 }
 
-/// Integer writes: recorded where a column is captured, then written where they go.
+/// Integer writes: recorded where a column is captured (a func may be written as another),
+/// then written where they go.
 macro_rules! integers {
     ($($name:ident: $t:ty),* $(,)?) => {
         $(
             fn $name<W: ?Sized + Write>(&mut self, w: &mut W, value: $t) -> io::Result<()> {
-                self.scalar(u64::try_from(value).ok());
-                CompactFormatter.$name(&mut self.out(w), value)
+                match self.scalar(u64::try_from(value).ok()) {
+                    Some(other) => CompactFormatter.write_u64(&mut self.out(w), other),
+                    None => CompactFormatter.$name(&mut self.out(w), value),
+                }
             }
         )*
     };
@@ -593,12 +679,13 @@ impl Formatter for LinesFormatter<'_> {
 
     fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
         let ctx = match std::mem::replace(&mut self.next, Ctx::Other) {
-            c @ (Ctx::Threads | Ctx::Strings | Ctx::Addresses | Ctx::Funcs) => c,
+            c @ (Ctx::Threads | Ctx::Strings | Ctx::Addresses | Ctx::Funcs | Ctx::FuncNames) => c,
             _ => Ctx::Other,
         };
         match ctx {
             Ctx::Addresses => self.thread.slots = Some(Vec::new()),
-            Ctx::Funcs => self.thread.funcs.clear(),
+            Ctx::Funcs => self.thread.frames_seen = 0,
+            Ctx::FuncNames => self.thread.names.clear(),
             _ => {}
         }
         self.stack.push(Level {
@@ -614,7 +701,7 @@ impl Formatter for LinesFormatter<'_> {
             return CompactFormatter.end_array(&mut self.out(w));
         };
         if level.ctx == Ctx::Strings {
-            self.append_files(w, level.dest, level.items)?;
+            self.append_strings(w, level.dest, level.items)?;
         }
         CompactFormatter.end_array(&mut Self::to(&mut self.thread.hold, w, level.dest))
     }
@@ -663,8 +750,7 @@ impl Formatter for LinesFormatter<'_> {
             return CompactFormatter.end_object(&mut self.out(w));
         };
         match level.ctx {
-            Ctx::FrameTable => self.thread.map_funcs(),
-            // The `}` is written with the source columns, at the thread's end.
+            // The `}` is written with the replaced columns, at the thread's end.
             Ctx::FuncTable => {
                 self.thread.held_items = level.items;
                 return Ok(());
@@ -803,28 +889,35 @@ mod tests {
         J::A(v.iter().map(|s| J::S(s.to_string())).collect())
     }
 
-    /// Slots: function A (`a.js`, starts at line 3) at lines 0, 5, 7; function B (no file)
-    /// at line 2.
+    /// Functions A (`a.js`, starts at line 3) at lines 0, 5, 7 (slots 0-2) and B (no file) at
+    /// line 2 (slot 3).
     fn lines() -> SourceLines {
         let mut l = SourceLines::default();
-        assert_eq!(l.push(Some("a.js"), 3, 0), Some(SYNTHETIC_BASE));
-        assert_eq!(l.push(Some("a.js"), 3, 5), Some(SYNTHETIC_BASE + 1));
-        assert_eq!(l.push(Some("a.js"), 3, 7), Some(SYNTHETIC_BASE + 2));
-        assert_eq!(l.push(None, 0, 2), Some(SYNTHETIC_BASE + 3));
+        let a = l.add_function("A".into(), Some("a.js"), 3);
+        let b = l.add_function("B".into(), None, 0);
+        assert_eq!(l.push(a, 0), Some(SYNTHETIC_BASE));
+        assert_eq!(l.push(a, 5), Some(SYNTHETIC_BASE + 1));
+        assert_eq!(l.push(a, 7), Some(SYNTHETIC_BASE + 2));
+        assert_eq!(l.push(b, 2), Some(SYNTHETIC_BASE + 3));
         l
     }
 
     /// A thread as fxprof writes it (its keys in fxprof's order). Frames: A:5, A:7, B:2, a
-    /// label (-1), a `JIT` library frame (0x10), A:0; funcs: A, B, label, jit.
-    fn thread(name: &str, string_array: &[&str]) -> J {
+    /// label (-1), a `JIT` library frame (0x10), A:0; fxprof's funcs: one per frame, named
+    /// after the address for the synthetic ones (strings 0-5), then `extra` strings.
+    fn thread(name: &str, extra: &[&str]) -> J {
         let b = i64::from(SYNTHETIC_BASE);
+        let mut string_array = vec!["0x80000001", "0x80000002", "0x80000003", "label", "jit"];
+        string_array.push("0x80000000");
+        string_array.extend_from_slice(extra);
         J::O(vec![
             (
                 "frameTable",
                 J::O(vec![
                     ("length", J::U(6)),
                     ("address", nums(&[b + 1, b + 2, b + 3, -1, 16, b])),
-                    ("func", nums(&[0, 0, 1, 2, 3, 0])),
+                    ("func", nums(&[0, 1, 2, 3, 4, 5])),
+                    ("nativeSymbol", nulls(6)),
                     ("line", nulls(6)),
                     ("column", nulls(6)),
                 ]),
@@ -832,16 +925,23 @@ mod tests {
             (
                 "funcTable",
                 J::O(vec![
-                    ("length", J::U(4)),
-                    ("name", nums(&[0, 1, 2, 3])),
+                    ("length", J::U(6)),
+                    ("name", nums(&[0, 1, 2, 3, 4, 5])),
                     (
                         "isJS",
-                        J::A(vec![J::B(true), J::B(false), J::B(false), J::B(false)]),
+                        J::A(vec![
+                            J::B(true),
+                            J::B(true),
+                            J::B(false),
+                            J::B(false),
+                            J::B(false),
+                            J::B(true),
+                        ]),
                     ),
-                    ("resource", nums(&[0, 1, -1, -1])),
-                    ("fileName", nulls(4)),
-                    ("lineNumber", nulls(4)),
-                    ("columnNumber", nulls(4)),
+                    ("resource", nums(&[0, 0, 0, -1, 1, 0])),
+                    ("fileName", nulls(6)),
+                    ("lineNumber", nulls(6)),
+                    ("columnNumber", nulls(6)),
                 ]),
             ),
             (
@@ -859,7 +959,7 @@ mod tests {
                 ]),
             ),
             ("name", J::S(name.into())),
-            ("stringArray", strings(string_array)),
+            ("stringArray", strings(&string_array)),
             ("tid", J::S("1".into())),
         ])
     }
@@ -871,6 +971,7 @@ mod tests {
                 J::O(vec![
                     ("version", J::U(1)),
                     ("address", nums(&[i64::from(SYNTHETIC_BASE)])),
+                    ("func", nums(&[7])),
                 ]),
             ),
             ("libs", J::A(vec![])),
@@ -880,10 +981,7 @@ mod tests {
     }
 
     fn two_threads() -> J {
-        profile(vec![
-            thread("one", &["A", "B", "label", "jit"]),
-            thread("two", &["A", "B", "label", "jit", "more"]),
-        ])
+        profile(vec![thread("one", &[]), thread("two", &["more"])])
     }
 
     /// Writes `j` through the formatter: the text and its parse.
@@ -895,6 +993,22 @@ mod tests {
         (s, v)
     }
 
+    /// The name of each frame's func, through the string array.
+    fn frame_names(t: &Value) -> Vec<String> {
+        t["frameTable"]["func"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let name = &t["funcTable"]["name"][f.as_u64().unwrap() as usize];
+                t["stringArray"][name.as_u64().unwrap() as usize]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    }
+
     #[test]
     fn frame_lines_come_from_synthetic_addresses() {
         let (_, out) = rewrite(&two_threads(), &lines());
@@ -903,36 +1017,52 @@ mod tests {
             assert_eq!(t["frameTable"]["line"], json!([5, 7, 2, null, null, null]));
             assert_eq!(
                 t["frameTable"]["column"],
-                json!([null, null, null, null, null, null]),
-                "no columns"
+                json!([null, null, null, null, null, null])
             );
             assert_eq!(t["frameTable"]["length"], 6);
         }
     }
 
     #[test]
-    fn func_files_are_appended_to_each_thread_s_string_array() {
+    fn a_function_s_frames_share_one_func_with_its_name() {
+        let (_, out) = rewrite(&two_threads(), &lines());
+        for t in out["threads"].as_array().unwrap() {
+            assert_eq!(t["frameTable"]["func"], json!([0, 0, 2, 3, 4, 0]));
+            assert_eq!(frame_names(t), ["A", "A", "B", "label", "jit", "A"]);
+        }
+        // Other `func` and `address` keys are not the frame table's.
+        assert_eq!(out["meta"]["func"], json!([7]));
+    }
+
+    #[test]
+    fn names_and_files_are_appended_to_each_thread_s_string_array() {
         let (_, out) = rewrite(&two_threads(), &lines());
         let t = &out["threads"];
+        let mut want = vec!["0x80000001", "0x80000002", "0x80000003", "label", "jit"];
+        want.extend(["0x80000000", "A", "a.js", "B"]);
+        assert_eq!(t[0]["stringArray"], json!(want));
+        // Func 1 is no frame's: it keeps fxprof's name.
+        assert_eq!(t[0]["funcTable"]["name"], json!([6, 1, 8, 3, 4, 5]));
         assert_eq!(
-            t[0]["stringArray"],
-            json!(["A", "B", "label", "jit", "a.js"])
+            t[0]["funcTable"]["fileName"],
+            json!([7, null, null, null, null, null])
         );
-        assert_eq!(t[0]["funcTable"]["fileName"], json!([4, null, null, null]));
         assert_eq!(
-            t[1]["stringArray"],
-            json!(["A", "B", "label", "jit", "more", "a.js"])
+            t[1]["funcTable"]["fileName"],
+            json!([8, null, null, null, null, null]),
+            "after the thread's own strings"
         );
-        assert_eq!(t[1]["funcTable"]["fileName"], json!([5, null, null, null]));
         for t in t.as_array().unwrap() {
             let ft = &t["funcTable"];
-            assert_eq!(ft["length"], 4);
-            // The held-back part: numbers, booleans and negative numbers kept.
-            assert_eq!(ft["name"], json!([0, 1, 2, 3]));
-            assert_eq!(ft["isJS"], json!([true, false, false, false]));
-            assert_eq!(ft["resource"], json!([0, 1, -1, -1]));
-            assert_eq!(ft["lineNumber"], json!([3, null, null, null]));
-            assert_eq!(ft["columnNumber"], json!([null, null, null, null]));
+            assert_eq!(ft["length"], 6);
+            // The held-back part: booleans and negative numbers kept.
+            assert_eq!(ft["isJS"], json!([true, true, false, false, false, true]));
+            assert_eq!(ft["resource"], json!([0, 0, 0, -1, 1, 0]));
+            assert_eq!(ft["lineNumber"], json!([3, null, null, null, null, null]));
+            assert_eq!(
+                ft["columnNumber"],
+                json!([null, null, null, null, null, null])
+            );
             assert_eq!(
                 t["markers"]["data"][0]["s"], "q\"\n",
                 "escapes pass through"
@@ -943,7 +1073,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_source_columns_differ_from_serde_json_s_output() {
+    fn only_the_filled_columns_differ_from_serde_json_s_output() {
         let j = two_threads();
         let plain = serde_json::to_vec(&j).unwrap();
         // Without slots: the same bytes.
@@ -957,9 +1087,11 @@ mod tests {
             .iter_mut()
             .zip(ours["threads"].as_array().unwrap())
         {
-            assert_ne!(t["frameTable"]["line"], o["frameTable"]["line"]);
-            t["frameTable"]["line"] = o["frameTable"]["line"].clone();
-            for k in ["fileName", "lineNumber"] {
+            for k in ["line", "func"] {
+                assert_ne!(t["frameTable"][k], o["frameTable"][k]);
+                t["frameTable"][k] = o["frameTable"][k].clone();
+            }
+            for k in ["name", "fileName", "lineNumber"] {
                 t["funcTable"][k] = o["funcTable"][k].clone();
             }
             t["stringArray"] = o["stringArray"].clone();
@@ -974,33 +1106,28 @@ mod tests {
         assert_eq!(s.matches("\"fileName\"").count(), 2);
         assert_eq!(s.matches("\"lineNumber\"").count(), 2);
         for (i, _) in s.match_indices("\"funcTable\":") {
-            let before = &s[..i];
-            assert!(before.ends_with("\"tid\":\"1\","), "{s}");
+            assert!(s[..i].ends_with("\"tid\":\"1\","), "{s}");
         }
-    }
-
-    #[test]
-    fn an_empty_string_array_gets_no_leading_comma() {
-        let (_, out) = rewrite(&profile(vec![thread("t", &[])]), &lines());
-        let t = &out["threads"][0];
-        assert_eq!(t["stringArray"], json!(["a.js"]));
-        assert_eq!(t["funcTable"]["fileName"], json!([0, null, null, null]));
     }
 
     #[test]
     fn file_names_are_escaped() {
         let mut l = SourceLines::default();
         let file = "C:\\src\\\"x\".js\n";
-        l.push(Some(file), 1, 1);
-        let (_, out) = rewrite(&profile(vec![thread("t", &["A"])]), &l);
+        let f = l.add_function("f\"".into(), Some(file), 1);
+        l.push(f, 1);
+        let (_, out) = rewrite(&profile(vec![thread("t", &[])]), &l);
         let t = &out["threads"][0];
-        assert_eq!(t["stringArray"], json!(["A", file]));
-        assert_eq!(t["funcTable"]["fileName"], json!([1, null, null, null]));
-        // Slot 0 is the only one: frame 5 (address = base) has line 1.
+        assert_eq!(t["stringArray"][6], "f\"");
+        assert_eq!(t["stringArray"][7], file);
+        // Slot 0 is the only one: frame 5 (address = base) is f at line 1.
         assert_eq!(
             t["frameTable"]["line"],
             json!([null, null, null, null, null, 1])
         );
+        assert_eq!(frame_names(t)[5], "f\"");
+        // The frames of addresses past the slots are left alone.
+        assert_eq!(frame_names(t)[0], "0x80000001");
     }
 
     #[test]
@@ -1034,19 +1161,16 @@ mod tests {
             json!({"length": 0, "name": [], "fileName": [], "lineNumber": [], "columnNumber": []})
         );
         assert_eq!(t["frameTable"]["line"], json!([]));
+        assert_eq!(t["stringArray"], json!([]));
     }
 
     #[test]
     fn the_address_space_is_bounded() {
-        assert_eq!(
-            SourceLines::default().room(),
-            (u32::MAX - SYNTHETIC_BASE) as usize
-        );
         let mut l = SourceLines::with_limit(2);
-        assert_eq!(l.push(None, 0, 1), Some(SYNTHETIC_BASE));
-        assert_eq!(l.push(None, 0, 2), Some(SYNTHETIC_BASE + 1));
-        assert_eq!(l.room(), 0);
-        assert_eq!(l.push(None, 0, 3), None);
+        let f = l.add_function("f".into(), None, 0);
+        assert_eq!(l.push(f, 1), Some(SYNTHETIC_BASE));
+        assert_eq!(l.push(f, 2), Some(SYNTHETIC_BASE + 1));
+        assert_eq!(l.push(f, 3), None);
         assert_eq!(l.slot_of(Some(u64::from(SYNTHETIC_BASE) + 1)), 1);
         assert_eq!(l.slot_of(Some(u64::from(SYNTHETIC_BASE) + 2)), NONE);
         assert_eq!(l.slot_of(Some(16)), NONE);

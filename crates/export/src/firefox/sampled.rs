@@ -1,37 +1,43 @@
-//! Sampled stacks of one thread, kept as a tree of (function, line) nodes until the profile is
-//! finished: only then are the functions' synthetic addresses known (every line sampled in a
-//! function takes one address of its range), so only then can the nodes become fxprof frames.
+//! Sampled stacks of one thread, interned into fxprof as they stream.
+//!
+//! A sample costs a comparison with the previous sample's stack (most of it is shared, kept
+//! with its fxprof stacks), then per frame past the shared part a lookup of the thread's
+//! frame of that (function, line) and fxprof's `intern_stack`, as with label frames. Samples
+//! are kept as (time, stack, hits) until the end, when the thread's sampling period is known.
 
+use fxprof_processed_profile::{FrameHandle, Profile, StackHandle, ThreadHandle};
 use profkit_model::FuncId;
 use rustc_hash::FxHashMap;
 
-/// "No node": the empty stack, or a node's parent at the root.
-pub(super) const NO_NODE: u32 = u32::MAX;
+use super::synthetic::Synthetic;
 
-/// A stack node: its caller's node, the function and the line it was at.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Node {
-    pub(super) parent: u32,
-    pub(super) func: FuncId,
-    pub(super) line: u32,
-}
-
-/// The sampled stacks of a thread: the node tree and the samples on it.
+/// The sampled stacks of a thread.
 #[derive(Debug, Default)]
 pub(super) struct SampledStacks {
-    /// A node's parent comes before it.
-    pub(super) nodes: Vec<Node>,
-    children: FxHashMap<(u32, FuncId, u32), u32>,
-    /// (time, leaf node or [`NO_NODE`], hits).
-    pub(super) samples: Vec<(u64, u32, u64)>,
-    /// The last sample's frames and their nodes, outermost first: the next sample usually
+    /// The thread's frame of each (function, line).
+    frames: FxHashMap<(FuncId, u32), FrameHandle>,
+    /// (time, stack, hits).
+    pub(super) samples: Vec<(u64, Option<StackHandle>, u64)>,
+    /// The last sample's frames and their stacks, outermost first: the next sample usually
     /// shares most of them.
-    last: Vec<(FuncId, u32, u32)>,
+    last: Vec<(FuncId, u32, StackHandle)>,
 }
 
 impl SampledStacks {
-    /// Adds a sample of `stack` (outermost first) at `lines` (parallel; missing = 0).
-    pub(super) fn push(&mut self, time: u64, stack: &[FuncId], lines: &[u32], hits: u64) {
+    /// Adds a sample of `stack` (outermost first) at `lines` (parallel; missing = 0) on fxprof
+    /// thread `thread`. `Err(func)`: `func` is not declared to `synthetic`; declare it and
+    /// push the sample again (the part already done is kept).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn push(
+        &mut self,
+        time: u64,
+        stack: &[FuncId],
+        lines: &[u32],
+        hits: u64,
+        profile: &mut Profile,
+        thread: ThreadHandle,
+        synthetic: &mut Synthetic,
+    ) -> Result<(), FuncId> {
         let line = |i: usize| lines.get(i).copied().unwrap_or(0);
         let common = self
             .last
@@ -40,95 +46,94 @@ impl SampledStacks {
             .take_while(|((f, l, _), (i, g))| f == *g && *l == line(*i))
             .count();
         self.last.truncate(common);
-        let mut node = self.last.last().map_or(NO_NODE, |&(_, _, n)| n);
-        for (i, &f) in stack.iter().enumerate().skip(common) {
+        let mut parent = self.last.last().map(|&(_, _, h)| h);
+        for (i, &func) in stack.iter().enumerate().skip(common) {
             let l = line(i);
-            node = self.child(node, f, l);
-            self.last.push((f, l, node));
+            let frame = match self.frames.get(&(func, l)) {
+                Some(&h) => h,
+                None => {
+                    let info = synthetic.frame(func, l).ok_or(func)?;
+                    let h = profile.intern_frame(thread, info);
+                    self.frames.insert((func, l), h);
+                    h
+                }
+            };
+            let h = profile.intern_stack(thread, parent, frame);
+            self.last.push((func, l, h));
+            parent = Some(h);
         }
-        self.samples.push((time, node, hits));
-    }
-
-    /// The node `(parent, func, line)`, made on first use. When the tree has `u32::MAX - 1`
-    /// nodes (more than memory allows anyway) a new one is not made: the parent stands in.
-    fn child(&mut self, parent: u32, func: FuncId, line: u32) -> u32 {
-        if let Some(&n) = self.children.get(&(parent, func, line)) {
-            return n;
-        }
-        let Ok(n) = u32::try_from(self.nodes.len()) else {
-            return parent;
-        };
-        if n == NO_NODE {
-            return parent;
-        }
-        self.nodes.push(Node { parent, func, line });
-        self.children.insert((parent, func, line), n);
-        n
+        self.samples.push((time, parent, hits));
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::synthetic::SampledFunc;
     use super::*;
+    use fxprof_processed_profile::{
+        CategoryHandle, FrameFlags, ReferenceTimestamp, SamplingInterval, Timestamp,
+    };
 
-    #[test]
-    fn nodes_are_per_function_and_line() {
-        let mut s = SampledStacks::default();
-        let (a, b) = (FuncId(1), FuncId(2));
-        s.push(10, &[a, b], &[1, 5], 1);
-        s.push(20, &[a, b], &[1, 6], 1);
-        s.push(30, &[a, b], &[1, 5], 2);
-        s.push(40, &[a], &[], 1);
-        s.push(50, &[], &[], 1);
-        assert_eq!(
-            s.nodes,
-            [
-                Node {
-                    parent: NO_NODE,
-                    func: a,
-                    line: 1
-                },
-                Node {
-                    parent: 0,
-                    func: b,
-                    line: 5
-                },
-                Node {
-                    parent: 0,
-                    func: b,
-                    line: 6
-                },
-                Node {
-                    parent: NO_NODE,
-                    func: a,
-                    line: 0
-                },
-            ]
+    fn setup() -> (Profile, ThreadHandle, Synthetic) {
+        let mut p = Profile::new(
+            "t",
+            ReferenceTimestamp::from_millis_since_unix_epoch(0.0),
+            SamplingInterval::from_nanos(1),
         );
-        assert_eq!(
-            s.samples,
-            [
-                (10, 1, 1),
-                (20, 2, 1),
-                (30, 1, 2),
-                (40, 3, 1),
-                (50, NO_NODE, 1)
-            ]
-        );
+        let process = p.add_process("p", 1, Timestamp::from_nanos_since_reference(0));
+        let th = p.add_thread(process, 1, Timestamp::from_nanos_since_reference(0), true);
+        (p, th, Synthetic::default())
+    }
+
+    fn declare(p: &mut Profile, s: &mut Synthetic, id: u32) {
+        let f = SampledFunc {
+            name: p.intern_string("f"),
+            category: CategoryHandle::OTHER.into(),
+            flags: FrameFlags::empty(),
+            display: format!("f{id}"),
+            module: "m".to_string(),
+            file: None,
+            start_line: 0,
+        };
+        s.declare(p, FuncId(id), f);
     }
 
     #[test]
-    fn the_prefix_cache_gives_the_interned_nodes() {
-        // Interleaved stacks: the cache misses, the map answers with the same nodes.
+    fn a_stack_per_function_and_line_path() {
+        let (mut p, th, mut syn) = setup();
+        declare(&mut p, &mut syn, 1);
+        declare(&mut p, &mut syn, 2);
         let mut s = SampledStacks::default();
-        let f = |i| FuncId(i);
-        for _ in 0..3 {
-            s.push(0, &[f(1), f(2), f(3)], &[1, 2, 3], 1);
-            s.push(0, &[f(1), f(4)], &[1, 4], 1);
-            s.push(0, &[f(1), f(2), f(3)], &[1, 2, 3], 1);
+        let (a, b) = (FuncId(1), FuncId(2));
+        for (t, lines) in [(0, [1, 5]), (1, [1, 6]), (2, [1, 5]), (3, [2, 5])] {
+            s.push(t, &[a, b], &lines, 1, &mut p, th, &mut syn).unwrap();
         }
-        assert_eq!(s.nodes.len(), 4);
-        let leaves: Vec<u32> = s.samples.iter().map(|x| x.1).collect();
-        assert_eq!(leaves, [2, 3, 2, 2, 3, 2, 2, 3, 2]);
+        s.push(4, &[], &[], 1, &mut p, th, &mut syn).unwrap();
+        let stacks: Vec<_> = s.samples.iter().map(|x| x.1).collect();
+        assert_eq!(stacks[0], stacks[2]);
+        assert_ne!(stacks[0], stacks[1]);
+        assert_ne!(stacks[0], stacks[3], "a caller at another line");
+        assert_eq!(stacks[4], None);
+        assert_eq!(s.frames.len(), 4);
+    }
+
+    #[test]
+    fn an_undeclared_function_stops_the_sample_where_it_is() {
+        let (mut p, th, mut syn) = setup();
+        declare(&mut p, &mut syn, 1);
+        declare(&mut p, &mut syn, 2);
+        let mut s = SampledStacks::default();
+        let stack = [FuncId(1), FuncId(9), FuncId(2)];
+        assert_eq!(
+            s.push(0, &stack, &[], 1, &mut p, th, &mut syn),
+            Err(FuncId(9))
+        );
+        assert!(s.samples.is_empty());
+        assert_eq!(s.last.len(), 1, "the part done is kept");
+        declare(&mut p, &mut syn, 9);
+        s.push(0, &stack, &[], 1, &mut p, th, &mut syn).unwrap();
+        assert_eq!(s.samples.len(), 1);
+        assert_eq!(s.last.len(), 3);
     }
 }
