@@ -423,6 +423,28 @@ impl CodeMap {
             .map_or_else(Vec::new, |r| frames(r, offset))
     }
 
+    /// A key for the frames at `offset` into region `index`: two offsets with the same key
+    /// have the same [`CodeMap::frames_at`]. Without inline calls the frames depend only on
+    /// the line-table row covering the offset (the row's index, `u64::MAX - 1` before the
+    /// first row or without a table), so a caller caching frames by key looks each line up
+    /// once instead of once per return address; with inline calls the key is the offset
+    /// (below `1 << 63`: offsets of real code are far smaller).
+    pub fn location_key(&self, index: usize, offset: u64) -> u64 {
+        let Some(region) = self.regions.get(index) else {
+            return u64::MAX;
+        };
+        match &region.debug {
+            None => u64::MAX - 1,
+            Some(t) if t.inlines.is_empty() => {
+                match t.rows.partition_point(|r| r.offset <= offset) {
+                    0 => u64::MAX - 1,
+                    n => (n - 1) as u64 | 1 << 63,
+                }
+            }
+            Some(_) => offset & !(1 << 63),
+        }
+    }
+
     /// Every region that contains `addr` (at any time), most recently loaded first.
     pub fn regions_at(&self, addr: u64) -> Vec<&Region> {
         let n = self

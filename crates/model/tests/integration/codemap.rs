@@ -109,3 +109,49 @@ fn address_reuse_ends_the_old_region() {
     assert_eq!(map.regions()[0].end_reason, Some("address reused"));
     assert!(map.lookup(0x2000, None).is_none());
 }
+
+#[test]
+fn offsets_with_one_location_key_have_the_same_frames() {
+    // node: line tables without inline calls (the key is the row); the hand-made dump: a
+    // region with inline calls (the key is the offset).
+    for name in [
+        "node-perf-prof-only-functions.dump",
+        "handmade/all-records-le.dump",
+    ] {
+        let data = jitdump(name);
+        let map = CodeMap::from_jitdump(&JitDump::parse(&data).unwrap());
+        let mut shared = 0;
+        for (index, r) in map.regions().iter().enumerate() {
+            let mut seen: std::collections::HashMap<u64, Vec<_>> = Default::default();
+            for off in 0..r.size.min(4096) {
+                let key = map.location_key(index, off);
+                let frames: Vec<_> = map
+                    .frames_at(index, off)
+                    .into_iter()
+                    .map(|f| (f.function, f.file, f.line, f.column, f.inlined))
+                    .collect();
+                match seen.get(&key) {
+                    Some(first) => {
+                        assert_eq!(first, &frames, "{name}: {} +{off:#x}", r.name);
+                        shared += 1;
+                    }
+                    None => {
+                        seen.insert(key, frames);
+                    }
+                }
+            }
+            // Distinct rows of a table without inline calls give distinct keys.
+            if let Some(t) = r.debug.as_ref().filter(|t| t.inlines.is_empty()) {
+                let keys: std::collections::HashSet<u64> = t
+                    .rows
+                    .iter()
+                    .map(|row| map.location_key(index, row.offset))
+                    .collect();
+                let offsets: std::collections::HashSet<u64> =
+                    t.rows.iter().map(|row| row.offset).collect();
+                assert_eq!(keys.len(), offsets.len(), "{name}: {}", r.name);
+            }
+        }
+        assert!(shared > 0, "{name}");
+    }
+}

@@ -92,12 +92,28 @@ impl PerfOptions {
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct Expiry(std::cmp::Reverse<u64>, usize);
 
-/// A thread's last stack: addresses and answers, outermost first.
+/// A thread's last stack: addresses and answers, outermost first, and the frames they
+/// expand to (`ends[i]`: the frames of `resolved[..=i]`).
 #[derive(Default)]
 struct PreviousStack {
     generation: u64,
     addrs: Vec<(u64, bool)>,
     resolved: Vec<Resolved>,
+    ends: Vec<usize>,
+    stack: Vec<FuncId>,
+    lines: Vec<u32>,
+}
+
+impl PreviousStack {
+    /// Keeps the outermost `n` answers and their frames.
+    fn truncate(&mut self, n: usize) {
+        self.addrs.truncate(n);
+        self.resolved.truncate(n);
+        self.ends.truncate(n);
+        let frames = self.ends.last().copied().unwrap_or(0);
+        self.stack.truncate(frames);
+        self.lines.truncate(frames);
+    }
 }
 
 /// The walk's state.
@@ -121,8 +137,6 @@ struct Walk<'o> {
     expiries: HashMap<u32, BinaryHeap<Expiry>>,
     // Scratch buffers, reused by every sample.
     addrs: Vec<(u64, bool)>,
-    stack: Vec<FuncId>,
-    lines: Vec<u32>,
     unwound: Vec<u64>,
 }
 
@@ -409,8 +423,6 @@ impl<'o> Walk<'o> {
             expiries: HashMap::default(),
             previous: HashMap::default(),
             addrs: Vec::new(),
-            stack: Vec::new(),
-            lines: Vec::new(),
             unwound: Vec::new(),
         };
         // The dumps the framing check saw mapped: their loading starts now, not at the
@@ -510,8 +522,7 @@ impl<'o> Walk<'o> {
         // still live. Only the frames below the common part are looked up.
         let prev = self.previous.entry(thread).or_default();
         if prev.generation != process.generation {
-            prev.addrs.clear();
-            prev.resolved.clear();
+            prev.truncate(0);
             prev.generation = process.generation;
         }
         let now = jit_time.unwrap_or(0);
@@ -523,8 +534,8 @@ impl<'o> Walk<'o> {
             .zip(&prev.resolved)
             .take_while(|((p, a), r)| p == a && now < r.until)
             .count();
-        prev.addrs.truncate(common);
-        prev.resolved.truncate(common);
+        // Their frames are kept too: only the frames below them are expanded again.
+        prev.truncate(common);
         if process.answers_generation != process.generation {
             process.answers.clear();
             process.answers_generation = process.generation;
@@ -550,15 +561,12 @@ impl<'o> Walk<'o> {
             };
             prev.addrs.push((addr, kernel));
             prev.resolved.push(r);
-        }
-        // Outermost first; an address's inline frames come innermost first.
-        self.stack.clear();
-        self.lines.clear();
-        for r in &prev.resolved {
+            // Outermost first; an address's inline frames come innermost first.
             for &(id, line) in self.symbols.frames(r.frames).iter().rev() {
-                self.stack.push(id);
-                self.lines.push(line);
+                prev.stack.push(id);
+                prev.lines.push(line);
             }
+            prev.ends.push(prev.stack.len());
         }
         let leaf = prev.resolved.last().map(|r| r.origin);
         process.samples += 1;
@@ -574,8 +582,8 @@ impl<'o> Walk<'o> {
         sink.sample(&Sample {
             thread,
             time: time.saturating_sub(self.origin.unwrap_or(0)),
-            stack: &self.stack,
-            lines: &self.lines,
+            stack: &prev.stack,
+            lines: &prev.lines,
             weight: s.period.unwrap_or(1).max(1),
         })
     }

@@ -337,7 +337,9 @@ impl Symbols {
             if let Some((index, until)) = region {
                 let r = dump.map.region(index);
                 let offset = r.map_or(0, |r| addr - r.start);
-                let key = (pid, index, offset);
+                // Keyed by line (or, with inline calls, by offset): the return addresses of
+                // one line share one lookup.
+                let key = (pid, index, dump.map.location_key(index, offset));
                 if let Some(&f) = self.jit_cache.get(&key) {
                     return Ok(Resolved::new(f, Origin::Jit, until));
                 }
