@@ -2,7 +2,8 @@
 # perf.data benchmark: `profkit convert perf.data` against `perf inject --jit` + `perf report --stdio` (the way perf
 # users name JIT frames) and against `samply import --save-only`, on a recording of the TypeScript compiler
 # (npm typescript 5) compiling a generated 120-file project under `node --perf-prof`, recorded with
-# `perf record -k 1 -g`. The contenders alternate, ROUNDS times (default 5); medians and ratios are printed.
+# `perf record -k 1 -g`. The contenders alternate in a rotating order, ROUNDS times (default 5); medians and
+# ratios are printed.
 # Memory: profkit's peak RSS on this recording and on one with FACTOR (default 4) times as many samples.
 #
 # Usage: WORK=/tmp/profkit-bench-perf ROUNDS=5 scripts/bench/perf.sh
@@ -79,14 +80,26 @@ INJECT_REPORT='perf inject --jit -i tsc-fp.data -o tsc-fp.jit.data &&
 have_samply=0
 command -v samply > /dev/null 2>&1 && have_samply=1
 rm -f times.txt
-for ((r = 1; r <= ROUNDS; r++)); do
-  timed perf_inject+report bash -c "$INJECT_REPORT"
-  timed profkit_folded "$PROFKIT" convert -q tsc-fp.data -o out.folded
-  timed profkit_perfetto "$PROFKIT" convert -q tsc-fp.data -o out.pftrace
-  timed profkit_firefox "$PROFKIT" convert -q tsc-fp.data -o out.fxprof.json.gz
-  if [ $have_samply = 1 ]; then
-    timed samply_import samply import --save-only -o samply.json.gz tsc-fp.data
-  fi
+# The contenders take turns in an order that rotates each round and runs backwards every
+# other round: whoever runs right after perf inject (which rewrites 11,000 files) may meet its
+# writeback, and no contender should always be that one.
+contenders=(inject folded perfetto firefox)
+[ $have_samply = 1 ] && contenders+=(samply)
+run() {
+  case $1 in
+    inject) timed perf_inject+report bash -c "$INJECT_REPORT" ;;
+    folded) timed profkit_folded "$PROFKIT" convert -q tsc-fp.data -o out.folded ;;
+    perfetto) timed profkit_perfetto "$PROFKIT" convert -q tsc-fp.data -o out.pftrace ;;
+    firefox) timed profkit_firefox "$PROFKIT" convert -q tsc-fp.data -o out.fxprof.json.gz ;;
+    samply) timed samply_import samply import --save-only -o samply.json.gz tsc-fp.data ;;
+  esac
+}
+n=${#contenders[@]}
+for ((r = 0; r < ROUNDS; r++)); do
+  for ((i = 0; i < n; i++)); do
+    if ((r % 2)); then k=$(((n - 1 - i + r) % n)); else k=$(((i + r) % n)); fi
+    run "${contenders[$k]}"
+  done
 done
 timed profkit_folded_big "$PROFKIT" convert -q tsc-big.data -o big.folded
 echo "big recording: tsc-big.data $(stat -c %s tsc-big.data) bytes, $(samples tsc-big.data) samples"
