@@ -425,6 +425,32 @@ fn firefox_profile_has_one_sample_per_perf_sample() {
         .sum();
     // perf report --stats: 355 samples (tests/fixtures/perf/node-fp.stats.txt).
     assert_eq!(samples, 355);
+    // Source lines: the optimized fib is one function of busy.js starting at line 7 (its V8
+    // name), sampled at lines of its body (the jitdump's DEBUG_INFO).
+    let main = p["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "node")
+        .unwrap();
+    let strings = main["stringArray"].as_array().unwrap();
+    let string = |v: &serde_json::Value| strings[v.as_u64().unwrap() as usize].as_str().unwrap();
+    let funcs = &main["funcTable"];
+    let fib: Vec<usize> = (0..funcs["length"].as_u64().unwrap() as usize)
+        .filter(|&i| string(&funcs["name"][i]).starts_with("JS:*fib "))
+        .collect();
+    assert_eq!(fib.len(), 1, "one func for fib");
+    assert!(string(&funcs["fileName"][fib[0]]).ends_with("/busy.js"));
+    assert_eq!(funcs["lineNumber"][fib[0]], 7);
+    let frames = &main["frameTable"];
+    let lines: std::collections::BTreeSet<u64> = (0..frames["length"].as_u64().unwrap() as usize)
+        .filter(|&i| frames["func"][i].as_u64() == Some(fib[0] as u64))
+        .filter_map(|i| frames["line"][i].as_u64())
+        .collect();
+    assert!(
+        !lines.is_empty() && lines.iter().all(|l| (7..=9).contains(l)),
+        "{lines:?}"
+    );
 }
 
 #[test]

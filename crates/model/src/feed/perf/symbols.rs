@@ -346,10 +346,16 @@ impl Symbols {
                 let module = module_name(&dump.path.to_string_lossy());
                 let tier = r.and_then(|r| r.tier.clone());
                 for f in dump.map.frames_at(index, offset) {
+                    // V8 names a function's position in its script (`JS:*fib app.js:7:13`):
+                    // its start line, which the code's line table does not say, and its file
+                    // where there is no line table (interpreted code).
+                    let (script, line, column) = script_position(&f.function).unwrap_or_default();
                     self.scratch.push((
                         FuncInfo {
                             name: Some(frame_name(&f.function, f.inlined)),
-                            file: f.file,
+                            file: f.file.or_else(|| script.map(str::to_string)),
+                            line,
+                            column,
                             module: Some(module.clone()),
                             kind: FuncKind::Jit,
                             // Inlined frames were compiled by the same tier.
@@ -415,6 +421,18 @@ fn frame_name(function: &str, inlined: bool) -> String {
     }
 }
 
+/// The script, line and column a JIT function's name ends with (V8: `JS:*fib
+/// /app/x.js:7:13`, `LazyCompile:~main x.js:2:10`), when the name has a script part.
+fn script_position(name: &str) -> Option<(Option<&str>, u32, u32)> {
+    let (_, script) = name.split_once(' ')?;
+    let (rest, column) = script.rsplit_once(':')?;
+    let (path, line) = rest.rsplit_once(':')?;
+    if path.is_empty() {
+        return None;
+    }
+    Some((Some(path), line.parse().ok()?, column.parse().ok()?))
+}
+
 fn kernel_placeholder() -> FuncInfo {
     FuncInfo {
         name: Some("[kernel]".to_string()),
@@ -436,4 +454,25 @@ fn unsymbolized(module: &str, offset: u64) -> FuncInfo {
 /// The file name of a recorded path (`/usr/lib/x86_64-linux-gnu/libc.so.6` → `libc.so.6`).
 pub fn module_name(path: &str) -> String {
     path.rsplit('/').next().unwrap_or(path).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::script_position;
+
+    #[test]
+    fn v8_names_give_their_start_line() {
+        assert_eq!(
+            script_position("JS:*fib /tmp/busy.js:7:13"),
+            Some((Some("/tmp/busy.js"), 7, 13))
+        );
+        assert_eq!(
+            script_position("JS:^requireBuiltin node:internal/bootstrap/realm:420:24"),
+            Some((Some("node:internal/bootstrap/realm"), 420, 24))
+        );
+        assert_eq!(script_position("Builtin:ArrayMap"), None);
+        assert_eq!(script_position("JS:~ :1:2"), None);
+        assert_eq!(script_position("py::f x.py:a:b"), None);
+        assert_eq!(script_position("wasm-function[3] 0x12"), None);
+    }
 }
