@@ -186,6 +186,15 @@ fn read_recording(data: &Path, binaries: &mut Binaries) -> (Vec<Map>, Vec<Sample
 fn our_frames(maps: &[Map], unwinder: &mut Unwinder, s: &Sample) -> Vec<ScriptFrame> {
     let mut addrs = vec![s.regs.ip];
     unwinder.unwind(s.regs, &s.stack, &mut addrs);
+    // As the perf.data walk does: a "return address" in the stack (unmapped, within a MiB
+    // above sp) ends the stack (the frame-pointer fallback where CFI is missing, as in crti's
+    // `_init`, can read a stack address as one; perf stops there).
+    let in_stack = |a: u64| {
+        a.checked_sub(s.regs.sp).is_some_and(|d| d < 1 << 20)
+            && !maps.iter().any(|m| m.mapping.contains(a))
+    };
+    let keep = addrs.iter().skip(1).take_while(|&&a| !in_stack(a)).count();
+    addrs.truncate(keep + 1);
     addrs
         .iter()
         .enumerate()

@@ -88,6 +88,10 @@ impl PerfOptions {
     }
 }
 
+/// How far above a sample's sp an unmapped address is taken for the thread's stack when it
+/// comes out of the unwinder as a return address.
+const STACK_GUESS: u64 = 1 << 20;
+
 /// A JIT region the unwinder holds, ordered by when it stops being live (min-heap).
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct Expiry(std::cmp::Reverse<u64>, usize);
@@ -695,6 +699,21 @@ impl<'o> Walk<'o> {
             };
             self.unwound.clear();
             unwinder.unwind(regs, stack.valid(), &mut self.unwound);
+            // A "return address" in the thread's stack ends the stack: where CFI is missing
+            // (crti's `_init`), the unwinder's frame-pointer fallback can read a stack address
+            // as one, and perf's unwinding stops there. The stack is taken as the MiB above the
+            // sample's sp, less what a mapping or JIT code covers (the vdso may sit just above
+            // it); other unmapped addresses stay (V8 code space is not always mmapped executable).
+            if let Some(process) = self.processes.get(&pid) {
+                let dump = process.jit.dump.as_ref();
+                let in_stack = |a: u64| {
+                    a.checked_sub(regs.sp).is_some_and(|d| d < STACK_GUESS)
+                        && process.find(a).is_none()
+                        && dump.is_none_or(|d| d.map.region_at(a, None).is_none())
+                };
+                let keep = self.unwound.iter().take_while(|&&a| !in_stack(a)).count();
+                self.unwound.truncate(keep);
+            }
             self.report.unwind.samples += 1;
             self.report.unwind.frames += self.unwound.len() as u64;
             self.addrs
