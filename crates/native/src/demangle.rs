@@ -5,8 +5,15 @@ use std::borrow::Cow;
 /// The readable form of a symbol name: Rust (`_ZN…17h<hash>E` legacy, `_R…` v0; printed
 /// without the hash) and C++ Itanium (`_Z…`, with parameter types and GCC's
 /// `[clone .part.0]` suffixes, as `c++filt` and `addr2line -C` print them). Any other name,
-/// or a name that does not demangle, comes back unchanged (borrowed).
+/// or a name that does not demangle, comes back unchanged (borrowed). A PLT stub's
+/// `name@plt` is `name` demangled, then `@plt` (as perf shows it).
 pub fn demangle(name: &str) -> Cow<'_, str> {
+    if let Some(base) = name.strip_suffix("@plt") {
+        return match demangle(base) {
+            Cow::Owned(d) => Cow::Owned(d + "@plt"),
+            Cow::Borrowed(_) => Cow::Borrowed(name),
+        };
+    }
     // Rust first: legacy Rust names are valid Itanium names too, but only rustc-demangle
     // knows to drop the hash.
     if name.starts_with("_R") || name.starts_with("_ZN") || name.starts_with("__R") {
@@ -36,6 +43,8 @@ mod tests {
     fn cpp_rust_and_plain() {
         assert_eq!(demangle("_ZN3foo3barEi"), "foo::bar(int)");
         assert_eq!(demangle("_Z3fooi.part.0"), "foo(int) [clone .part.0]");
+        assert_eq!(demangle("_ZN3foo3barEi@plt"), "foo::bar(int)@plt");
+        assert_eq!(demangle("memcpy@plt"), "memcpy@plt");
         assert_eq!(
             demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
             "core::fmt::write"

@@ -241,7 +241,9 @@ impl Binary {
         let has_dwarf = has_dwarf(&file);
         let mut syms = Vec::new();
         SymbolTable::collect(&file, &data, 0, &mut syms);
-        let symbols = SymbolTable::build(syms);
+        let mut plt_names = String::new();
+        SymbolTable::plt(&file, &mut syms, &mut plt_names);
+        let symbols = SymbolTable::build(syms, plt_names);
         Ok(Binary {
             path,
             data,
@@ -276,7 +278,8 @@ impl Binary {
         };
         let mut syms: Vec<Sym> = self.symbols.iter().copied().collect();
         SymbolTable::collect(&file, &debug.data, 1, &mut syms);
-        self.symbols = SymbolTable::build(syms);
+        let plt_names = std::mem::take(&mut self.symbols.plt_names);
+        self.symbols = SymbolTable::build(syms, plt_names);
         self.debug = Some(DebugFile {
             path: debug.path,
             data: debug.data,
@@ -355,6 +358,7 @@ impl Binary {
     fn raw_name(&self, s: &Sym) -> Option<&str> {
         let data: &[u8] = match s.src {
             0 => &self.data,
+            symbols::PLT => self.symbols.plt_names.as_bytes(),
             _ => &self.debug.as_ref()?.data,
         };
         let end = s.name_off.checked_add(usize::try_from(s.name_len).ok()?)?;

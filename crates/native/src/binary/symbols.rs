@@ -2,10 +2,20 @@
 //! `.symtab`), code symbols only, sorted once by address.
 //!
 //! Names are not copied: each entry keeps the offset and length of its name in the file's
-//! bytes (`src` says which file: 0 the binary, 1 its debug file). A lookup is one binary
-//! search.
+//! bytes (`src` says which file: 0 the binary, 1 its debug file, [`PLT`] the table's own
+//! names). A lookup is one binary search.
+//!
+//! x86-64 PLT stubs get the symbols perf synthesizes for them, `name@plt`: the `n`th
+//! `.rela.plt` entry's symbol names the `n`th stub (of `.plt.sec` when the binary has one, else
+//! of `.plt` after its 16-byte header), 16 bytes each.
 
-use object::{Object, ObjectSection, ObjectSymbol, SectionIndex, SymbolKind};
+use object::{
+    Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, SectionIndex, SymbolIndex, SymbolKind,
+};
+
+/// `src` of the synthesized `name@plt` symbols: their names are in [`SymbolTable`]'s own
+/// buffer.
+pub(crate) const PLT: u8 = 2;
 
 /// One code symbol.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +44,8 @@ pub(crate) struct Sym {
 #[derive(Debug, Default)]
 pub(crate) struct SymbolTable {
     syms: Vec<Sym>,
+    /// Names of the synthesized PLT symbols (`src` [`PLT`]).
+    pub plt_names: String,
     /// `syms[i].start`, searched instead of `syms` (a sixth of the bytes: node's 185,000
     /// symbols are 1.5 MB of starts against 9 MB of entries, so a lookup misses the cache
     /// less).
@@ -137,7 +149,72 @@ impl SymbolTable {
     /// fewer leading underscores, then a separate debug file's `.symtab` (which perf reads
     /// instead of the binary's `.dynsym`), then the first in table order (of glibc's
     /// `pthread_rwlock_rdlock@GLIBC_2.2.5` and `…@@GLIBC_2.34`, the one listed first).
-    pub fn build(mut syms: Vec<Sym>) -> SymbolTable {
+    /// Appends a `name@plt` symbol per x86-64 PLT stub of `file` to `out`, its name to
+    /// `names` (see the [module docs](self)). Other machines and files without `.rela.plt`
+    /// add nothing.
+    pub fn plt(file: &object::File<'_>, out: &mut Vec<Sym>, names: &mut String) {
+        const ENTRY: u64 = 16;
+        const R_X86_64_JUMP_SLOT: u64 = 7;
+        if file.architecture() != object::Architecture::X86_64 || !file.is_little_endian() {
+            return;
+        }
+        let (Some(rela), Some(dynsyms)) = (
+            file.section_by_name(".rela.plt")
+                .and_then(|s| s.data().ok()),
+            file.dynamic_symbol_table(),
+        ) else {
+            return;
+        };
+        let stubs = match file.section_by_name(".plt.sec") {
+            Some(sec) => Some((sec.address(), sec.size())),
+            None => file.section_by_name(".plt").map(|p| {
+                (
+                    p.address().saturating_add(ENTRY),
+                    p.size().saturating_sub(ENTRY),
+                )
+            }),
+        };
+        let Some((first, len)) = stubs else { return };
+        let count = (len / ENTRY).min(rela.len() as u64 / 24);
+        for (i, entry) in rela.chunks_exact(24).take(count as usize).enumerate() {
+            let Some(info) = entry.get(8..16).and_then(|b| b.try_into().ok()) else {
+                continue;
+            };
+            let info = u64::from_le_bytes(info);
+            if info & 0xffff_ffff != R_X86_64_JUMP_SLOT {
+                continue;
+            }
+            let index = SymbolIndex((info >> 32) as usize);
+            let Some(name) = dynsyms
+                .symbol_by_index(index)
+                .ok()
+                .and_then(|s| s.name().ok())
+                .filter(|n| !n.is_empty())
+            else {
+                continue;
+            };
+            let start = first.saturating_add(ENTRY * i as u64);
+            let name_off = names.len();
+            names.push_str(name);
+            names.push_str("@plt");
+            let Ok(name_len) = u32::try_from(names.len() - name_off) else {
+                continue;
+            };
+            out.push(Sym {
+                start,
+                end: start.saturating_add(ENTRY),
+                size: ENTRY,
+                name_off,
+                name_len,
+                src: PLT,
+                rank: 0,
+                underscores: 0,
+                order: u32::try_from(out.len()).unwrap_or(u32::MAX),
+            });
+        }
+    }
+
+    pub fn build(mut syms: Vec<Sym>, plt_names: String) -> SymbolTable {
         // One u128 per symbol orders (start, unsized, rank, underscores, later source, table
         // order): comparing it is one instruction pair where the tuple was six comparisons.
         syms.sort_unstable_by_key(|s| {
@@ -157,7 +234,11 @@ impl SymbolTable {
         }
         syms.shrink_to_fit();
         let starts = syms.iter().map(|s| s.start).collect();
-        SymbolTable { syms, starts }
+        SymbolTable {
+            syms,
+            plt_names,
+            starts,
+        }
     }
 
     /// The symbol containing `svma`: the nearest one at or before it whose range covers it.

@@ -178,6 +178,44 @@ fn check_against_nm(test: &str, bin: &Path, dynamic: bool) {
     assert!(checked > 0, "{}: nm listed no functions", bin.display());
 }
 
+/// Every PLT stub `objdump -d` labels `<name@plt>` is that symbol (perf's synthesized names),
+/// C++ names demangled as perf shows them; returns how many were checked.
+fn check_plt_against_objdump(test: &str, bin: &Path) -> usize {
+    if profkit_testkit::tool(test, "objdump", "binutils").is_none() {
+        return 0;
+    }
+    let binary = Binary::open(bin).unwrap();
+    let out = run(Command::new("objdump")
+        .args(["-d", "-j", ".plt", "-j", ".plt.sec"])
+        .arg(bin));
+    let mut checked = 0;
+    for line in out.lines() {
+        // `0000000000001050 <level2@plt>:`
+        let Some((addr, rest)) = line.split_once(" <") else {
+            continue;
+        };
+        let Some(name) = rest.strip_suffix(">:") else {
+            continue;
+        };
+        if !name.ends_with("@plt") || name.contains('+') {
+            continue;
+        }
+        let addr = u64::from_str_radix(addr.trim(), 16).unwrap();
+        let want = profkit_native::demangle(name.trim_end_matches("@plt")).to_string() + "@plt";
+        for probe in [addr, addr + 15] {
+            let got = binary.symbol(probe).map(|s| s.name.to_string());
+            assert_eq!(
+                got.as_deref(),
+                Some(want.as_str()),
+                "{}: {probe:#x}",
+                bin.display()
+            );
+        }
+        checked += 1;
+    }
+    checked
+}
+
 #[test]
 fn pie_executable() {
     let test = "symbols::pie_executable";
@@ -189,6 +227,10 @@ fn pie_executable() {
     assert!(b.has_dwarf() && b.has_unwind_info());
     check_against_nm(test, &bin, false);
     assert!(check_against_addr2line(test, &bin) > 100);
+    // strtod, clock_gettime and level2 (in libmid.so) are called through the PLT.
+    if profkit_testkit::tool(test, "objdump", "binutils").is_some() {
+        assert!(check_plt_against_objdump(test, &bin) >= 3);
+    }
     // leaf's loop has mix() inlined: some address must show two frames.
     let leaf = b.symbols().find(|s| s.2 == "leaf").unwrap();
     let inlined = (leaf.0..leaf.0 + leaf.1)
@@ -218,6 +260,27 @@ fn shared_library() {
     check_against_nm(test, &bin, false);
     check_against_nm(test, &bin, true);
     assert!(check_against_addr2line(test, &bin) > 10);
+    check_plt_against_objdump(test, &bin);
+}
+
+#[test]
+fn system_library_plt_stubs() {
+    // libstdc++ calls hundreds of C++ functions through its PLT (mangled names).
+    let test = "symbols::system_library_plt_stubs";
+    let Some(lib) = [
+        "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+        "/lib/x86_64-linux-gnu/libstdc++.so.6",
+    ]
+    .into_iter()
+    .map(Path::new)
+    .find(|p| p.exists())
+    .or_else(|| profkit_testkit::missing(test, "libstdc++.so.6", "apt-get install libstdc++6")) else {
+        return;
+    };
+    if profkit_testkit::tool(test, "objdump", "binutils").is_none() {
+        return;
+    }
+    assert!(check_plt_against_objdump(test, lib) > 100);
 }
 
 #[test]
