@@ -260,6 +260,23 @@ fn jit_code_resolves_through_the_jit_library() {
     assert_eq!(t["frameTable"]["category"][frame], jit);
 }
 
+/// Begins a trace of `format` named `n` with `table`, and declares process 1 (`p`).
+fn begin<W: std::io::Write + Send>(
+    s: &mut FirefoxSink<W>,
+    format: &'static str,
+    table: &FunctionTable,
+) {
+    s.begin(&TraceInfo {
+        format,
+        functions: table,
+        clock: Clock::default(),
+        origin_ns: 0,
+        name: "n",
+    })
+    .unwrap();
+    s.process(&ProcessInfo { pid: 1, name: "p" }).unwrap();
+}
+
 /// A one-thread trace of `calls` (func, name, start, end, depth, self) through the sink.
 fn small_profile(
     format: &'static str,
@@ -278,15 +295,7 @@ fn small_profile(
     }
     let mut out = Vec::new();
     let mut s = FirefoxSink::new(&mut out, false, Some("title".into()));
-    s.begin(&TraceInfo {
-        format,
-        functions: &table,
-        clock: Clock::default(),
-        origin_ns: 0,
-        name: "n",
-    })
-    .unwrap();
-    s.process(&ProcessInfo { pid: 1, name: "p" }).unwrap();
+    begin(&mut s, format, &table);
     s.thread(&ThreadInfo {
         index: 0,
         pid: 1,
@@ -462,15 +471,7 @@ fn sampled_profile(funcs: &[Func<'_>], samples: &[Sampled<'_>]) -> Value {
     }
     let mut out = Vec::new();
     let mut s = FirefoxSink::new(&mut out, false, None);
-    s.begin(&TraceInfo {
-        format: "perf",
-        functions: &table,
-        clock: Clock::default(),
-        origin_ns: 0,
-        name: "n",
-    })
-    .unwrap();
-    s.process(&ProcessInfo { pid: 1, name: "p" }).unwrap();
+    begin(&mut s, "perf", &table);
     for (index, name) in [(0, "t"), (1, "u")] {
         s.thread(&ThreadInfo {
             index,
