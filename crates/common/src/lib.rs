@@ -9,6 +9,7 @@
 //! * [`summary`]: [`Summary`], what `profkit info` shows of a file, one shape for every format.
 //! * [`json`]: the one JSON string escaper of the workspace.
 //! * [`bytes`]: [`FileBytes`], the one way files are mapped (or read) whole.
+//! * [`anon`]: [`anon::is_anonymous_memory`], which recorded mapping names are anonymous memory.
 //! * [`release`]: letting go of a run's large structures (freed, or left to the process's exit).
 //!
 //! This crate is a leaf: it depends on nothing but `memmap2`, and the format crates depend on
@@ -24,6 +25,7 @@
 //! assert!(v.has_errors());
 //! ```
 
+pub mod anon;
 pub mod bytes;
 pub mod finding;
 pub mod json;

@@ -16,12 +16,16 @@ use std::path::Path;
 /// Whether `path` can name an ELF file on disk: not a pseudo-path, not anonymous memory, not
 /// a jitdump marker (see the [module docs](self)). A ` (deleted)` suffix is ignored.
 pub fn is_file_backed(path: &Path) -> bool {
+    if is_anonymous(path) {
+        return false;
+    }
     let path = strip_deleted(path);
     let Some(s) = path.to_str() else {
         // Not UTF-8: an odd but real file name.
         return path.is_absolute();
     };
-    if s.is_empty() || is_pseudo(s) || is_anonymous_str(s) {
+    // Devices (`/dev/zero` is anonymous memory; `/dev/dri/…` and the like are no ELF files).
+    if is_pseudo(s) || is_anonymous(path) || s.starts_with("/dev/") {
         return false;
     }
     if jitdump_pid(path).is_some() {
@@ -36,24 +40,11 @@ pub fn is_pseudo(path: &str) -> bool {
     path.starts_with('[')
 }
 
-/// Whether `path` names anonymous memory (where JIT code lives): `//anon`, `[anon:…]`,
-/// `/memfd:…`, `/dev/zero`, `/anon_hugepage`, `/SYSV…`, `anon_inode:…`, or nothing.
+/// Whether `path` names anonymous memory (where JIT code lives): the project's one
+/// definition, [`profkit_common::anon::is_anonymous_memory`].
 pub fn is_anonymous(path: &Path) -> bool {
-    match path.to_str() {
-        Some(s) => s.is_empty() || is_anonymous_str(s) || s.starts_with("[anon:"),
-        None => false,
-    }
-}
-
-fn is_anonymous_str(s: &str) -> bool {
-    s == "//anon"
-        || s.starts_with("//anon")
-        || s.starts_with("/memfd:")
-        || s.starts_with("/dev/zero")
-        || s.starts_with("/anon_hugepage")
-        || s.starts_with("/SYSV")
-        || s.starts_with("anon_inode:")
-        || s.starts_with("/dev/")
+    use std::os::unix::ffi::OsStrExt;
+    profkit_common::anon::is_anonymous_memory(path.as_os_str().as_bytes())
 }
 
 /// Whether `path` is the kernel or a kernel module as perf names them

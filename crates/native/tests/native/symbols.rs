@@ -328,3 +328,82 @@ fn stripped_with_debug_file() {
     let mut other = Binary::open(dir.join("chain-stripped")).unwrap();
     assert!(!other.set_debug_file(Binary::open(dir.join("libmid.so")).unwrap()));
 }
+
+/// A program built with each linker prints its functions' addresses and its own
+/// /proc/self/maps: the kernel's r-x mapping of it, through [`Binary::mapping`], must give
+/// each address its function's name. lld puts the code segment in the page the read-only
+/// segment ends in (pgoff below p_offset, inside the R segment); gold maps one r-x segment
+/// from offset 0; bfd with `-z separate-code` page-aligns it.
+#[test]
+fn linkers_that_share_pages_between_segments() {
+    let test = "symbols::linkers_that_share_pages_between_segments";
+    let Some(cc) = profkit_testkit::tool(test, "cc", "a C compiler (gcc)") else {
+        return;
+    };
+    let linkers = [
+        ("lld", "ld.lld", "lld (apt-get install lld)"),
+        ("gold", "ld.gold", "binutils (ld.gold)"),
+        ("bfd", "ld.bfd", "binutils"),
+    ];
+    let dir = profkit_testkit::scratch_dir().join("native-linkers");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("linkers.c");
+    std::fs::write(
+        &src,
+        r#"#include <stdio.h>
+__attribute__((noinline)) int alpha(int x) { return x * 3 + 1; }
+__attribute__((noinline)) int beta(int x) { return alpha(x) ^ 0x55; }
+__attribute__((noinline)) int gamma_(int x) { return beta(x) + alpha(x); }
+int main(void) {
+  printf("alpha %lx\nbeta %lx\ngamma_ %lx\nmain %lx\n", (unsigned long)alpha,
+         (unsigned long)beta, (unsigned long)gamma_, (unsigned long)main);
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[600];
+  while (f && fgets(line, sizeof line, f)) fputs(line, stdout);
+  return gamma_(3) == 0;
+}
+"#,
+    )
+    .unwrap();
+    for (name, tool, what) in linkers {
+        if profkit_testkit::tool(test, tool, what).is_none() {
+            continue;
+        }
+        let bin = dir.join(format!("linkers-{name}"));
+        let mut cmd = Command::new(&cc);
+        cmd.args(["-O1", "-fPIE", "-pie"])
+            .arg(format!("-fuse-ld={name}"));
+        if name == "bfd" {
+            cmd.args(["-Wl,-z,separate-code"]);
+        }
+        run(cmd.arg("-o").arg(&bin).arg(&src));
+        let out = run(&mut Command::new(&bin));
+        let b = Binary::open(&bin).unwrap();
+        let bin_name = bin.to_str().unwrap();
+        // start-end perms pgoff dev inode path
+        let exec = out
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|f| f.len() >= 6 && f[5] == bin_name && f[1].contains('x'))
+            .unwrap_or_else(|| panic!("{name}: no r-x mapping of {bin_name} in\n{out}"));
+        let (lo, hi) = exec[0].split_once('-').unwrap();
+        let lo = u64::from_str_radix(lo, 16).unwrap();
+        let hi = u64::from_str_radix(hi, 16).unwrap();
+        let pgoff = u64::from_str_radix(exec[2], 16).unwrap();
+        let mapping = b.mapping(lo, hi - lo, pgoff).unwrap();
+        let mut checked = 0;
+        for line in out.lines().take(4) {
+            let (func, addr) = line.split_once(' ').unwrap();
+            let addr = u64::from_str_radix(addr, 16).unwrap();
+            let sym = b.symbol(mapping.to_svma(addr));
+            assert_eq!(
+                sym.as_ref().map(|s| &*s.name),
+                Some(func),
+                "{name}: {addr:#x} (pgoff {pgoff:#x}, segments {:x?})",
+                b.segments()
+            );
+            checked += 1;
+        }
+        assert_eq!(checked, 4);
+    }
+}

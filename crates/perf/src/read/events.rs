@@ -389,14 +389,11 @@ impl Mmap<'_> {
         matches!(self.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel) || self.pid == -1
     }
 
-    /// Whether it maps no file: `//anon`, `[anon:…]`, `/memfd:…`, or no path (JIT code lives
-    /// in such mappings).
+    /// Whether it maps anonymous memory (where JIT code lives): `//anon`, `/dev/zero`,
+    /// `[anon:…]`, `/memfd:…` … — the project's one definition,
+    /// [`profkit_common::anon::is_anonymous_memory`].
     pub fn is_anonymous(&self) -> bool {
-        let p = self.path;
-        p.is_empty()
-            || p.starts_with(b"//anon")
-            || p.starts_with(b"[anon")
-            || p.starts_with(b"/memfd:")
+        profkit_common::anon::is_anonymous_memory(self.path)
     }
 
     /// The pid in the file name when the path is a jitdump marker (`…/jit-<pid>.dump`).
