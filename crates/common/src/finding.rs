@@ -91,6 +91,10 @@ pub struct Validation {
     pub records: u64,
     /// Where the file is cut, if it is (also listed as a [`TRUNCATED`] error).
     pub truncation: Option<Truncation>,
+    /// Errors counted past [`MAX_PER_CODE`] of their code (not in `findings`).
+    pub unlisted_errors: u64,
+    /// Warnings counted past [`MAX_PER_CODE`] of their code (not in `findings`).
+    pub unlisted_warnings: u64,
 }
 
 impl Validation {
@@ -106,6 +110,16 @@ impl Validation {
         self.findings
             .iter()
             .filter(|f| f.severity == Severity::Warning)
+    }
+
+    /// How many errors were found, listed or not (the true count, not the listing cap).
+    pub fn error_count(&self) -> u64 {
+        self.errors().count() as u64 + self.unlisted_errors
+    }
+
+    /// How many warnings were found, listed or not (the [`FINDINGS_CAPPED`] notes included).
+    pub fn warning_count(&self) -> u64 {
+        self.warnings().count() as u64 + self.unlisted_warnings
     }
 
     /// Whether any finding is an error.
@@ -189,7 +203,13 @@ impl Findings {
             .map(|(&c, &n)| (c, n))
             .collect();
         capped.sort_unstable();
+        let (mut unlisted_errors, mut unlisted_warnings) = (0u64, 0u64);
         for (code, n) in capped {
+            let unlisted = (n - MAX_PER_CODE) as u64;
+            match self.severity(code) {
+                Severity::Error => unlisted_errors += unlisted,
+                Severity::Warning => unlisted_warnings += unlisted,
+            }
             self.findings.push(Finding {
                 code: FINDINGS_CAPPED,
                 severity: Severity::Warning,
@@ -204,6 +224,8 @@ impl Findings {
             findings: self.findings,
             records,
             truncation,
+            unlisted_errors,
+            unlisted_warnings,
         }
     }
 }
@@ -237,6 +259,10 @@ mod tests {
         assert_eq!(f.count("a-quirk"), MAX_PER_CODE + 5);
         let v = f.finish(200, Some(Truncation::new(300, Some(200), "cut")));
         assert_eq!(v.warnings().count(), MAX_PER_CODE + 1);
+        assert_eq!(
+            v.warning_count(),
+            v.warnings().count() as u64 + v.unlisted_warnings
+        );
         let errors: Vec<_> = v.errors().map(|f| f.code).collect();
         assert_eq!(errors, ["a-error", "not-in-table", TRUNCATED]);
         let last = v.findings.last().unwrap();

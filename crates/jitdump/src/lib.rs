@@ -20,6 +20,8 @@
 //!   DEBUG_INFO2 body from an inline tree.
 //! * [`mod@validate`]: spec violations and named producer quirks, each with a stable code, as
 //!   profkit-common's [`Validation`].
+//! * [`lines`]: where DEBUG_INFO addresses really are — the one decision about a dump's
+//!   address bias (V8's +0x40) and the producers' terminators and early entries.
 //! * [`perfmap`]: perf map reader, writer, validator, and [`perfmap::MapBuilder`], the one
 //!   meaning of a perf map profkit writes (the code live at the end).
 //! * [`convert`]: jitdump ↔ perf map, jitdump → jitdump in the other byte order.
@@ -41,6 +43,7 @@
 pub mod convert;
 pub mod dump;
 pub mod error;
+pub mod lines;
 pub mod perfmap;
 pub mod raw;
 pub mod read;

@@ -12,11 +12,13 @@ use std::io::BufRead;
 pub use profkit_common::{Finding, Findings, Severity, Validation};
 
 use crate::error::{Error, Truncation};
+use crate::lines::{BiasDecision, PlacedTable, TableSpan, KNOWN_BIASES};
 use crate::raw::{FILE_HEADER_SIZE, FLAG_ARCH_TIMESTAMP, TIER_COLORS};
 use crate::read::{
     all_zero, CodeLoad, DebugInfo, DebugInfo2, DebugWalkEnd, Header, JitDump, RawRecord, Record,
     RecordSource, StreamRecords,
 };
+use profkit_common::finding::MAX_PER_CODE;
 
 /// Every finding code, with its severity and a one-line description.
 pub mod codes {
@@ -53,6 +55,8 @@ pub mod codes {
         ("debug-info-address-bias-0x40", W, "DEBUG_INFO addresses are code address + 0x40 (V8, LLVM: ELF header size)"),
         ("debug-info-address-bias-0x34", W, "DEBUG_INFO addresses are code address + 0x34 (V8, LLVM on 32-bit)"),
         ("debug-info-out-of-range", E, "DEBUG_INFO entry addresses outside the function's code"),
+        ("debug-info-before-function", E, "DEBUG_INFO's first entry is just before the function's code (Erlang/OTP BeamAsm: inside its -CodeInfoPrologue)"),
+        ("debug-info-end-terminator", W, "DEBUG_INFO tables end with an entry at the code's end, line 0 (Erlang/OTP BeamAsm, QEMU: a deliberate terminator, not a line)"),
         ("debug-info-line-zero", W, "DEBUG_INFO line 0 (lines are 1-based)"),
         ("debug-info-empty", W, "DEBUG_INFO with no entries"),
         ("unwinding-mapped-size", W, "UNWINDING_INFO mapped_size is neither 0 nor unwind_data_size (CPython rounds it up to 16)"),
@@ -128,8 +132,7 @@ struct Pending<T> {
 #[derive(Debug, Clone, Copy)]
 struct DebugPending {
     code_addr: u64,
-    min_addr: Option<u64>,
-    max_addr: Option<u64>,
+    span: TableSpan,
     corrupt: bool,
 }
 
@@ -139,23 +142,19 @@ struct Di2Pending {
     max_line_offset: Option<u32>,
 }
 
+/// What the bias decision and the range checks gather over the dump (see [`crate::lines`]).
 #[derive(Debug, Default)]
 struct BiasStats {
-    records: u64,
-    /// Records whose smallest offset is exactly 0x40 / 0x34.
-    start_at_0x40: u64,
-    start_at_0x34: u64,
-    /// Records whose every entry is >= code + 0x40 / 0x34.
-    all_ge_0x40: u64,
-    all_ge_0x34: u64,
-    /// Records with entries at or past the code's end.
-    past_end: u64,
-    /// Records with entries at or past end that fit once 0x40 / 0x34 is subtracted.
-    fit_with_0x40: u64,
-    fit_with_0x34: u64,
+    decision: BiasDecision,
+    /// The first DEBUG_INFO placed: (index, offset).
     first: Option<(u64, u64)>,
-    /// Records out of range: (index, offset, message, fits +0x40, fits +0x34).
-    out_of_range: Vec<(u64, u64, String, bool, bool)>,
+    /// The first DEBUG_INFO that ends with a terminator: (index, offset).
+    first_terminator: Option<(u64, u64)>,
+    /// Tables that do not fit their code unbiased, the first [`MAX_PER_CODE`] of each kind
+    /// kept: (index, offset, table).
+    out_of_range: Vec<(u64, u64, PlacedTable)>,
+    /// How many did not fit, kept or not: (starting just before the code, other).
+    unfit: (u64, u64),
 }
 
 /// Walks a dump, pushing findings into a [`Findings`] collector.
@@ -630,10 +629,10 @@ impl Validator {
                 format!("code_index {} was used by an earlier LOAD", load.code_index),
             );
         }
-        let end = load.code_addr.saturating_add(load.code_size);
         if let Some(p) = self.pending_debug.take() {
             let d = p.value;
             if d.code_addr != load.code_addr {
+                self.report_line_zero(p.index, p.offset, d.span.line_zero());
                 self.push(
                     "debug-info-addr-mismatch",
                     p.offset,
@@ -644,7 +643,7 @@ impl Validator {
                     ),
                 );
             } else if !d.corrupt {
-                self.account_bias(p.index, p.offset, d, load.code_addr, end);
+                self.account_bias(p.index, p.offset, d, load.code_addr, load.code_size);
             }
         }
         self.pending_unwind = None;
@@ -671,97 +670,108 @@ impl Validator {
         self.pending_tiers.remove(&load.code_addr);
     }
 
-    fn account_bias(&mut self, index: u64, offset: u64, d: DebugPending, start: u64, end: u64) {
-        let (Some(min), Some(max)) = (d.min_addr, d.max_addr) else {
-            return;
-        };
+    fn account_bias(&mut self, index: u64, offset: u64, d: DebugPending, start: u64, size: u64) {
+        let t = d.span.place(start, size);
+        self.report_line_zero(index, offset, t.line_zero);
         let b = &mut self.bias;
-        b.records += 1;
+        b.decision.add(&t);
+        if t.terminator {
+            b.first_terminator.get_or_insert((index, offset));
+        }
+        if t.span.is_none() {
+            return;
+        }
         b.first.get_or_insert((index, offset));
-        let min_off = min.wrapping_sub(start);
-        if min >= start {
-            if min_off == 0x40 {
-                b.start_at_0x40 += 1;
-            }
-            if min_off == 0x34 {
-                b.start_at_0x34 += 1;
-            }
-            if min_off >= 0x40 {
-                b.all_ge_0x40 += 1;
-            }
-            if min_off >= 0x34 {
-                b.all_ge_0x34 += 1;
+        if !t.fits(0) {
+            let early = t.starts_early_by().is_some();
+            let n = if early {
+                &mut b.unfit.0
+            } else {
+                &mut b.unfit.1
+            };
+            *n += 1;
+            if *n <= MAX_PER_CODE as u64 {
+                b.out_of_range.push((index, offset, t));
             }
         }
-        // Saturating: a hostile code_addr near u64::MAX must not overflow.
-        let end = end.max(start.saturating_add(1));
-        let in_range = min >= start && max < end;
-        if !in_range {
-            let fits = |bias: u64| min >= start.saturating_add(bias) && max - bias < end;
-            if max >= end {
-                b.past_end += 1;
-            }
-            let fit40 = fits(0x40);
-            let fit34 = fits(0x34);
-            if fit40 {
-                b.fit_with_0x40 += 1;
-            }
-            if fit34 {
-                b.fit_with_0x34 += 1;
-            }
-            b.out_of_range.push((
-                index,
+    }
+
+    fn report_line_zero(&mut self, index: u64, offset: u64, n: u64) {
+        if n > 0 {
+            self.push(
+                "debug-info-line-zero",
                 offset,
-                format!("DEBUG_INFO entries span {min:#x}..={max:#x}, outside the function's code {start:#x}..{end:#x}"),
-                fit40,
-                fit34,
-            ));
+                Some(index),
+                format!("{n} entries have line 0 (lines are 1-based)"),
+            );
         }
     }
 
     fn report_bias(&mut self) {
         let b = std::mem::take(&mut self.bias);
-        let Some((index, offset)) = b.first else {
+        let d = &b.decision;
+        if let Some((index, offset)) = b.first_terminator {
+            self.push(
+                "debug-info-end-terminator",
+                offset,
+                Some(index),
+                format!(
+                    "{} DEBUG_INFO tables end with an entry exactly at the code's end with line 0 (Erlang/OTP BeamAsm and QEMU close the last line's range this way; it is not a line and profkit ignores it)",
+                    d.terminators
+                ),
+            );
+        }
+        if let (Some(i), Some((index, offset))) = (d.chosen(), b.first) {
+            let bias = KNOWN_BIASES[i];
+            self.push(
+                if bias == 0x40 {
+                    "debug-info-address-bias-0x40"
+                } else {
+                    "debug-info-address-bias-0x34"
+                },
+                offset,
+                Some(index),
+                format!(
+                    "DEBUG_INFO addresses are code address + {bias:#x}: all {} tables fit it, {} start exactly {bias:#x} bytes into their code and {} have entries past the code's end that fit only once {bias:#x} is subtracted (V8 and LLVM add the ELF header size{})",
+                    d.tables,
+                    d.start_at[i],
+                    d.fit_only_with[i],
+                    if bias == 0x40 { "; 64-bit" } else { "; 32-bit" }
+                ),
+            );
             return;
-        };
-        // A bias is reported when every record fits it, and the evidence is positive: records
-        // start exactly at the bias, or entries past the code's end only fit with it.
-        for (bias, name, starts, all_ge, fit) in [
-            (
-                0x40u64,
-                "debug-info-address-bias-0x40",
-                b.start_at_0x40,
-                b.all_ge_0x40,
-                b.fit_with_0x40,
-            ),
-            (
-                0x34,
-                "debug-info-address-bias-0x34",
-                b.start_at_0x34,
-                b.all_ge_0x34,
-                b.fit_with_0x34,
-            ),
-        ] {
-            let all_fit = b
-                .out_of_range
-                .iter()
-                .all(|r| if bias == 0x40 { r.3 } else { r.4 });
-            if all_ge == b.records && (starts > 0 || fit > 0) && all_fit {
-                self.push(
-                    name,
-                    offset,
-                    Some(index),
+        }
+        for (index, offset, t) in &b.out_of_range {
+            let (lo, hi) = t.span.unwrap_or_default();
+            match t.starts_early_by() {
+                Some(by) => self.push(
+                    "debug-info-before-function",
+                    *offset,
+                    Some(*index),
                     format!(
-                        "DEBUG_INFO addresses are code address + {bias:#x}: {starts} of {} records start exactly {bias:#x} bytes into their code and {fit} have entries past the code's end that fit only once {bias:#x} is subtracted (V8 and LLVM add the ELF header size{})",
-                        b.records,
-                        if bias == 0x40 { "; 64-bit" } else { "; 32-bit" }
+                        "the first DEBUG_INFO entry ({lo:#x}) is {by} bytes before the function's code {:#x}..{:#x}: Erlang/OTP BeamAsm writes it inside the function's -CodeInfoPrologue (an OTP bug; the entry repeats the previous function's last line)",
+                        t.start, t.end
                     ),
-                );
-                return;
+                ),
+                None => self.push(
+                    "debug-info-out-of-range",
+                    *offset,
+                    Some(*index),
+                    format!(
+                        "DEBUG_INFO entries span {lo:#x}..={hi:#x}, outside the function's code {:#x}..{:#x}",
+                        t.start, t.end
+                    ),
+                ),
             }
         }
-        for (i, off, msg, _, _) in b.out_of_range {
-            self.push("debug-info-out-of-range", off, Some(i), msg);
+        // Counted past the listing cap.
+        for (code, n) in [
+            ("debug-info-before-function", b.unfit.0),
+            ("debug-info-out-of-range", b.unfit.1),
+        ] {
+            for _ in MAX_PER_CODE as u64..n {
+                self.push(code, 0, None, String::new());
+            }
         }
     }
 
@@ -784,9 +794,7 @@ impl Validator {
                 "entry {entry} at offset {offset:#x} runs past the record's end"
             )),
         };
-        let mut min = None::<u64>;
-        let mut max = None::<u64>;
-        let mut line_zero = 0u64;
+        let mut span = TableSpan::default();
         if corrupt_reason.is_none() {
             for (i, e) in d.entries().enumerate() {
                 if !valid_name(e.file) || e.file.iter().any(|&c| c < 0x20 && c != b'\t') {
@@ -796,11 +804,7 @@ impl Validator {
                     ));
                     break;
                 }
-                if e.line == 0 {
-                    line_zero += 1;
-                }
-                min = Some(min.map_or(e.addr, |m| m.min(e.addr)));
-                max = Some(max.map_or(e.addr, |m| m.max(e.addr)));
+                span.push(e.addr, e.line);
                 self.debug_files.insert(e.file.to_vec());
             }
         }
@@ -826,17 +830,12 @@ impl Validator {
                     d.code_addr, d.nr_entry
                 ),
             );
-        } else if line_zero > 0 {
-            self.at(
-                raw,
-                "debug-info-line-zero",
-                format!("{line_zero} entries have line 0 (lines are 1-based)"),
-            );
         }
+        // Line 0 and the addresses are judged at the LOAD, which says where the code ends
+        // (a terminator there is not a line).
         let pending = DebugPending {
             code_addr: d.code_addr,
-            min_addr: min,
-            max_addr: max,
+            span,
             corrupt: corrupt_reason.is_some(),
         };
         hold(
@@ -1056,6 +1055,7 @@ impl Validator {
         };
         let mut left: Vec<(u64, u64, &str)> = Vec::new();
         if let Some(p) = self.pending_debug.take() {
+            self.report_line_zero(p.index, p.offset, p.value.span.line_zero());
             left.push((p.offset, p.index, "JIT_CODE_DEBUG_INFO"));
         }
         if let Some(p) = self.pending_unwind.take() {

@@ -6,9 +6,12 @@
 //! ends it at that time; JIT_CODE_MOVE ends the region at its old address and opens one at the
 //! new address; JIT_CODE_CLOSE ends everything. DEBUG_INFO and DEBUG_INFO2 records attach to
 //! the next load of the same code address (line tables; the inline tree). V8 and LLVM write
-//! DEBUG_INFO addresses biased by +0x40 (+0x34 on 32-bit); the bias is detected over the
-//! whole dump and removed. V8's corrupt DEBUG_INFO records are recovered (fixed-stride walk)
-//! so their lines are kept.
+//! DEBUG_INFO addresses biased by +0x40 (+0x34 on 32-bit); the bias is decided over the
+//! whole dump by [`profkit_jitdump::lines::BiasDecision`] (the one decision `validate` makes
+//! too) and removed. Rows that are not in their code once it is removed are dropped: the
+//! terminator Erlang and QEMU put at the code's end (line 0), and OTP's first entry before
+//! the function. V8's corrupt DEBUG_INFO records are recovered (fixed-stride walk) so their
+//! lines are kept.
 //!
 //! Lookups ([`CodeMap::lookup`]) binary-search the regions by start address and walk back
 //! only as far as a region could still cover the address (a running maximum of end
@@ -20,6 +23,7 @@ use rustc_hash::FxHashMap;
 
 use std::sync::Arc;
 
+use profkit_jitdump::lines::{BiasDecision, TableSpan};
 use profkit_jitdump::read::{DebugInfo, DebugInfo2};
 use profkit_jitdump::{JitDump, Record};
 
@@ -200,7 +204,7 @@ impl CodeMap {
         // Live regions by start address (live regions never overlap).
         let mut live: BTreeMap<u64, usize> = BTreeMap::new();
         let mut by_index: FxHashMap<u64, usize> = FxHashMap::default();
-        let mut bias_votes = BiasVotes::default();
+        let mut bias = BiasDecision::default();
         let mut raw_debug: Vec<(usize, Vec<u64>)> = Vec::new();
         // SAMPLY_JIT_TIER waits for the next load of its address, UNWINDING_INFO for the next
         // load.
@@ -264,7 +268,14 @@ impl CodeMap {
                     );
                     let mut debug = pending2.remove(&u64::MAX);
                     if let Some(p) = pending.remove(&l.code_addr) {
-                        bias_votes.vote(&p.addrs, l.code_addr, l.code_size);
+                        // The tables validate checks (walked exactly) decide, as there.
+                        if p.table.source == "DEBUG_INFO" {
+                            let mut span = TableSpan::default();
+                            for (&a, row) in p.addrs.iter().zip(&p.table.rows) {
+                                span.push(a, row.line);
+                            }
+                            bias.add(&span.place(l.code_addr, l.code_size));
+                        }
                         raw_debug.push((idx, p.addrs));
                         if debug.is_none() {
                             debug = Some(p.table);
@@ -339,16 +350,19 @@ impl CodeMap {
         }
         // Offsets of DEBUG_INFO rows, with the dump's bias removed.
         map.truncation = records.truncation().cloned();
-        map.debug_bias = bias_votes.bias();
+        map.debug_bias = bias.bias();
         for (idx, addrs) in raw_debug {
             let Some(r) = map.regions.get_mut(idx) else {
                 continue;
             };
-            let start = r.start;
+            let (start, size) = (r.start, r.size);
             if let Some(t) = r.debug.as_mut().filter(|t| t.source != "DEBUG_INFO2") {
                 for (row, a) in t.rows.iter_mut().zip(addrs) {
                     row.offset = a.wrapping_sub(start).wrapping_sub(map.debug_bias);
                 }
+                // Only rows inside the code: not a terminator at its end, not an entry
+                // before it (wrapped to a huge offset).
+                t.rows.retain(|r| r.offset < size.max(1));
                 t.rows.sort_by_key(|r| r.offset);
             }
         }
@@ -530,42 +544,6 @@ fn end_overlapping(
                 r.end_time = Some(time);
                 r.end_reason = Some(why);
             }
-        }
-    }
-}
-
-/// Counts, over the dump, which DEBUG_INFO address bias makes the tables fit their code.
-#[derive(Default)]
-struct BiasVotes {
-    at_0x40: u64,
-    at_0x34: u64,
-    at_0: u64,
-}
-
-impl BiasVotes {
-    fn vote(&mut self, addrs: &[u64], start: u64, size: u64) {
-        let Some(&min) = addrs.iter().min() else {
-            return;
-        };
-        let max = addrs.iter().copied().max().unwrap_or(min);
-        let off = min.wrapping_sub(start);
-        let fits = |b: u64| min >= start + b && max - b < start + size.max(1);
-        if off == 0 {
-            self.at_0 += 1;
-        } else if off == 0x40 || (min >= start + 0x40 && fits(0x40) && max >= start + size) {
-            self.at_0x40 += 1;
-        } else if off == 0x34 || (min >= start + 0x34 && fits(0x34) && max >= start + size) {
-            self.at_0x34 += 1;
-        }
-    }
-
-    fn bias(&self) -> u64 {
-        if self.at_0x40 > self.at_0 && self.at_0x40 >= self.at_0x34 {
-            0x40
-        } else if self.at_0x34 > self.at_0 {
-            0x34
-        } else {
-            0
         }
     }
 }

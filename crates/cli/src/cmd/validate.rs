@@ -35,8 +35,8 @@ pub fn run(args: &ValidateArgs) -> Result<ExitCode> {
 }
 
 fn write_text(out: &mut impl Write, o: &Scanned, v: &Validation, errors_only: bool) -> Result<()> {
-    let errors = v.errors().count();
-    let warnings = v.warnings().count();
+    let errors = v.error_count();
+    let warnings = v.warning_count();
     writeln!(
         out,
         "{}: {} ({} {}): {errors} error{}, {warnings} warning{}",
@@ -108,8 +108,8 @@ fn write_json(out: &mut impl Write, o: &Scanned, v: &Validation, errors_only: bo
     b.extend_from_slice(
         format!(
             ",\"error_count\":{},\"warning_count\":{},\"truncated\":",
-            v.errors().count(),
-            v.warnings().count()
+            v.error_count(),
+            v.warning_count()
         )
         .as_bytes(),
     );
