@@ -92,6 +92,52 @@ pub struct InputOpts {
     /// Treat the input as this format instead of detecting it.
     #[arg(long, value_enum, global = true)]
     pub input_format: Option<InputFormat>,
+    #[command(flatten)]
+    pub jit: JitOpts,
+}
+
+/// Where a perf.data's JIT metadata is, besides where the recording says (every command that
+/// reads perf.data).
+#[derive(Debug, Args, Clone, Default)]
+pub struct JitOpts {
+    /// perf.data: a directory to look for `jit-<pid>.dump` and `perf-<pid>.map` in (after the
+    /// path perf recorded, /tmp for maps and the perf.data's directory), or one such file
+    /// (its pid from its name, or a jitdump's header); repeatable.
+    #[arg(long = "jit-dir", value_name = "DIR|FILE", global = true)]
+    pub jit_dir: Vec<PathBuf>,
+    /// perf.data: the perf map of process PID, whatever its file name; repeatable.
+    #[arg(long = "perf-map", value_name = "PID=FILE", value_parser = parse_pid_file, global = true)]
+    pub perf_map: Vec<(u32, PathBuf)>,
+    /// perf.data: read perf maps whoever owns them (perf skips a map not owned by the current
+    /// user or root, since /tmp is shared; so does profkit without this).
+    #[arg(long, global = true)]
+    pub any_map_owner: bool,
+}
+
+impl JitOpts {
+    /// The JIT metadata search of the perf.data at `path` (`None`: a pipe).
+    pub fn search(
+        &self,
+        path: Option<&std::path::Path>,
+    ) -> anyhow::Result<profkit_model::feed::perf::JitSearch> {
+        let mut s = profkit_model::feed::perf::JitSearch::new(path, Vec::new());
+        for p in &self.jit_dir {
+            s.add_jit_path(p).map_err(anyhow::Error::msg)?;
+        }
+        s.map_files.extend(self.perf_map.iter().cloned());
+        s.any_map_owner = self.any_map_owner;
+        Ok(s)
+    }
+}
+
+fn parse_pid_file(s: &str) -> Result<(u32, PathBuf), String> {
+    let (pid, file) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected PID=FILE, got {s:?}"))?;
+    let pid = pid
+        .parse::<u32>()
+        .map_err(|_| format!("{pid:?} is not a process id"))?;
+    Ok((pid, PathBuf::from(file)))
 }
 
 /// How to read the times of an XRay profiling-mode file.
@@ -178,9 +224,8 @@ pub struct InjectArgs {
     /// The perf.data to write; the ELFs go to OUT-jit/.
     #[arg(short, long)]
     pub output: PathBuf,
-    /// Also look for jitdumps here (after the marker's path and the input's directory).
-    #[arg(long, value_name = "DIR")]
-    pub jit_dir: Vec<PathBuf>,
+    #[command(flatten)]
+    pub jit: JitOpts,
     /// JSON report (schema profkit.inject/1).
     #[arg(long)]
     pub json: bool,

@@ -36,7 +36,7 @@ fn perf_summary(o: &Opened) -> Result<Summary> {
     use profkit_common::summary::Value;
     let data = o.perf()?;
     let mut s = profkit_perf::summary(&data);
-    let search = profkit_model::feed::perf::JitSearch::new(o.path(), Vec::new());
+    let search = o.jit_search()?;
     let mut found = Vec::new();
     for j in profkit_model::feed::perf::jit_sources(&data, &search) {
         let mut line = format!("pid {}", j.pid);
@@ -52,8 +52,11 @@ fn perf_summary(o: &Opened) -> Result<Summary> {
             }
         }
         match &j.perf_map {
-            Some(p) => line.push_str(&format!(", perf map {}", p.display())),
-            None => line.push_str(", no perf map"),
+            Ok(p) => line.push_str(&format!(", perf map {}", p.display())),
+            Err(tried) => {
+                let tried: Vec<String> = tried.iter().map(|t| t.display().to_string()).collect();
+                line.push_str(&format!(", no perf map (tried {})", tried.join(", ")));
+            }
         }
         found.push(Value::Str(line));
     }

@@ -11,7 +11,7 @@ use profkit_model::feed::perf::PerfOptions;
 use profkit_model::{Clock, Source};
 use profkit_xray::{yaml, Trace};
 
-use crate::cli::InputFormat;
+use crate::cli::{InputFormat, InputOpts, JitOpts};
 use crate::detect::{detect, Format};
 use crate::input::{self, Input, StreamInput};
 use crate::instr_maps::names;
@@ -28,25 +28,29 @@ pub struct Opened {
     encoded: Option<Vec<u8>>,
     /// The path opened (`None` for stdin).
     path: Option<PathBuf>,
+    /// Where a perf.data's JIT metadata is.
+    jit: JitOpts,
 }
 
 impl Opened {
     /// Opens `path` (`-` = stdin) and determines its format (`forced` overrides detection). A
     /// stream (gzip, stdin) is read into memory after its first bytes are detected (so a
     /// stream of no known format fails at once, whatever its size).
-    pub fn open(path: &Path, forced: Option<InputFormat>) -> Result<Opened> {
+    pub fn open(path: &Path, opts: &InputOpts) -> Result<Opened> {
+        let forced = opts.input_format;
         match input::open_streaming(path)? {
-            input::Opened::Data(input) => Opened::of(input, forced, path),
+            input::Opened::Data(input) => Opened::of(input, opts, path),
             input::Opened::Stream(mut s) => {
                 let format = stream_format(&mut s, forced)?;
                 let input = input::read_whole(s, format.description())?;
-                Opened::of(input, forced, path)
+                Opened::of(input, opts, path)
             }
         }
     }
 
     /// The input read whole, with its format.
-    fn of(input: Input, forced: Option<InputFormat>, path: &Path) -> Result<Opened> {
+    fn of(input: Input, opts: &InputOpts, path: &Path) -> Result<Opened> {
+        let forced = opts.input_format;
         if let Some(cut) = &input.cut {
             crate::output::print_truncation(&input.name, cut);
         }
@@ -68,7 +72,13 @@ impl Opened {
             format,
             encoded,
             path: (path != Path::new("-")).then(|| path.to_path_buf()),
+            jit: opts.jit.clone(),
         })
+    }
+
+    /// The JIT metadata search of this input, if it is a perf.data.
+    pub fn jit_search(&self) -> Result<profkit_model::feed::perf::JitSearch> {
+        self.jit.search(self.path())
     }
 
     /// The input's path (`None` for stdin).
@@ -157,7 +167,13 @@ impl Opened {
             ),
             Format::Mlpd => Source::mlpd(self.mlpd()?),
             Format::Jitdump => Source::jitdump(self.bytes()),
-            Format::Perf => Source::perf(self.bytes(), PerfOptions::new(self.path(), Vec::new())),
+            Format::Perf => Source::perf(
+                self.bytes(),
+                PerfOptions {
+                    jit: self.jit_search()?,
+                    ..PerfOptions::default()
+                },
+            ),
             Format::PerfMap | Format::Elf => return Err(self.unsupported(what)),
         })
     }
@@ -195,14 +211,15 @@ pub enum Scanned {
 
 impl Scanned {
     /// Opens `path` (`-` = stdin) and determines its format (`forced` overrides detection).
-    pub fn open(path: &Path, forced: Option<InputFormat>) -> Result<Scanned> {
+    pub fn open(path: &Path, opts: &InputOpts) -> Result<Scanned> {
+        let forced = opts.input_format;
         match input::open_streaming(path)? {
-            input::Opened::Data(input) => Opened::of(input, forced, path).map(Scanned::Whole),
+            input::Opened::Data(input) => Opened::of(input, opts, path).map(Scanned::Whole),
             input::Opened::Stream(mut s) => match stream_format(&mut s, forced)? {
                 f @ (Format::Jitdump | Format::Mlpd) => Ok(Scanned::Stream(s, f)),
                 f => {
                     let input = input::read_whole(s, f.description())?;
-                    Opened::of(input, forced, path).map(Scanned::Whole)
+                    Opened::of(input, opts, path).map(Scanned::Whole)
                 }
             },
         }

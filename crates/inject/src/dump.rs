@@ -47,6 +47,43 @@ impl JitImage {
     }
 }
 
+/// A perf map as an image to inject: its functions (the code live at the end, as perf reads
+/// a map) without code bytes — their `.text` is zeros — each live from `time(start, end)`
+/// (after the anonymous mapping it is in was recorded, so that the ELF's MMAP2 is not
+/// replaced by it). Perf maps say nothing of the machine: `elf_mach` is the recording's.
+pub fn from_perf_map(
+    loaded: &profkit_model::feed::perf::jit::LoadedMap,
+    pid: u32,
+    elf_mach: u32,
+    time: impl Fn(u64, u64) -> u64,
+) -> JitImage {
+    let map = CodeMap::from_entries(
+        pid,
+        loaded.map.iter().map(|(start, e)| {
+            let end = start.saturating_add(e.size);
+            (
+                start,
+                e.size,
+                String::from_utf8_lossy(&e.name).into_owned(),
+                time(start, end),
+            )
+        }),
+    );
+    let n = map.regions().len();
+    JitImage {
+        path: loaded.path.clone(),
+        pid,
+        elf_mach,
+        big_endian: false,
+        arch_timestamp: false,
+        time_range: map.time_range(),
+        map,
+        problems: Vec::new(),
+        bytes: Vec::new(),
+        code: vec![None; n],
+    }
+}
+
 /// Reads the jitdump at `path`.
 pub fn load(path: &Path) -> Result<JitImage, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -78,9 +78,9 @@ pub struct Options {
     pub input: PathBuf,
     /// The perf.data to write (file mode).
     pub output: PathBuf,
-    /// Extra directories to look for jitdumps in (after the marker path and the input's
-    /// directory).
-    pub jit_dirs: Vec<PathBuf>,
+    /// Where jitdumps and perf maps are looked for (`None`: where the recording says, /tmp
+    /// for maps, and beside the input).
+    pub jit: Option<JitSearch>,
     /// Where the ELFs go (default: `<output>-jit/`).
     pub elf_dir: Option<PathBuf>,
 }
@@ -183,6 +183,8 @@ struct ProcFacts {
     maps: Vec<(u64, u64)>,
     /// Anonymous executable mappings: start -> end.
     anon: BTreeMap<u64, u64>,
+    /// Anonymous executable mappings as recorded: `(start, end, time)`.
+    anon_times: Vec<(u64, u64, u64)>,
     samples_in_anon: u64,
 }
 
@@ -258,6 +260,7 @@ pub fn inject(options: &Options) -> Result<Report, Error> {
                 f.maps.push((m.start, m.end()));
                 if m.executable && m.is_anonymous() {
                     f.anon.insert(m.start, m.end());
+                    f.anon_times.push((m.start, m.end(), ev.time.unwrap_or(0)));
                 }
             }
             EventData::Sample(s) => {
@@ -293,15 +296,24 @@ pub fn inject(options: &Options) -> Result<Report, Error> {
         return Err(err(format!("{shown}: the recording has no attrs")));
     };
     let endian = data.header().endian;
+    // The ELF machine of a perf map's functions: perf maps do not say; the recording's ARCH.
+    let machine = match data.features().arch.as_deref() {
+        Some("aarch64" | "arm64") => u32::from(object::elf::EM_AARCH64),
+        Some("riscv64") => u32::from(object::elf::EM_RISCV),
+        Some("s390x" | "s390") => u32::from(object::elf::EM_S390),
+        Some("ppc64le" | "ppc64") => u32::from(object::elf::EM_PPC64),
+        Some("i386" | "i686" | "x86") => u32::from(object::elf::EM_386),
+        _ => u32::from(object::elf::EM_X86_64),
+    };
 
     let elf_dir = options
         .elf_dir
         .clone()
         .unwrap_or_else(|| default_elf_dir(&options.output));
-    let search = JitSearch::new(
-        (!stdin).then_some(input.as_path()),
-        options.jit_dirs.clone(),
-    );
+    let search = options
+        .jit
+        .clone()
+        .unwrap_or_else(|| JitSearch::new((!stdin).then_some(input.as_path()), Vec::new()));
 
     let mut inserts: Vec<Insert> = Vec::new();
     let mut build_ids: Vec<BuildIdEntry> = Vec::new();
@@ -358,20 +370,78 @@ pub fn inject(options: &Options) -> Result<Report, Error> {
             }
             (Err(_), None) => {
                 match search.perf_map(pid) {
-                    Ok(map) => {
-                        pr.status = "perf map".into();
-                        pr.perf_map = Some(map.display().to_string());
-                        pr.reason =
-                            Some("no jitdump; perf report reads /tmp/perf-<pid>.map itself".into());
+                    Ok(map_path) => {
+                        pr.perf_map = Some(map_path.display().to_string());
+                        match profkit_model::feed::perf::jit::load_perf_map(
+                            &map_path,
+                            search.any_map_owner,
+                        ) {
+                            Ok(loaded) => {
+                                // Each function from just after the last recorded mapping of
+                                // anonymous memory it is in (perf would let that mapping
+                                // replace the ELF's otherwise).
+                                let after_mapping = |start: u64, end: u64| {
+                                    f.anon_times
+                                        .iter()
+                                        .filter(|&&(a, b, _)| a < end.max(start + 1) && start < b)
+                                        .map(|&(_, _, t)| t.saturating_add(1))
+                                        .max()
+                                        .unwrap_or(0)
+                                };
+                                let image =
+                                    dump::from_perf_map(&loaded, pid, machine, after_mapping);
+                                if loaded.bad_lines > 0 {
+                                    report.warnings.push(format!(
+                                        "pid {}: {}: {} lines are not `START SIZE name`",
+                                        p.pid,
+                                        map_path.display(),
+                                        loaded.bad_lines
+                                    ));
+                                }
+                                if !dir_ready {
+                                    elf_dir_abs = prepare_elf_dir(&elf_dir)?;
+                                    dir_ready = true;
+                                }
+                                inject_process(
+                                    &image,
+                                    p.pid,
+                                    &f,
+                                    &elf_dir_abs,
+                                    attr,
+                                    endian,
+                                    &mut pr,
+                                    &mut inserts,
+                                    &mut build_ids,
+                                    &mut report.warnings,
+                                )?;
+                                pr.status = "perf map injected".into();
+                                pr.reason = Some(
+                                    "no jitdump; the perf map's functions are in the ELFs (no code bytes: their .text is zeros)".into(),
+                                );
+                            }
+                            Err(e) => {
+                                pr.status = "perf map not read".into();
+                                pr.reason = Some(e.clone());
+                                report.warnings.push(format!("pid {}: {e}", p.pid));
+                            }
+                        }
                     }
-                    Err(_) => {
+                    Err(tried) => {
                         pr.status = "no JIT metadata".into();
-                        pr.reason =
-                            Some("anonymous executable memory and no jitdump or perf map".into());
+                        pr.reason = Some(format!(
+                            "anonymous executable memory and no jitdump or perf map (tried {})",
+                            tried
+                                .iter()
+                                .map(|t| t.display().to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
                         if pr.samples_in_anon_exec > 0 {
                             report.warnings.push(format!(
-                                "pid {}: {} samples in anonymous executable memory and no jitdump or perf map: they stay unnamed",
-                                p.pid, pr.samples_in_anon_exec
+                                "pid {}: {} samples in anonymous executable memory and no jitdump or perf map: they stay unnamed ({})",
+                                p.pid,
+                                pr.samples_in_anon_exec,
+                                pr.reason.clone().unwrap_or_default()
                             ));
                         }
                     }
@@ -435,12 +505,7 @@ pub fn inject(options: &Options) -> Result<Report, Error> {
             }
         }
         if !dir_ready {
-            std::fs::create_dir_all(&elf_dir)
-                .map_err(|e| err(format!("{}: {e}", elf_dir.display())))?;
-            elf_dir_abs = elf_dir
-                .canonicalize()
-                .map_err(|e| err(format!("{}: {e}", elf_dir.display())))?;
-            remove_stale(&elf_dir_abs);
+            elf_dir_abs = prepare_elf_dir(&elf_dir)?;
             dir_ready = true;
         }
         inject_process(
@@ -494,6 +559,17 @@ pub fn inject(options: &Options) -> Result<Report, Error> {
     report.records = stats.records;
     report.bytes = stats.bytes;
     Ok(report)
+}
+
+/// Creates the ELF directory (once per run) and clears an earlier run's ELFs from it; its
+/// absolute path.
+fn prepare_elf_dir(elf_dir: &Path) -> Result<PathBuf, Error> {
+    std::fs::create_dir_all(elf_dir).map_err(|e| err(format!("{}: {e}", elf_dir.display())))?;
+    let abs = elf_dir
+        .canonicalize()
+        .map_err(|e| err(format!("{}: {e}", elf_dir.display())))?;
+    remove_stale(&abs);
+    Ok(abs)
 }
 
 /// Removes ELFs of an earlier run from the ELF directory (only `profkit-jit-*.so`).

@@ -113,12 +113,21 @@ pub struct BiasDecision {
     pub terminators: u64,
     /// Tables whose first entry is before the code (OTP's bug).
     pub early: u64,
-    /// Per [`KNOWN_BIASES`]: tables that fit it.
-    pub fit: [u64; 2],
-    /// Per [`KNOWN_BIASES`]: tables that start exactly at it.
-    pub start_at: [u64; 2],
-    /// Per [`KNOWN_BIASES`]: tables with entries past the code's end that fit only with it.
-    pub fit_only_with: [u64; 2],
+    /// Per [`KNOWN_BIASES`], what the tables say of it.
+    pub evidence: [BiasEvidence; 2],
+}
+
+/// What the tables say of one bias.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BiasEvidence {
+    /// The bias.
+    pub bias: u64,
+    /// Tables that fit it.
+    pub fit: u64,
+    /// Tables that start exactly at it.
+    pub start_at: u64,
+    /// Tables with entries past the code's end that fit only with it.
+    pub fit_only_with: u64,
 }
 
 impl BiasDecision {
@@ -130,16 +139,16 @@ impl BiasDecision {
         };
         self.tables += 1;
         self.early += u64::from(t.starts_early_by().is_some());
-        for (i, &bias) in KNOWN_BIASES.iter().enumerate() {
+        for (e, bias) in self.evidence.iter_mut().zip(KNOWN_BIASES) {
             if !t.fits(bias) {
                 continue;
             }
-            self.fit[i] += 1;
+            e.fit += 1;
             if lo == t.start.saturating_add(bias) {
-                self.start_at[i] += 1;
+                e.start_at += 1;
             }
             if hi >= t.end {
-                self.fit_only_with[i] += 1;
+                e.fit_only_with += 1;
             }
         }
     }
@@ -147,20 +156,18 @@ impl BiasDecision {
     /// The bias to subtract from every DEBUG_INFO address: 0x40 or 0x34 when every table
     /// fits it and some table shows it, else 0.
     pub fn bias(&self) -> u64 {
-        KNOWN_BIASES
-            .iter()
-            .enumerate()
-            .find(|&(i, _)| {
-                self.tables > 0
-                    && self.fit[i] == self.tables
-                    && self.start_at[i] + self.fit_only_with[i] > 0
-            })
-            .map_or(0, |(_, &b)| b)
+        self.chosen().map_or(0, |e| e.bias)
     }
 
-    /// The index of [`Self::bias`] in [`KNOWN_BIASES`], if a bias was chosen.
-    pub fn chosen(&self) -> Option<usize> {
-        KNOWN_BIASES.iter().position(|&b| b == self.bias())
+    /// The evidence of the bias chosen, if one was.
+    pub fn chosen(&self) -> Option<BiasEvidence> {
+        self.evidence
+            .iter()
+            .zip(KNOWN_BIASES)
+            .find(|(e, _)| {
+                self.tables > 0 && e.fit == self.tables && e.start_at + e.fit_only_with > 0
+            })
+            .map(|(e, bias)| BiasEvidence { bias, ..*e })
     }
 }
 
@@ -214,7 +221,7 @@ mod tests {
         d.add(&table(&[(0x1040, 1), (0x1060, 2)]).place(0x1000, 0x80));
         d.add(&table(&[(0x2040, 1), (0x20a0, 2)]).place(0x2000, 0x80));
         assert_eq!(d.bias(), 0x40);
-        assert_eq!(d.chosen(), Some(0));
+        assert_eq!(d.chosen().map(|e| e.start_at), Some(1));
         // One table starting at its code rules the bias out.
         d.add(&table(&[(0x3000, 1)]).place(0x3000, 0x80));
         assert_eq!(d.bias(), 0);

@@ -117,6 +117,69 @@ impl<'a> Iterator for PerfMapEntries<'a> {
     }
 }
 
+/// Longest line [`read_entries`] keeps: longer lines (no perf map writes a 64 KiB name) are
+/// skipped unread and reported.
+pub const MAX_LINE: usize = 64 << 10;
+
+/// Reads a perf map from a stream, one line in memory at a time (at most [`MAX_LINE`]
+/// bytes), calling `each` for every non-empty line as [`entries`] would yield it: a map of any
+/// size, or a file without a newline, costs one line's memory.
+pub fn read_entries<R: io::BufRead>(
+    mut r: R,
+    mut each: impl FnMut(Result<PerfMapEntry<'_>, PerfMapLineError>),
+) -> io::Result<()> {
+    let mut line: Vec<u8> = Vec::new();
+    let (mut number, mut pos, mut line_start, mut too_long) = (0usize, 0u64, 0u64, false);
+    loop {
+        let chunk = match r.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let at_end = chunk.is_empty();
+        let (piece, used, newline) = match memchr::memchr(b'\n', chunk) {
+            Some(nl) => (chunk.get(..nl).unwrap_or(&[]), nl + 1, true),
+            None => (chunk, chunk.len(), false),
+        };
+        if !too_long {
+            if line.len() + piece.len() > MAX_LINE {
+                too_long = true;
+                line = Vec::new();
+            } else {
+                line.extend_from_slice(piece);
+            }
+        }
+        r.consume(used);
+        pos += used as u64;
+        // A line ends at a newline, or at the end of a file whose last line has none.
+        if newline || (at_end && (too_long || !line.is_empty())) {
+            number += 1;
+            if too_long {
+                each(Err(PerfMapLineError {
+                    line: number,
+                    offset: line_start,
+                    message: format!("line longer than {MAX_LINE} bytes (skipped)"),
+                }));
+            } else if let Some(e) = entries(&line).next() {
+                each(
+                    e.map(|e| PerfMapEntry { line: number, ..e })
+                        .map_err(|e| PerfMapLineError {
+                            line: number,
+                            offset: line_start,
+                            ..e
+                        }),
+                );
+            }
+            line.clear();
+            too_long = false;
+            line_start = pos;
+        }
+        if at_end {
+            return Ok(());
+        }
+    }
+}
+
 fn hex_field<'a>(s: &'a [u8], what: &str) -> Result<(u64, &'a [u8]), String> {
     let digits_at = if s.starts_with(b"0x") || s.starts_with(b"0X") {
         2
@@ -450,5 +513,50 @@ pub fn summary(text: &[u8]) -> Summary {
         problems: bad,
         first_problem: first_bad,
         ..Summary::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An entry as (start, size, name, line), or an error as (line, offset).
+    type Got = Result<(u64, u64, Vec<u8>, usize), (usize, u64)>;
+
+    fn streamed(text: &[u8], capacity: usize) -> Vec<Got> {
+        let mut out = Vec::new();
+        let r = std::io::BufReader::with_capacity(capacity, text);
+        read_entries(r, |e| {
+            out.push(
+                e.map(|e| (e.start, e.size, e.name.to_vec(), e.line))
+                    .map_err(|e| (e.line, e.offset)),
+            )
+        })
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn streaming_reads_what_the_slice_reader_reads() {
+        let text = b"1000 10 a b\n\n0x2000 0x20 Lfoo\r\nbad line\n3000 1 last";
+        let whole: Vec<_> = entries(text)
+            .map(|e| {
+                e.map(|e| (e.start, e.size, e.name.to_vec(), e.line))
+                    .map_err(|e| (e.line, e.offset))
+            })
+            .collect();
+        for capacity in [1, 3, 7, 64] {
+            assert_eq!(streamed(text, capacity), whole, "capacity {capacity}");
+        }
+    }
+
+    #[test]
+    fn an_endless_line_costs_one_line() {
+        let mut text = vec![b'7'; MAX_LINE * 3];
+        text.extend_from_slice(b"\n1000 10 ok\n");
+        let got = streamed(&text, 4096);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0], Err((1, 0)));
+        assert_eq!(got[1], Ok((0x1000, 0x10, b"ok".to_vec(), 2)));
     }
 }

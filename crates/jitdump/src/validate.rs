@@ -12,7 +12,7 @@ use std::io::BufRead;
 pub use profkit_common::{Finding, Findings, Severity, Validation};
 
 use crate::error::{Error, Truncation};
-use crate::lines::{BiasDecision, PlacedTable, TableSpan, KNOWN_BIASES};
+use crate::lines::{BiasDecision, PlacedTable, TableSpan};
 use crate::raw::{FILE_HEADER_SIZE, FLAG_ARCH_TIMESTAMP, TIER_COLORS};
 use crate::read::{
     all_zero, CodeLoad, DebugInfo, DebugInfo2, DebugWalkEnd, Header, JitDump, RawRecord, Record,
@@ -721,8 +721,8 @@ impl Validator {
                 ),
             );
         }
-        if let (Some(i), Some((index, offset))) = (d.chosen(), b.first) {
-            let bias = KNOWN_BIASES[i];
+        if let (Some(e), Some((index, offset))) = (d.chosen(), b.first) {
+            let bias = e.bias;
             self.push(
                 if bias == 0x40 {
                     "debug-info-address-bias-0x40"
@@ -734,8 +734,8 @@ impl Validator {
                 format!(
                     "DEBUG_INFO addresses are code address + {bias:#x}: all {} tables fit it, {} start exactly {bias:#x} bytes into their code and {} have entries past the code's end that fit only once {bias:#x} is subtracted (V8 and LLVM add the ELF header size{})",
                     d.tables,
-                    d.start_at[i],
-                    d.fit_only_with[i],
+                    e.start_at,
+                    e.fit_only_with,
                     if bias == 0x40 { "; 64-bit" } else { "; 32-bit" }
                 ),
             );

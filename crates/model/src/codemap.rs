@@ -196,6 +196,40 @@ impl CodeMap {
         self.time_range
     }
 
+    /// A code map of perf map entries `(start, size, name, load time)` of process `pid`, e.g.
+    /// a [`MapBuilder`](profkit_jitdump::perfmap::MapBuilder)'s (which never overlap): each is
+    /// a region live from its load time on, loaded by the process's main thread, with no code
+    /// bytes, lines or index of a record.
+    pub fn from_entries(
+        pid: u32,
+        entries: impl IntoIterator<Item = (u64, u64, String, u64)>,
+    ) -> CodeMap {
+        let mut map = CodeMap::default();
+        for (i, (start, size, name, time)) in entries.into_iter().enumerate() {
+            map.time_range = Some(
+                map.time_range
+                    .map_or((time, time), |(a, b)| (a.min(time), b.max(time))),
+            );
+            map.last_time = map.last_time.max(time);
+            map.regions.push(Region {
+                start,
+                size,
+                name,
+                load_time: time,
+                end_time: None,
+                code_index: i as u64,
+                tid: pid,
+                record: i,
+                debug: None,
+                end_reason: None,
+                tier: None,
+                unwind: None,
+            });
+        }
+        map.index();
+        map
+    }
+
     /// Builds the code map of `dump`.
     pub fn from_jitdump(dump: &JitDump<'_>) -> CodeMap {
         let mut map = CodeMap::default();

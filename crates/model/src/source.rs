@@ -53,8 +53,8 @@ pub enum Source<'a> {
     Perf {
         /// The recording's bytes.
         data: &'a [u8],
-        /// How to read it (`--jit-dir` …).
-        opts: feed::perf::PerfOptions,
+        /// How to read it (`--jit-dir` …; boxed: the other variants are small).
+        opts: Box<feed::perf::PerfOptions>,
         /// What the last [`Source::feed`] found (JIT metadata, clocks, warnings).
         report: std::sync::Mutex<Option<feed::perf::PerfReport>>,
         /// No functions up front: the symbolizer declares them as it finds them.
@@ -109,7 +109,7 @@ impl<'a> Source<'a> {
     pub fn perf(data: &'a [u8], opts: feed::perf::PerfOptions) -> Self {
         Source::Perf {
             data,
-            opts,
+            opts: Box::new(opts),
             report: std::sync::Mutex::new(None),
             functions: FunctionTable::new(),
         }

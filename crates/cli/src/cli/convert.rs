@@ -122,10 +122,6 @@ pub struct ConvertArgs {
     /// Keep only these processes (repeat or comma-separate).
     #[arg(long, value_name = "PID", value_delimiter = ',')]
     pub pid: Vec<u32>,
-    /// perf.data: another directory to look for `jit-<pid>.dump` and `perf-<pid>.map` in
-    /// (after the path perf recorded and the perf.data's directory; repeatable).
-    #[arg(long = "jit-dir", value_name = "DIR")]
-    pub jit_dir: Vec<PathBuf>,
     /// perf.data: the event whose samples to use (its `perf record -e` name, e.g. cycles or
     /// page-faults; default: the first event recorded).
     #[arg(long, value_name = "NAME")]

@@ -14,7 +14,7 @@ use crate::output;
 use crate::source::Opened;
 
 pub fn run(args: &AccountArgs) -> Result<ExitCode> {
-    let opened = Opened::open(&args.file, args.input.input_format)?;
+    let opened = Opened::open(&args.file, &args.input)?;
     let src = opened.source(&args.instr_map, args.clock.tsc_hz, "account")?;
     let paths_only = src.has_only_call_paths();
     if paths_only && args.llvm {

@@ -37,7 +37,7 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
                 args.output.display()
             )
         })?;
-    let o = Opened::open(&args.file, args.input.input_format)?;
+    let o = Opened::open(&args.file, &args.input)?;
     let output = Output::parse(&args.output.to_string_lossy());
     let out_name = args.output.display().to_string();
     match (o.format, target) {
@@ -180,7 +180,6 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
         );
     }
     if let Source::Perf { opts, .. } = &mut src {
-        opts.jit.dirs = args.jit_dir.clone();
         opts.event = args.event.clone();
     }
     if target == Out::PerfMap

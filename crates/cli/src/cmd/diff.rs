@@ -30,14 +30,8 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode> {
         }
     };
     let inputs = [
-        (
-            Opened::open(&args.a, args.input.input_format)?,
-            maps(&args.instr_map_1),
-        ),
-        (
-            Opened::open(&args.b, args.input.input_format)?,
-            maps(&args.instr_map_2),
-        ),
+        (Opened::open(&args.a, &args.input)?, maps(&args.instr_map_1)),
+        (Opened::open(&args.b, &args.input)?, maps(&args.instr_map_2)),
     ];
     let target = match &args.output {
         Some(p) => Output::staged(p),

@@ -18,7 +18,7 @@ pub fn run(args: &DumpArgs) -> Result<ExitCode> {
     if args.follow {
         return follow(args);
     }
-    let mut o = Scanned::open(&args.file, args.input.input_format)?;
+    let mut o = Scanned::open(&args.file, &args.input)?;
     let mut out = output::stdout();
     let d = formats::dump(&mut o, args, &mut out)?;
     if let Some(t) = &d.truncation {

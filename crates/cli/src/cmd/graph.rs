@@ -12,7 +12,7 @@ use crate::graphs::call_graph;
 use crate::source::Opened;
 
 pub fn run(args: &GraphArgs) -> Result<ExitCode> {
-    let opened = Opened::open(&args.file, args.input.input_format)?;
+    let opened = Opened::open(&args.file, &args.input)?;
     let graph = call_graph(&opened, &args.instr_map, args.deduce_sibling_calls)?;
     let target = match &args.output {
         Some(p) => Output::staged(p),

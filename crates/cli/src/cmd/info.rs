@@ -14,7 +14,7 @@ use crate::{formats, output};
 pub fn run(args: &InfoArgs) -> Result<ExitCode> {
     let mut out = output::stdout();
     for (i, path) in args.files.iter().enumerate() {
-        let mut o = Scanned::open(path, args.input.input_format)?;
+        let mut o = Scanned::open(path, &args.input)?;
         let summary = formats::summary(&mut o)?;
         let size = o.size();
         let src = Source {

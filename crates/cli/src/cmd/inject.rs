@@ -12,12 +12,15 @@ use crate::cli::InjectArgs;
 use crate::output;
 
 pub fn run(args: &InjectArgs) -> Result<ExitCode> {
-    let report = inject(&Options {
-        input: args.input.clone(),
-        output: args.output.clone(),
-        jit_dirs: args.jit_dir.clone(),
-        elf_dir: None,
-    })?;
+    let report =
+        inject(&Options {
+            input: args.input.clone(),
+            output: args.output.clone(),
+            jit: Some(args.jit.search(
+                (args.input != std::path::Path::new("-")).then_some(args.input.as_path()),
+            )?),
+            elf_dir: None,
+        })?;
     for w in &report.warnings {
         output::print_warning(w);
     }

@@ -17,7 +17,7 @@ use crate::output;
 use crate::source::Opened;
 
 pub fn run(args: &StackArgs) -> Result<ExitCode> {
-    let opened = Opened::open(&args.file, args.input.input_format)?;
+    let opened = Opened::open(&args.file, &args.input)?;
     let src = opened.source(&args.instr_map, args.clock.tsc_hz, "stack")?;
     if args.llvm {
         if src.has_only_call_paths() {

@@ -116,7 +116,7 @@ pub fn run(args: &SymbolizeArgs) -> Result<ExitCode> {
         .iter()
         .map(|a| parse_query(a))
         .collect::<Result<Vec<_>>>()?;
-    let o = Opened::open(&args.file, args.input.input_format)?;
+    let o = Opened::open(&args.file, &args.input)?;
     if o.format != Format::Jitdump {
         return Err(o.unsupported("symbolize"));
     }

@@ -17,7 +17,7 @@ pub fn run(args: &ValidateArgs) -> Result<ExitCode> {
     let mut out = output::color_stdout();
     let mut any_errors = false;
     for path in &args.files {
-        let mut o = Scanned::open(path, args.input.input_format)?;
+        let mut o = Scanned::open(path, &args.input)?;
         let v = formats::validate(&mut o)?;
         any_errors |= v.has_errors();
         if args.json {

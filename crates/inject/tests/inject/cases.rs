@@ -13,7 +13,10 @@ fn run(input: &Path, out: &Path, dirs: &[&Path]) -> Result<Report, profkit_injec
     inject(&Options {
         input: input.to_path_buf(),
         output: out.to_path_buf(),
-        jit_dirs: dirs.iter().map(|d| d.to_path_buf()).collect(),
+        jit: Some(profkit_model::feed::perf::JitSearch::new(
+            Some(input),
+            dirs.iter().map(|d| d.to_path_buf()).collect(),
+        )),
         elf_dir: None,
     })
 }

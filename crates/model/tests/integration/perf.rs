@@ -13,6 +13,7 @@ fn options() -> PerfOptions {
             beside: None,
             dirs: vec![nowhere.clone()],
             tmp: nowhere,
+            ..JitSearch::default()
         },
         // Kernel names do not matter here; leave kallsyms unparsed.
         kallsyms: Some(PathBuf::from("/nonexistent/kallsyms")),

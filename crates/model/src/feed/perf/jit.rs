@@ -8,6 +8,14 @@
 //!   `--jit-dir`; a process with no marker is looked up as `jit-<pid>.dump` in the same places;
 //! * perf map: `/tmp/perf-<pid>.map`, then beside perf.data, then in each `--jit-dir`.
 //!
+//! Files named on the command line come first: `--jit-dir FILE` takes a `jit-<pid>.dump` or
+//! `perf-<pid>.map` (the pid from its name; a jitdump of another name by its header's pid),
+//! `--perf-map PID=FILE` a perf map of any name for `PID`.
+//!
+//! A perf map is read as a stream, one line at a time, from a regular file only, and — as perf
+//! does — only if it belongs to the current user or root: `/tmp` is shared, and a map planted
+//! there by someone else would name another user's samples (`--any-map-owner` overrides).
+//!
 //! A jitdump becomes a [`CodeMap`] (address@time → function, lines, inline frames, tier,
 //! unwinding info); a perf map a [`MapBuilder`] (no times: the last line for an address wins,
 //! as in perf).
@@ -15,7 +23,7 @@
 use std::path::{Path, PathBuf};
 
 use profkit_common::FileBytes;
-use profkit_jitdump::perfmap::{entries, MapBuilder};
+use profkit_jitdump::perfmap::MapBuilder;
 use profkit_jitdump::JitDump;
 
 use crate::codemap::CodeMap;
@@ -29,6 +37,12 @@ pub struct JitSearch {
     pub dirs: Vec<PathBuf>,
     /// Where perf maps live (`/tmp`; tests point it elsewhere).
     pub tmp: PathBuf,
+    /// Jitdumps named on the command line, with the pid each belongs to.
+    pub dump_files: Vec<(u32, PathBuf)>,
+    /// Perf maps named on the command line, with the pid each belongs to.
+    pub map_files: Vec<(u32, PathBuf)>,
+    /// Read perf maps whoever owns them (perf's `-f`).
+    pub any_map_owner: bool,
 }
 
 impl JitSearch {
@@ -44,7 +58,46 @@ impl JitSearch {
             }),
             dirs,
             tmp: PathBuf::from("/tmp"),
+            ..JitSearch::default()
         }
+    }
+
+    /// Adds what the user named with `--jit-dir`: directories are searched; a file is taken
+    /// as the jitdump or perf map of the pid in its name (`jit-<pid>.dump`, `perf-<pid>.map`)
+    /// or, for a jitdump, in its header. An error says why a path cannot be used.
+    pub fn add_jit_path(&mut self, path: &Path) -> Result<(), String> {
+        let meta =
+            std::fs::metadata(path).map_err(|e| format!("--jit-dir {}: {e}", path.display()))?;
+        if meta.is_dir() {
+            self.dirs.push(path.to_path_buf());
+            return Ok(());
+        }
+        if !meta.is_file() {
+            return Err(format!(
+                "--jit-dir {}: neither a directory nor a regular file",
+                path.display()
+            ));
+        }
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let pid_in = |prefix: &str, suffix: &str| {
+            name.strip_prefix(prefix)?
+                .strip_suffix(suffix)?
+                .parse::<u32>()
+                .ok()
+        };
+        if let Some(pid) = pid_in("perf-", ".map") {
+            self.map_files.push((pid, path.to_path_buf()));
+            return Ok(());
+        }
+        if let Some(pid) = pid_in("jit-", ".dump").or_else(|| jitdump_header_pid(path)) {
+            self.dump_files.push((pid, path.to_path_buf()));
+            return Ok(());
+        }
+        Err(format!(
+            "--jit-dir {}: a file that is neither a jitdump nor named perf-<pid>.map; give a perf map of another name as --perf-map PID={}",
+            path.display(),
+            path.display()
+        ))
     }
 
     /// Candidate paths of a file called `name` that was at `recorded` (if known).
@@ -71,13 +124,37 @@ impl JitSearch {
             .and_then(Path::file_name)
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| format!("jit-{pid}.dump"));
-        first_file(self.candidates(marker, &name, false))
+        let mut paths = named(&self.dump_files, pid);
+        paths.extend(self.candidates(marker, &name, false));
+        first_file(paths)
     }
 
     /// The perf map of process `pid`: the first candidate that exists, or every path tried.
     pub fn perf_map(&self, pid: u32) -> Result<PathBuf, Vec<PathBuf>> {
-        first_file(self.candidates(None, &format!("perf-{pid}.map"), true))
+        let mut paths = named(&self.map_files, pid);
+        paths.extend(self.candidates(None, &format!("perf-{pid}.map"), true));
+        first_file(paths)
     }
+}
+
+/// The files of `files` named for `pid`.
+fn named(files: &[(u32, PathBuf)], pid: u32) -> Vec<PathBuf> {
+    files
+        .iter()
+        .filter(|(p, _)| *p == pid)
+        .map(|(_, f)| f.clone())
+        .collect()
+}
+
+/// The pid in the header of the jitdump at `path` (`None`: not a jitdump).
+fn jitdump_header_pid(path: &Path) -> Option<u32> {
+    use std::io::Read;
+    let mut header = [0u8; profkit_jitdump::raw::FILE_HEADER_SIZE];
+    std::fs::File::open(path)
+        .ok()?
+        .read_exact(&mut header)
+        .ok()?;
+    JitDump::parse(&header).ok().map(|d| d.header().pid)
 }
 
 fn first_file(paths: Vec<PathBuf>) -> Result<PathBuf, Vec<PathBuf>> {
@@ -141,17 +218,41 @@ pub struct LoadedMap {
     pub bad_lines: u64,
 }
 
-/// Reads the perf map at `path`.
-pub fn load_perf_map(path: &Path) -> Result<LoadedMap, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+/// Reads the perf map at `path`, a line at a time: a regular file owned by the current user
+/// or root (or anyone's, with `any_owner`), as perf requires.
+pub fn load_perf_map(path: &Path, any_owner: bool) -> Result<LoadedMap, String> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    // Non-blocking: a FIFO in the map's place must not hang the run (it is refused below).
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{}: not a regular file: perf map skipped",
+            path.display()
+        ));
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if !any_owner && meta.uid() != 0 && meta.uid() != euid {
+        return Err(format!(
+            "{}: owned by uid {}, not by the current user ({euid}) or root: perf map skipped, as perf skips it (pass --any-map-owner to read it anyway)",
+            path.display(),
+            meta.uid()
+        ));
+    }
     let mut map = MapBuilder::new();
     let mut bad_lines = 0;
-    for e in entries(&bytes) {
-        match e {
-            Ok(e) => map.load(e.start, e.size, e.name),
-            Err(_) => bad_lines += 1,
-        }
-    }
+    profkit_jitdump::perfmap::read_entries(std::io::BufReader::new(file), |e| match e {
+        Ok(e) => map.load(e.start, e.size, e.name),
+        Err(_) => bad_lines += 1,
+    })
+    .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(LoadedMap {
         path: path.to_path_buf(),
         map,

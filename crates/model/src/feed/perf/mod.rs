@@ -81,6 +81,7 @@ impl PerfOptions {
                 beside: None,
                 dirs: vec![nowhere.clone()],
                 tmp: nowhere.clone(),
+                ..JitSearch::default()
             },
             kallsyms: Some(nowhere),
             ..PerfOptions::default()
@@ -301,8 +302,8 @@ pub struct JitSource {
     pub comm: Option<String>,
     /// The jitdump found, or the paths tried.
     pub jitdump: Result<PathBuf, Vec<PathBuf>>,
-    /// The perf map found.
-    pub perf_map: Option<PathBuf>,
+    /// The perf map found, or the paths tried.
+    pub perf_map: Result<PathBuf, Vec<PathBuf>>,
 }
 
 /// The JIT metadata of every process of `perf` with a jitdump marker or anonymous executable
@@ -320,7 +321,7 @@ pub fn jit_sources(perf: &PerfData<'_>, search: &JitSearch) -> Vec<JitSource> {
                 pid,
                 comm: p.comm.clone(),
                 jitdump: search.jitdump(pid, marker.as_deref()),
-                perf_map: search.perf_map(pid).ok(),
+                perf_map: search.perf_map(pid),
             })
         })
         .collect()
@@ -654,11 +655,15 @@ impl<'o> Walk<'o> {
             }
         }
         if process.jit.map.is_none() {
-            if let Ok(path) = search.perf_map(pid) {
-                match jit::load_perf_map(&path) {
-                    Ok(map) => process.jit.map = Some(map),
+            match search.perf_map(pid) {
+                Ok(path) => match jit::load_perf_map(&path, search.any_map_owner) {
+                    Ok(map) => {
+                        process.jit.map = Some(map);
+                        process.jit.map_tried.clear();
+                    }
                     Err(e) => self.report.warnings.push(e),
-                }
+                },
+                Err(tried) => process.jit.map_tried = tried,
             }
         }
     }

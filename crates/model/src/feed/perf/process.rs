@@ -65,6 +65,8 @@ pub struct Jit {
     pub dump_error: Option<String>,
     /// The loaded perf map.
     pub map: Option<LoadedMap>,
+    /// Paths tried for a perf map, when none was found.
+    pub map_tried: Vec<PathBuf>,
     /// A jitdump being loaded in the background since its marker was recorded.
     pub loading: Option<std::thread::JoinHandle<DumpSearch>>,
 }

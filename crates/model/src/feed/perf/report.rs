@@ -44,6 +44,8 @@ pub struct ProcessReport {
     pub jitdump_problems: Vec<String>,
     /// The perf map used.
     pub perf_map: Option<PathBuf>,
+    /// Paths tried when no perf map was found.
+    pub perf_map_tried: Vec<PathBuf>,
     /// Lines of the perf map that did not parse.
     pub perf_map_bad_lines: u64,
 }
@@ -64,6 +66,7 @@ impl ProcessReport {
             jitdump_error: p.jit.dump_error.clone(),
             jitdump_problems: dump.map(|d| d.problems.clone()).unwrap_or_default(),
             perf_map: p.jit.map.as_ref().map(|m| m.path.clone()),
+            perf_map_tried: p.jit.map_tried.clone(),
             perf_map_bad_lines: p.jit.map.as_ref().map_or(0, |m| m.bad_lines),
         }
     }
@@ -129,13 +132,26 @@ impl PerfReport {
                     "{who}: {} samples in anonymous executable memory and no jitdump or perf map names them",
                     p.unnamed_jit_samples
                 );
-                if !p.jitdump_tried.is_empty() {
-                    let tried: Vec<String> = p
-                        .jitdump_tried
+                let list = |paths: &[PathBuf]| {
+                    paths
                         .iter()
                         .map(|t| t.display().to_string())
-                        .collect();
-                    let _ = write!(w, " (looked for {}; add --jit-dir DIR)", tried.join(", "));
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                let mut looked = Vec::new();
+                if !p.jitdump_tried.is_empty() {
+                    looked.push(format!("jitdump at {}", list(&p.jitdump_tried)));
+                }
+                if !p.perf_map_tried.is_empty() {
+                    looked.push(format!("perf map at {}", list(&p.perf_map_tried)));
+                }
+                if !looked.is_empty() {
+                    let _ = write!(
+                        w,
+                        " (looked for a {}; add --jit-dir DIR or FILE)",
+                        looked.join(" and a ")
+                    );
                 }
                 out.push(w);
             }
