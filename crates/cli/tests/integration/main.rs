@@ -14,5 +14,6 @@ mod gzip;
 mod jitdump;
 mod mlpd;
 mod perf;
+mod runtimes;
 mod support;
 mod xray;

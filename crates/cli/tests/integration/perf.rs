@@ -45,7 +45,7 @@ fn recording(stem: &str, dump: Option<(&str, u32)>) -> (tempfile::TempDir, PathB
 }
 
 /// Self weight per leaf frame of a folded file, as shares in percent.
-fn folded_self_shares(folded: &str) -> HashMap<String, f64> {
+pub(crate) fn folded_self_shares(folded: &str) -> HashMap<String, f64> {
     let mut weights: HashMap<String, u64> = HashMap::new();
     let mut total = 0u64;
     for line in folded.lines() {
@@ -69,7 +69,7 @@ fn folded_self_shares(folded: &str) -> HashMap<String, f64> {
 
 /// A C++ name as `perf report` prints it: no parameters, no return type, no `[clone …]`.
 /// JIT names (`JS:*f file.js:1:2`) stay whole.
-fn normalize(name: &str) -> String {
+pub(crate) fn normalize(name: &str) -> String {
     if name.starts_with("JS:") || name.starts_with("Builtin:") || !name.contains('(') {
         return name.to_string();
     }
@@ -103,7 +103,7 @@ fn normalize(name: &str) -> String {
 
 /// `perf report --stdio --no-children --sort sym -g none` of `data`: (share, is kernel, name),
 /// summed per name.
-fn perf_report_shares(perf: &Path, data: &Path) -> Vec<(f64, bool, String)> {
+pub(crate) fn perf_report_shares(perf: &Path, data: &Path) -> Vec<(f64, bool, String)> {
     let out = Command::new(perf)
         .args([
             "report",
@@ -164,7 +164,7 @@ fn perf_inject(perf: &Path, data: &Path, dump: &Path, pid: u32) -> PathBuf {
 }
 
 /// `perf inject --jit -i data -o data.jit.data` (the dump where the recording says it is).
-fn run_perf_inject(perf: &Path, data: &Path) -> PathBuf {
+pub(crate) fn run_perf_inject(perf: &Path, data: &Path) -> PathBuf {
     let out = data.with_extension("jit.data");
     let o = Command::new(perf)
         .args(["inject", "--jit", "-i"])
@@ -181,7 +181,7 @@ fn run_perf_inject(perf: &Path, data: &Path) -> PathBuf {
     out
 }
 
-fn convert_folded(data: &Path) -> String {
+pub(crate) fn convert_folded(data: &Path) -> String {
     let out = data.with_extension("folded");
     let o = profkit()
         .arg("convert")
@@ -351,16 +351,18 @@ fn dwarf_unwinding_reaches_node_start_like_perf() {
 /// `perf record -k 1 -g node --perf-prof`, then the same comparison with perf.
 /// Records `program args` with `perf record -k 1 -g -F 999 [events]` in a fresh directory holding
 /// a copy of `scripts/fixtures/<script>` (the runtime writes its jitdump there).
-fn record_live(
+pub(crate) fn record_live(
     perf: &Path,
     events: &[&str],
     script: &str,
     program: &Path,
     args: &[&str],
+    prepare: impl FnOnce(&Path),
 ) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let src = fixture_dir("../../scripts/fixtures").join(script);
     std::fs::copy(&src, dir.path().join(src.file_name().unwrap())).unwrap();
+    prepare(dir.path());
     let data = dir.path().join("live.data");
     let o = Command::new(perf)
         .args(["record", "-q", "-k", "1", "-g", "-F", "999"])
@@ -397,7 +399,7 @@ fn live_node_recording_matches_perf() {
         "busy.js",
         "1000",
     ];
-    let (_dir, data) = record_live(&perf, &[], "node/busy.js", &node, &args);
+    let (_dir, data) = record_live(&perf, &[], "node/busy.js", &node, &args, |_| {});
     // The dump stays where node wrote it: profkit finds it through perf's marker mmap.
     let ours = folded_self_shares(&convert_folded(&data));
     let injected = run_perf_inject(&perf, &data);
@@ -473,7 +475,14 @@ fn live_wasmtime_recording_matches_perf() {
     ) else {
         return;
     };
-    let (_dir, data) = record_live(&perf, &[], "wasmtime/fib.py", &python, &["fib.py", "1500"]);
+    let (_dir, data) = record_live(
+        &perf,
+        &[],
+        "wasmtime/fib.py",
+        &python,
+        &["fib.py", "1500"],
+        |_| {},
+    );
     let folded = convert_folded(&data);
     let ours = folded_self_shares(&folded);
     // The wasm functions are named by wasmtime's dump, `fib` under `loop`.
@@ -494,7 +503,7 @@ fn event_picks_which_samples_are_used() {
     };
     let events = ["-e", "cpu-clock", "-e", "page-faults"];
     let args = ["--perf-prof", "busy.js", "300"];
-    let (_dir, data) = record_live(&perf, &events, "node/busy.js", &node, &args);
+    let (_dir, data) = record_live(&perf, &events, "node/busy.js", &node, &args, |_| {});
     // perf's own count of each event's samples.
     let o = Command::new(&perf)
         .args(["report", "--stats", "-i"])
