@@ -93,13 +93,18 @@ pub struct InputOpts {
     #[arg(long, value_enum, global = true)]
     pub input_format: Option<InputFormat>,
     #[command(flatten)]
-    pub jit: JitOpts,
+    pub jit: PerfDataOpts,
 }
 
-/// Where a perf.data's JIT metadata is, besides where the recording says (every command that
-/// reads perf.data).
+/// Where a perf.data's JIT metadata and kernel symbols are, besides where the recording says
+/// (every command that reads perf.data).
 #[derive(Debug, Args, Clone, Default)]
-pub struct JitOpts {
+pub struct PerfDataOpts {
+    /// perf.data: the kernel symbols of the machine that recorded (its /proc/kallsyms);
+    /// without it, the build-id cache's copy, or this machine's only when the recording proves
+    /// it was made on this kernel.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub kallsyms: Option<PathBuf>,
     /// perf.data: a directory to look for `jit-<pid>.dump` and `perf-<pid>.map` in (after the
     /// path perf recorded, /tmp for maps and the perf.data's directory), or one such file
     /// (its pid from its name, or a jitdump's header); repeatable.
@@ -114,7 +119,7 @@ pub struct JitOpts {
     pub any_map_owner: bool,
 }
 
-impl JitOpts {
+impl PerfDataOpts {
     /// The JIT metadata search of the perf.data at `path` (`None`: a pipe).
     pub fn search(
         &self,
@@ -225,7 +230,7 @@ pub struct InjectArgs {
     #[arg(short, long)]
     pub output: PathBuf,
     #[command(flatten)]
-    pub jit: JitOpts,
+    pub jit: PerfDataOpts,
     /// JSON report (schema profkit.inject/1).
     #[arg(long)]
     pub json: bool,

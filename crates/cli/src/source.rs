@@ -11,7 +11,7 @@ use profkit_model::feed::perf::PerfOptions;
 use profkit_model::{Clock, Source};
 use profkit_xray::{yaml, Trace};
 
-use crate::cli::{InputFormat, InputOpts, JitOpts};
+use crate::cli::{InputFormat, InputOpts, PerfDataOpts};
 use crate::detect::{detect, Format};
 use crate::input::{self, Input, StreamInput};
 use crate::instr_maps::names;
@@ -29,7 +29,7 @@ pub struct Opened {
     /// The path opened (`None` for stdin).
     path: Option<PathBuf>,
     /// Where a perf.data's JIT metadata is.
-    jit: JitOpts,
+    jit: PerfDataOpts,
 }
 
 impl Opened {
@@ -171,6 +171,7 @@ impl Opened {
                 self.bytes(),
                 PerfOptions {
                     jit: self.jit_search()?,
+                    kallsyms: self.jit.kallsyms.clone(),
                     ..PerfOptions::default()
                 },
             ),

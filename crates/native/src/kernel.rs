@@ -37,6 +37,7 @@ pub struct Kallsyms {
     text: String,
     syms: Vec<KSym>,
     restricted: bool,
+    text_address: Option<u64>,
 }
 
 impl Kallsyms {
@@ -48,6 +49,7 @@ impl Kallsyms {
     /// Parses kallsyms text it keeps (names are ranges of it, not copies).
     fn from_text(text: String) -> Kallsyms {
         let mut syms = Vec::new();
+        let mut text_address = None;
         let mut lines = 0usize;
         let mut zero = 0usize;
         let bytes = text.as_bytes();
@@ -92,6 +94,9 @@ impl Kallsyms {
             if name.is_empty() {
                 continue;
             }
+            if name == b"_text" && module.is_none() {
+                text_address.get_or_insert(addr);
+            }
             let Some(name) = range(line_at + name_at, name) else {
                 break;
             };
@@ -111,6 +116,7 @@ impl Kallsyms {
             text,
             syms,
             restricted: lines > 0 && zero == lines,
+            text_address,
         }
     }
 
@@ -121,6 +127,12 @@ impl Kallsyms {
         let text = String::from_utf8(bytes)
             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
         Ok(Kallsyms::from_text(text))
+    }
+
+    /// The address of `_text`, the kernel image's start (perf records it as the pgoff of
+    /// the kernel's mapping): which kernel, booted where, these symbols are of.
+    pub fn text_address(&self) -> Option<u64> {
+        self.text_address
     }
 
     /// Whether every address was 0 (`kptr_restrict`): no kernel names can be given.

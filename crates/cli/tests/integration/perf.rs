@@ -553,3 +553,84 @@ fn event_picks_which_samples_are_used() {
     assert!(String::from_utf8_lossy(&o.stderr)
         .contains("has no event \"cycles\" (its events: cpu-clock, page-faults)"));
 }
+
+/// A recording without the kernel's build id is named with this machine's /proc/kallsyms only
+/// when it proves it is this kernel (release, hostname, `_text`): one made under another
+/// hostname (`unshare -u`) keeps `[kernel]` and says why; `--kallsyms` overrides.
+#[test]
+fn foreign_kernel_is_not_named_from_local_kallsyms() {
+    let test = "perf::foreign_kernel_is_not_named_from_local_kallsyms";
+    let (Some(perf), Some(cc), Some(unshare)) = (
+        profkit_testkit::perf(test),
+        profkit_testkit::tool(test, "cc", "a C compiler (gcc)"),
+        profkit_testkit::tool(test, "unshare", "util-linux"),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("sys.c");
+    std::fs::write(
+        &src,
+        "#include <unistd.h>\nint main(void){for(int i=0;i<400000;i++){int fd=dup(1);close(fd);}return 0;}\n",
+    )
+    .unwrap();
+    let bin = dir.path().join("sys");
+    assert!(Command::new(&cc)
+        .arg("-O1")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success());
+    let record = |name: &str, host: Option<&str>| {
+        let data = dir.path().join(name);
+        let perf_cmd = format!(
+            "{} record -q --no-buildid -k 1 -o {} {}",
+            perf.display(),
+            data.display(),
+            bin.display()
+        );
+        let status = match host {
+            Some(h) => Command::new(&unshare)
+                .args(["-u", "sh", "-c", &format!("hostname {h} && {perf_cmd}")])
+                .stdout(std::process::Stdio::null())
+                .status(),
+            None => Command::new("sh")
+                .args(["-c", &perf_cmd])
+                .stdout(std::process::Stdio::null())
+                .status(),
+        };
+        assert!(status.unwrap().success(), "{perf_cmd}");
+        data
+    };
+    let convert = |data: &Path, extra: &[&str]| {
+        let out = data.with_extension("folded");
+        let o = profkit()
+            .arg("convert")
+            .arg(data)
+            .arg("-o")
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (
+            std::fs::read_to_string(out).unwrap(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let kernel_named = |folded: &str| folded.lines().any(|l| l.contains("do_syscall_64"));
+    let (local, _) = convert(&record("local.data", None), &[]);
+    assert!(kernel_named(&local), "{local}");
+    let foreign = record("foreign.data", Some("profkit-elsewhere"));
+    let (folded, stderr) = convert(&foreign, &[]);
+    assert!(!kernel_named(&folded), "{folded}");
+    assert!(folded.contains("[kernel]"), "{folded}");
+    assert!(
+        stderr.contains("profkit-elsewhere") && stderr.contains("--kallsyms"),
+        "{stderr}"
+    );
+    let (folded, _) = convert(&foreign, &["--kallsyms", "/proc/kallsyms"]);
+    assert!(kernel_named(&folded), "{folded}");
+}

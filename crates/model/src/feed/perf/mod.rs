@@ -123,6 +123,9 @@ impl PreviousStack {
 
 /// The walk's state.
 struct Walk<'o> {
+    /// Whether the local kallsyms, taken on release and hostname alone, must still show
+    /// `_text` where the recording's kernel mapping has it.
+    kernel_text_check: bool,
     opts: &'o PerfOptions,
     symbols: Symbols,
     processes: HashMap<u32, Process>,
@@ -346,8 +349,19 @@ fn invalid(e: profkit_perf::Error) -> io::Error {
 }
 
 /// The kernel's symbols for a recording: `--kallsyms`, the build-id cache's copy, or
-/// `/proc/kallsyms` of the same kernel.
-fn kernel_names(perf: &PerfData<'_>, opts: &PerfOptions, binaries: &Binaries) -> KernelNames {
+/// `/proc/kallsyms` of the same kernel; and whether the walk must still check, at the
+/// recording's kernel mapping, that `_text` is where the local kallsyms put it.
+///
+/// `/proc/kallsyms` names the *running* kernel: it is used for a recording only when the
+/// recording proves it was made on it — by the kernel's build id, or, when perf recorded none,
+/// by the same release and hostname and then the same `_text` address (the same boot).
+/// Otherwise kernel frames stay `[kernel]`, with a note saying why and how to pass the
+/// recording machine's kallsyms.
+fn kernel_names(
+    perf: &PerfData<'_>,
+    opts: &PerfOptions,
+    binaries: &Binaries,
+) -> (KernelNames, bool) {
     let kernel_id = perf
         .features()
         .build_ids
@@ -359,19 +373,58 @@ fn kernel_names(perf: &PerfData<'_>, opts: &PerfOptions, binaries: &Binaries) ->
         .clone()
         .or_else(|| binaries.kallsyms_path(kernel_id.as_ref()));
     let Some(path) = path else {
-        return KernelNames::Unavailable(
-            "no kallsyms of the recorded kernel (not in ~/.debug, and not the running kernel)"
-                .into(),
+        return (
+            KernelNames::Unavailable(
+                "no kallsyms of the recorded kernel (not in ~/.debug, and not the running kernel); pass --kallsyms FILE"
+                    .into(),
+            ),
+            false,
         );
     };
-    KernelNames::load_in_background(move || match Kallsyms::from_file(&path) {
+    let unproven =
+        kernel_id.is_none() && opts.kallsyms.is_none() && path == Path::new("/proc/kallsyms");
+    if unproven {
+        if let Some(why) = foreign_kernel(perf) {
+            return (
+                KernelNames::Unavailable(format!(
+                    "kernel frames are [kernel]: the recording names no kernel build id and {why}, so this machine's /proc/kallsyms would name them wrongly; pass that machine's kallsyms with --kallsyms FILE"
+                )),
+                false,
+            );
+        }
+    }
+    let names = KernelNames::load_in_background(move || match Kallsyms::from_file(&path) {
         Ok(k) if k.is_restricted() => KernelNames::Unavailable(format!(
             "{}: addresses hidden (kptr_restrict); kernel frames are [kernel]",
             path.display()
         )),
         Ok(k) => KernelNames::Kallsyms(k, path.display().to_string()),
         Err(e) => KernelNames::Unavailable(e.to_string()),
-    })
+    });
+    (names, unproven)
+}
+
+/// Why a recording without a kernel build id was not made on this machine's running kernel
+/// (its release or hostname differ, or it records neither), or `None`.
+fn foreign_kernel(perf: &PerfData<'_>) -> Option<String> {
+    let f = perf.features();
+    let here = |what: &str| {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{what}"))
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    match (&f.os_release, &f.hostname) {
+        (None, None) => Some("records neither its kernel release nor its host".into()),
+        (Some(r), _) if Some(r.as_str()) != here("osrelease").as_deref() => Some(format!(
+            "was made on kernel {r} (this one is {})",
+            here("osrelease").unwrap_or_else(|| "unknown".into())
+        )),
+        (_, Some(h)) if Some(h.as_str()) != here("hostname").as_deref() => Some(format!(
+            "was made on host {h} (this is {})",
+            here("hostname").unwrap_or_else(|| "unknown".into())
+        )),
+        _ => None,
+    }
 }
 
 impl<'o> Walk<'o> {
@@ -380,7 +433,7 @@ impl<'o> Walk<'o> {
         for d in &opts.binary_dirs {
             binaries.add_search_dir(d.clone());
         }
-        let kernel = kernel_names(perf, opts, &binaries);
+        let (kernel, kernel_text_check) = kernel_names(perf, opts, &binaries);
         // perf lists the build id of every file its samples hit: open those binaries (and
         // their DWARF) on other threads now, while the walk reads the start of the recording
         // and the jitdump loads, rather than at their MMAP records (libc's come after the
@@ -427,6 +480,7 @@ impl<'o> Walk<'o> {
             summary: FeedSummary::default(),
             expiries: HashMap::default(),
             previous: HashMap::default(),
+            kernel_text_check,
             addrs: Vec::new(),
             unwound: Vec::new(),
         };
@@ -440,6 +494,11 @@ impl<'o> Walk<'o> {
     }
 
     fn mmap(&mut self, m: &Mmap<'_>) {
+        if self.kernel_text_check && m.path.starts_with(b"[kernel.kallsyms]") {
+            // perf records the kernel image's mapping with pgoff = the address of `_text`.
+            self.kernel_text_check = false;
+            self.symbols.kernel.check_text(m.pgoff);
+        }
         let Ok(pid) = u32::try_from(m.pid) else {
             return; // the kernel's own mappings (pid -1): kallsyms names kernel code
         };

@@ -119,6 +119,11 @@ impl PerfReport {
     /// nothing names, clocks that do not match, a dump that did not load, missing binaries.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = self.warnings.clone();
+        // Kernel frames left unnamed for a reason the user can act on (another machine's
+        // kernel, no kallsyms found).
+        if self.kernel.contains("--kallsyms FILE") {
+            out.push(format!("kernel symbols: {}", self.kernel));
+        }
         for p in &self.processes {
             let who = match &p.comm {
                 Some(c) => format!("pid {} ({c})", p.pid),

@@ -109,6 +109,23 @@ impl KernelNames {
         self
     }
 
+    /// Keeps the names only if `_text` is at `text` (the recording's kernel mapping): the
+    /// same kernel, booted the same way. Otherwise the names are dropped with the reason.
+    pub fn check_text(&mut self, text: u64) {
+        let KernelNames::Kallsyms(k, from) = self.ready() else {
+            return;
+        };
+        match k.text_address() {
+            Some(here) if here == text => {}
+            here => {
+                *self = KernelNames::Unavailable(format!(
+                    "kernel frames are [kernel]: the recording names no kernel build id and its kernel's _text is at {text:#x}, but {from} has it at {}: another kernel or boot; pass the recording machine's kallsyms with --kallsyms FILE",
+                    here.map_or_else(|| "no address".to_string(), |a| format!("{a:#x}"))
+                ));
+            }
+        }
+    }
+
     /// Where the names came from, or why there are none.
     pub fn describe(&mut self) -> String {
         match self.ready() {
