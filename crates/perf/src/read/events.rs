@@ -922,10 +922,15 @@ impl<S: Read> Events<S> {
         self.progress.as_ref().map(|p| p.load(Ordering::Relaxed))
     }
 
-    /// Where the input is cut, once the walk has reached it.
+    /// Where the input is cut, once the walk has reached it. Its record number is the one the
+    /// cut record would have had among the events delivered (as `dump` numbers them: a pipe's
+    /// header records are not events), once they all were.
     pub fn truncation(&self) -> Option<Truncation> {
         match self.log.lock().map(|l| l.end.clone()) {
-            Ok(FrameEnd::Truncated(t)) => Some(t),
+            Ok(FrameEnd::Truncated(t)) => Some(Truncation {
+                record: Some(self.index),
+                ..t
+            }),
             _ => None,
         }
     }

@@ -200,12 +200,34 @@ pub(crate) fn scan_slice(data: &[u8], start: u64, end: u64, e: Endian) -> FrameL
 }
 
 fn cut_reason(e: Endian, rest: &[u8], avail: u64) -> String {
+    let tail = rest
+        .get(..usize::try_from(avail).unwrap_or(usize::MAX).min(rest.len()))
+        .unwrap_or_default();
+    if let Some(why) = trailing_text(tail) {
+        return why;
+    }
     match (u32_at(rest, 0, e), u16_at(rest, 6, e)) {
         (Some(ty), Some(size)) if avail >= RECORD_HEADER_SIZE as u64 => {
             format!("{} record of {size} bytes, {avail} remain", RecordType(ty))
         }
         _ => format!("record header needs 8 bytes, {avail} remain"),
     }
+}
+
+/// Text after the last record (perf's own `[ perf record: … ]` lines captured with a pipe's
+/// output), said as such rather than decoded as a cut record of a made-up type: `None` when
+/// `tail` (the bytes from the cut on) is not all printable text.
+fn trailing_text(tail: &[u8]) -> Option<String> {
+    let text = |b: &u8| matches!(b, b'\n' | b'\r' | b'\t' | 0x20..=0x7e);
+    if tail.is_empty() || !tail.iter().take(4096).all(text) {
+        return None;
+    }
+    let first = tail.split(|&b| b == b'\n').next().unwrap_or_default();
+    let first = String::from_utf8_lossy(first.get(..first.len().min(60)).unwrap_or_default());
+    Some(format!(
+        "trailing garbage: {} bytes of text after the last record, not a record ({first:?}: console output captured with the data?)",
+        tail.len()
+    ))
 }
 
 /// A reader over a pipe-mode stream that serves whole, checked records (after the 16-byte
@@ -308,8 +330,10 @@ impl<R: Read> Framer<R> {
         let got = self.read_full(RECORD_HEADER_SIZE)?;
         let ty = RecordType(u32_at(&head, 0, e).unwrap_or(0));
         if got < usize::from(size) {
+            let reason = trailing_text(self.buf.get(..got).unwrap_or_default())
+                .unwrap_or_else(|| format!("{ty} record of {size} bytes, {got} remain"));
             self.buf.clear();
-            self.finish(cut(format!("{ty} record of {size} bytes, {got} remain")));
+            self.finish(cut(reason));
             return Ok(());
         }
         let body = self.buf.get(RECORD_HEADER_SIZE..).unwrap_or_default();

@@ -156,3 +156,32 @@ fn pipe_mode_cut_at_many_offsets() {
         assert_eq!(events.truncation(), trunc, "cut {cut}");
     }
 }
+
+/// perf's console lines captured after a pipe recording's last record are named as trailing
+/// text, at the record number `dump` would give the next event (not as a cut record of a
+/// made-up type numbered among the pipe's header records).
+#[test]
+fn text_after_a_pipe_recording_is_trailing_garbage() {
+    let mut bytes = fixture("node-pipe.data");
+    let clean = validate(&bytes);
+    assert!(clean.truncation.is_none());
+    let events = {
+        let pd = PerfData::parse(&bytes).unwrap();
+        let mut ev = pd.events().unwrap();
+        let mut n = 0u64;
+        while let Some(e) = ev.next_event() {
+            e.unwrap();
+            n += 1;
+        }
+        n
+    };
+    bytes.extend_from_slice(b"[ perf record: Woken up 1 times to write data ]\n[ perf record: Captured and wrote 0.1 MB - ]\n");
+    let v = validate(&bytes);
+    let t = v.truncation.expect("the text is reported");
+    assert!(
+        t.reason.starts_with("trailing garbage: 93 bytes of text"),
+        "{}",
+        t.reason
+    );
+    assert_eq!(t.record, Some(events));
+}

@@ -89,6 +89,10 @@ impl PerfOptions {
     }
 }
 
+/// One past the highest user-space address of x86-64 with 4-level paging (with 5-level
+/// paging, Linux maps above it only when a program asks for such an address).
+const USER_SPACE_END: u64 = 1 << 47;
+
 /// How far above a sample's sp an unmapped address is taken for the thread's stack when it
 /// comes out of the unwinder as a return address.
 const STACK_GUESS: u64 = 1 << 20;
@@ -775,7 +779,15 @@ impl<'o> Walk<'o> {
                         && process.find(a).is_none()
                         && dump.is_none_or(|d| d.map.region_at(a, None).is_none())
                 };
-                let keep = self.unwound.iter().take_while(|&&a| !in_stack(a)).count();
+                // Nor can a user return address be above user space (x86-64: below 1 << 47):
+                // such a value is a fill pattern read from the stack (glibc's and sanitizers'
+                // 0xaaaa…, 0xdead…), not a frame.
+                let impossible = |a: u64| a >= USER_SPACE_END;
+                let keep = self
+                    .unwound
+                    .iter()
+                    .take_while(|&&a| !in_stack(a) && !impossible(a))
+                    .count();
                 self.unwound.truncate(keep);
             }
             self.report.unwind.samples += 1;

@@ -260,7 +260,12 @@ impl Symbols {
                 self.native_cache.insert(key, (f, !jit_ever));
                 Ok(Resolved::new(f, Origin::Native, until))
             }
-            _ => self.jit(pid, process, addr, time, sink),
+            _ => {
+                // Only anonymous memory is JIT code nothing names; an address no mapping
+                // holds (ip 0, a wild return address) is just unknown.
+                let anon = matches!(kind, Some(MapKind::Anon));
+                self.jit(pid, process, addr, time, anon, sink)
+            }
         }
     }
 
@@ -333,6 +338,7 @@ impl Symbols {
         process: &mut Process,
         addr: u64,
         time: Option<u64>,
+        anon: bool,
         sink: &mut dyn EventSink,
     ) -> io::Result<Resolved> {
         if let Some(dump) = &process.jit.dump {
@@ -408,9 +414,14 @@ impl Symbols {
             }
         }
         // Nothing names it: the address itself, as perf shows it.
+        let origin = if anon {
+            Origin::UnnamedJit
+        } else {
+            Origin::Native
+        };
         let key = (pid, u64::MAX, addr);
         if let Some(&(f, _)) = self.native_cache.get(&key) {
-            return Ok(Resolved::new(f, Origin::UnnamedJit, 0));
+            return Ok(Resolved::new(f, origin, 0));
         }
         self.scratch.push((
             FuncInfo {
@@ -423,7 +434,7 @@ impl Symbols {
         ));
         let f = self.store(sink)?;
         self.native_cache.insert(key, (f, false));
-        Ok(Resolved::new(f, Origin::UnnamedJit, 0))
+        Ok(Resolved::new(f, origin, 0))
     }
 }
 
