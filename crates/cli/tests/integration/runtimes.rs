@@ -539,3 +539,45 @@ fn qemu_jitdump() {
 fn qemu_perf_map() {
     qemu("runtimes::qemu_perf_map", "-perfmap");
 }
+
+/// glibc's aliases (one address, several names: `__memmove_*`/`__memcpy_*`, `free`/`cfree@…`,
+/// versioned `pthread_rwlock_*@GLIBC_2.2.5`/`@@GLIBC_2.34`) are named as perf names them.
+#[test]
+fn glibc_aliases_named_as_perf_names_them() {
+    let test = "runtimes::glibc_aliases_named_as_perf_names_them";
+    let (Some(perf), Some(cc)) = (
+        profkit_testkit::perf(test),
+        tool(test, "cc", "a C compiler (gcc)"),
+    ) else {
+        return;
+    };
+    let build = |dir: &Path| {
+        let o = Command::new(&cc)
+            .args(["-O1", "-o", "aliases", "glibc-aliases.c"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "cc: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    let (_dir, data) = record_live(
+        &perf,
+        &[],
+        "native/glibc-aliases.c",
+        Path::new("./aliases"),
+        &[],
+        build,
+    );
+    let ours = folded_self_shares(&convert_folded(&data));
+    // perf 6.1 names the first PLT stub `_init` (its `_init` is unsized and stretched over
+    // `.plt`); profkit names it `free@plt`, as objdump does.
+    let theirs: Vec<_> = perf_report_shares(&perf, &data)
+        .into_iter()
+        .filter(|(_, _, n)| n != "_init")
+        .collect();
+    assert!(theirs.iter().any(|(_, _, n)| n == "cfree@GLIBC_2.2.5"), "{theirs:?}");
+    assert_matches_perf("glibc aliases", &theirs, &ours);
+}

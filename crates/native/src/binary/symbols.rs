@@ -147,7 +147,9 @@ impl SymbolTable {
     /// at one address (aliases: `memcpy`/`memmove`, C++ constructors) the one perf shows is
     /// kept, so that names agree with `perf report`: sized, then not weak, then global, then
     /// fewer leading underscores, then a separate debug file's `.symtab` (which perf reads
-    /// instead of the binary's `.dynsym`), then the first in table order (of glibc's
+    /// instead of the binary's `.dynsym`), then the longer name (perf's last rule: glibc's
+    /// `__memmove_evex_unaligned_erms` over `__memcpy_evex_unaligned_erms`,
+    /// `cfree@GLIBC_2.2.5` over `free`), then the first in table order (of glibc's
     /// `pthread_rwlock_rdlock@GLIBC_2.2.5` and `…@@GLIBC_2.34`, the one listed first).
     /// Appends a `name@plt` symbol per x86-64 PLT stub of `file` to `out`, its name to
     /// `names` (see the [module docs](self)). Other machines and files without `.rela.plt`
@@ -215,14 +217,19 @@ impl SymbolTable {
     }
 
     pub fn build(mut syms: Vec<Sym>, plt_names: String) -> SymbolTable {
-        // One u128 per symbol orders (start, unsized, rank, underscores, later source, table
-        // order): comparing it is one instruction pair where the tuple was six comparisons.
+        // One u128 per symbol orders (start, unsized, rank, underscores, later source, longer
+        // name, table order): comparing it is one instruction pair where the tuple was seven
+        // comparisons.
+        const NAME_BITS: u32 = 13;
+        let shorter =
+            |len: u32| u128::from((1u32 << NAME_BITS) - 1 - len.min((1 << NAME_BITS) - 1));
         syms.sort_unstable_by_key(|s| {
             u128::from(s.start) << 64
                 | u128::from(s.size == 0) << 63
                 | u128::from(s.rank & 0x3) << 61
                 | u128::from(s.underscores) << 53
                 | u128::from(u8::MAX - s.src) << 45
+                | shorter(s.name_len) << 32
                 | u128::from(s.order)
         });
         syms.dedup_by_key(|s| s.start);
