@@ -29,6 +29,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// C++ names without parameter lists or return types, as `perf report` prints them
+    /// (default: in full, as `c++filt` and `addr2line -C` print them).
+    #[arg(long, global = true)]
+    pub short_names: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -30,6 +30,7 @@ fn main() -> ExitCode {
     // The process ends with its command: large structures are left to the exit.
     profkit_common::release::at_exit_only();
     let args = cli::Cli::parse();
+    profkit_native::set_cpp_parameters(!args.short_names);
     let result = match args.command {
         cli::Command::Info(a) => cmd::info::run(&a),
         cli::Command::Dump(a) => cmd::dump::run(&a),

@@ -1,6 +1,18 @@
 //! Demangling of C++ (Itanium ABI) and Rust (legacy and v0) symbol names.
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether C++ names keep their parameter lists (see [`set_cpp_parameters`]).
+static CPP_PARAMETERS: AtomicBool = AtomicBool::new(true);
+
+/// Chooses, for the whole process, whether C++ names are demangled in full (`true`, the
+/// default: `ns::f(int, char const*)`, as `c++filt` prints them) or short, without parameter
+/// lists and return types (`ns::f`, as `perf report` prints them). A display preference like
+/// perf's own, set once by the command line before any binary is read.
+pub fn set_cpp_parameters(keep: bool) {
+    CPP_PARAMETERS.store(keep, Ordering::Relaxed);
+}
 
 /// The readable form of a symbol name: Rust (`_ZN…17h<hash>E` legacy, `_R…` v0; printed
 /// without the hash) and C++ Itanium (`_Z…`, with parameter types and GCC's
@@ -26,7 +38,13 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
     }
     if name.starts_with("_Z") || name.starts_with("__Z") {
         if let Ok(sym) = cpp_demangle::Symbol::new(name) {
-            let opts = cpp_demangle::DemangleOptions::default();
+            let opts = if CPP_PARAMETERS.load(Ordering::Relaxed) {
+                cpp_demangle::DemangleOptions::default()
+            } else {
+                cpp_demangle::DemangleOptions::default()
+                    .no_params()
+                    .no_return_type()
+            };
             if let Ok(s) = sym.demangle(&opts) {
                 return Cow::Owned(s);
             }

@@ -70,7 +70,7 @@ pub mod unwind;
 pub use binary::{Binary, BinaryKind, Frame, Segment, Source, Symbol, Symbolized};
 pub use build_id::BuildId;
 pub use bytes::SectionBytes;
-pub use demangle::demangle;
+pub use demangle::{demangle, set_cpp_parameters};
 pub use error::{Error, ErrorKind, Result, Subject};
 pub use finder::{Binaries, Problem, ProblemKind};
 pub use kernel::{Kallsyms, KernelSymbol};

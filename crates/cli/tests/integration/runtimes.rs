@@ -197,6 +197,33 @@ fn openjdk_perf_map() {
         ours.get("Busy.sieve").is_some_and(|&s| s > 20.0),
         "{ours:?}"
     );
+    // HotSpot's C++ frames: in full by default, as perf prints them with --short-names.
+    let full = std::fs::read_to_string(data.with_extension("folded")).unwrap();
+    assert!(
+        full.contains("::") && full.contains("(JavaThread*)"),
+        "no C++ parameter lists"
+    );
+    let short = dir.path().join("short.folded");
+    let o = profkit()
+        .arg("convert")
+        .arg(&data)
+        .arg("-o")
+        .arg(&short)
+        .arg("--short-names")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let short = std::fs::read_to_string(short).unwrap();
+    let with_params: Vec<&str> = short
+        .lines()
+        .flat_map(|l| l.rsplit_once(' ').unwrap().0.split(';'))
+        .filter(|f| f.contains("::") && f.replace("(anonymous namespace)", "").contains('('))
+        .collect();
+    assert!(
+        with_params.is_empty(),
+        "{:?}",
+        &with_params[..with_params.len().min(5)]
+    );
     // The map moved away from /tmp: `inject --jit-dir` still names the Java methods.
     let maps: Vec<PathBuf> = tmp
         .added()
@@ -578,6 +605,9 @@ fn glibc_aliases_named_as_perf_names_them() {
         .into_iter()
         .filter(|(_, _, n)| n != "_init")
         .collect();
-    assert!(theirs.iter().any(|(_, _, n)| n == "cfree@GLIBC_2.2.5"), "{theirs:?}");
+    assert!(
+        theirs.iter().any(|(_, _, n)| n == "cfree@GLIBC_2.2.5"),
+        "{theirs:?}"
+    );
     assert_matches_perf("glibc aliases", &theirs, &ours);
 }
