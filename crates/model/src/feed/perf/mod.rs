@@ -7,7 +7,11 @@
 //! into frames:
 //!
 //! * **addresses**: a frame-pointer callchain (`-g`) as perf recorded it (return addresses are
-//!   looked up at `addr - 1`); a `--call-graph dwarf` sample's kernel callchain, then its user
+//!   looked up at `addr - 1`), up to the first user return address that no mapping, jitdump
+//!   region or perf map entry holds: a frame-pointer walk through code built without frame
+//!   pointers reads data as return addresses (`0x643134373334782f` is ASCII text, 0 a stack's
+//!   end), and perf records what it read; the chain ends there and [`PerfReport::fp_cut`]
+//!   counts what was cut; a `--call-graph dwarf` sample's kernel callchain, then its user
 //!   pc, then the return addresses [`Unwinder`] finds in its copy of the user stack, using the
 //!   binaries' CFI and the jitdump's JIT_CODE_UNWINDING_INFO for JIT code; a sample with neither
 //!   is just its pc;
@@ -46,7 +50,7 @@ use crate::events::{EventSink, ProcessInfo, Sample, ThreadInfo, TraceInfo};
 use crate::func::{FuncId, FunctionTable};
 pub use jit::JitSearch;
 use process::{Map, MapKind, Process};
-pub use report::{ClockCheck, PerfReport, ProcessReport};
+pub use report::{ClockCheck, FpCut, PerfReport, ProcessReport};
 use symbols::{KernelNames, Origin, Resolved, Symbols};
 
 /// How to read a recording.
@@ -743,12 +747,37 @@ impl<'o> Walk<'o> {
         self.addrs.clear();
         let dwarf = s.user_regs.as_ref().zip(s.user_stack.as_ref());
         if let Some(chain) = &s.callchain {
+            // User frames after the first (the pc), and whether the chain was cut.
+            let mut callers = 0u64;
+            let mut cut: Option<u64> = None;
+            let process = self.processes.get(&pid);
+            let dump = process.and_then(|p| p.jit.dump.as_ref());
+            let map = process.and_then(|p| p.jit.map.as_ref());
+            let held = |a: u64| {
+                process.is_some_and(|p| p.find(a).is_some())
+                    || dump.is_some_and(|d| d.map.region_at(a, None).is_some())
+                    || map.is_some_and(|m| m.map.covering(a).is_some())
+            };
             for f in chain.frames() {
                 if f.context.is_kernel() {
                     self.addrs.push((f.lookup_addr(), true));
                 } else if dwarf.is_none() {
-                    self.addrs.push((f.lookup_addr(), false));
+                    if let Some(n) = cut.as_mut() {
+                        *n += 1;
+                        continue;
+                    }
+                    let a = f.lookup_addr();
+                    if callers > 0 && !held(a) {
+                        cut = Some(1);
+                        continue;
+                    }
+                    callers += 1;
+                    self.addrs.push((a, false));
                 }
+            }
+            if let Some(n) = cut {
+                self.report.fp_cut.samples += 1;
+                self.report.fp_cut.frames += n;
             }
         }
         if let Some((regs, stack)) = dwarf {
