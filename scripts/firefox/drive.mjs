@@ -1,15 +1,16 @@
 // Loads profiles in a built Firefox Profiler (dist/) in headless Chromium and reports what a user sees:
-// error banners, the track list (which one is selected, which are counters), the call tree's header and first
-// rows (their accessible labels carry the totals), the profile's interval (Profile Info panel). Writes a
-// screenshot of the call tree, of the flame graph and of the Profile Info panel per profile, and a JSON file of
-// the readings, into --shots. Part of scripts/firefox/check.sh (which installs playwright-core and finds
-// chromium); NODE_PATH must reach playwright-core.
+// error banners and console errors, the visible tracks (which one is selected, which are counters), the call
+// tree's header, roots and first rows (their accessible labels carry the totals), the profile's interval (Profile
+// Info panel). Writes a screenshot of the call tree, of the flame graph and of the Profile Info panel per
+// profile, and a JSON file of the readings, into --shots. Part of scripts/firefox/check.sh (which installs
+// playwright-core and finds chromium); NODE_PATH must reach playwright-core.
 //
 //   node drive.mjs --dist DIST --shots DIR PROFILE...
 //
-// Two loopback servers: the app (dist/, every unknown path answered with index.html, as the app's hosting
-// does) and the profiles, with CORS (the app fetches the profile from another origin, as profiler.firefox.com
-// would from `profkit view`). Exit status 1 if a profile shows an error.
+// Two loopback servers: the app (dist/; an unknown path without an extension is answered with index.html, as
+// the app's hosting does; /sw.js, which the build leaves out, with a worker that does nothing) and the
+// profiles, with CORS (the app fetches the profile from another origin, as profiler.firefox.com would from
+// `profkit view`). Exit status 1 if a profile shows an error or logs one to the console.
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -56,6 +57,18 @@ const app = await listen((req, res) => {
   const url = new URL(req.url, 'http://x');
   let file = path.join(distRoot, decodeURIComponent(url.pathname));
   if (!file.startsWith(distRoot) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
+    if (url.pathname === '/sw.js') {
+      // The app registers its offline service worker, which `yarn build-sw` (not run) makes: a
+      // worker that does nothing stands in, so that the registration succeeds and caches nothing.
+      res.writeHead(200, { 'Content-Type': 'text/javascript' });
+      res.end('// profkit check: no offline cache\n');
+      return;
+    }
+    if (!url.pathname.endsWith('/') && path.extname(url.pathname) !== '') {
+      res.writeHead(404);
+      res.end();
+      return;
+    }
     file = path.join(distRoot, 'index.html');
   }
   res.writeHead(200, { 'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream' });
@@ -172,7 +185,7 @@ for (const [name] of byName) {
       await page.screenshot({ path: path.join(shots, `${stem}-flame.png`) });
     }
     result.consoleErrors = consoleErrors;
-    result.ok = !error;
+    result.ok = !error && consoleErrors.length === 0;
   } catch (e) {
     result.error = String(e);
     result.consoleErrors = consoleErrors;
@@ -184,7 +197,10 @@ for (const [name] of byName) {
   const counters = (result.tracks || []).filter((t) => t.counter).length;
   console.log(`${result.ok ? 'ok  ' : 'FAIL'} ${name}`);
   if (result.error) console.log(`     error: ${result.error}`);
+  for (const e of (result.consoleErrors || []).slice(0, 3)) console.log(`     console error: ${e}`);
   console.log(`     tracks: ${(result.tracks || []).length} (${counters} counters); selected: ${selected.join(', ')}`);
+  const list = (result.tracks || []).map((t) => `${t.kind === 'local' ? '  ' : ''}${t.name}${t.counter ? ' [counter]' : ''}${t.selected ? ' [selected]' : ''}`);
+  console.log(`     track list: ${list.join(' | ')}`);
   console.log(`     call tree: ${(result.header || []).join(' | ')}; total ${result.total}`);
   for (const r of (result.roots || []).slice(0, 5)) console.log(`     root: ${r}`);
   const interval = (result.meta || []).find((m) => /^Interval/.test(m));
