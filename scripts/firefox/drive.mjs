@@ -1,8 +1,8 @@
 // Loads profiles in a built Firefox Profiler (dist/) in headless Chromium and reports what a user sees:
 // error banners and console errors, the visible tracks (which one is selected, which are counters), the call
 // tree's header, roots and first rows (their accessible labels carry the totals), the profile's interval (Profile
-// Info panel). Writes a screenshot of the call tree, of the flame graph and of the Profile Info panel per
-// profile, and a JSON file of the readings, into --shots. Part of scripts/firefox/check.sh (which installs
+// Info panel). Writes a screenshot of the call tree, the Profile Info panel, the Marker Table and the flame graph
+// per profile, and a JSON file of the readings, into --shots. Part of scripts/firefox/check.sh (which installs
 // playwright-core and finds chromium); NODE_PATH must reach playwright-core.
 //
 //   node drive.mjs --dist DIST --shots DIR PROFILE...
@@ -177,6 +177,21 @@ for (const [name] of byName) {
       await page.screenshot({ path: path.join(shots, `${stem}-info.png`) });
       await page.keyboard.press('Escape');
     }
+    // The Marker Table of the selected thread, searched for Mono's counter markers.
+    const markers = await page.$('[data-name="marker-table"]');
+    if (markers) {
+      await markers.click();
+      await page.waitForTimeout(800);
+      // The counter markers first: the ones Mono's counters became.
+      result.markerRows = await page.$$eval('.markerTable .treeViewRowScrolledColumns', (rows) =>
+        rows
+          .map((r) => [...r.children].map((c) => c.textContent.trim()).filter((t) => t).join(': '))
+          .filter((t) => t)
+          .sort((a, b) => Number(/ = /.test(b)) - Number(/ = /.test(a)))
+          .slice(0, 10)
+      );
+      await page.screenshot({ path: path.join(shots, `${stem}-markers.png`) });
+    }
     // The flame graph of the selected thread.
     const flame = await page.$('[data-name="flame-graph"]');
     if (flame) {
@@ -203,6 +218,7 @@ for (const [name] of byName) {
   console.log(`     track list: ${list.join(' | ')}`);
   console.log(`     call tree: ${(result.header || []).join(' | ')}; total ${result.total}`);
   for (const r of (result.roots || []).slice(0, 5)) console.log(`     root: ${r}`);
+  if (result.markerRows?.length) console.log(`     marker table: ${result.markerRows.slice(0, 3).join(' | ')} …`);
   const interval = (result.meta || []).find((m) => /^Interval/.test(m));
   if (interval) console.log(`     ${interval}`);
   await page.close();
