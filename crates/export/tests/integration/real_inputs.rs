@@ -296,9 +296,9 @@ fn firefox_perf_data_counts_samples_and_ends_broken_chains() {
     let nowhere = PathBuf::from("/nonexistent/profkit-test");
     let opts = PerfOptions {
         jit: JitSearch {
-            beside: None,
-            dirs: vec![dir.clone()],
+            dump_files: vec![(30519, dir.join("jit-30519.dump"))],
             tmp: nowhere,
+            ..JitSearch::default()
         },
         kallsyms: Some(PathBuf::from("/nonexistent/kallsyms")),
         ..PerfOptions::default()
