@@ -247,16 +247,18 @@ pub fn feed(
     Ok((summary, report))
 }
 
-/// The attr whose samples are used: the one named `event` (exactly, or before its `:`
-/// modifiers), else the first that samples (perf record's first `-e`).
-/// Whether `addr` can be user code: above the lowest address Linux maps by default
-/// (`vm.mmap_min_addr`, 64 KiB) and below the top of the 47-bit user address space (Linux hands
-/// out higher addresses only when asked). A frame-pointer walk past the end of its chain reads
-/// 0, or data such as ASCII text (`0x643134373334782f`): neither is.
+/// The lowest address Linux maps by default (`vm.mmap_min_addr`, 64 KiB).
+const MMAP_MIN_ADDR: u64 = 0x1_0000;
+
+/// Whether `addr` can be user code: from [`MMAP_MIN_ADDR`] up to [`USER_SPACE_END`]. A
+/// frame-pointer walk past the end of its chain reads 0, or data such as ASCII text
+/// (`0x643134373334782f`): neither is.
 fn plausible_user_address(addr: u64) -> bool {
-    (0x1_0000..0x0000_8000_0000_0000).contains(&addr)
+    (MMAP_MIN_ADDR..USER_SPACE_END).contains(&addr)
 }
 
+/// The attr whose samples are used: the one named `event` (exactly, or before its `:`
+/// modifiers), else the first that samples (perf record's first `-e`).
 fn sampled_event(perf: &PerfData<'_>, event: Option<&str>) -> io::Result<Option<usize>> {
     let attrs = perf.attrs();
     let Some(want) = event else {
