@@ -4,31 +4,45 @@
 //!
 //! What the profile holds:
 //! * **one process per pid and one thread per thread** of the trace (a pid no `process` event
-//!   named becomes `pid N`); the thread whose tid equals the pid is the process's main thread,
-//!   which the Firefox Profiler labels with the process's name;
+//!   named becomes `pid N`), with its markers; a second thread `<thread> (samples)` only for
+//!   a thread with both traced calls and sampled stacks. The thread whose tid equals the pid is
+//!   the process's main thread, which the Firefox Profiler labels with the process's name. The
+//!   thread with the most traced or sampled time is the one selected when the profile opens
+//!   (`meta.initialSelectedThreads`);
 //! * **traced calls as weighted samples**: at every enter and exit, the stack that was running
-//!   since the previous enter/exit of the thread becomes one sample weighted by that time in
-//!   nanoseconds. The profile's interval is 1 ns, so the call tree's *running time* is traced
-//!   inclusive time and its *self* time is exclusive (self) time, exactly;
+//!   since the previous enter/exit of the thread becomes one sample weighted by that time. The
+//!   thread's `weightType` is `tracing-ms` and the weights are milliseconds with their
+//!   fractions (`firefox/lines.rs` writes fxprof's integer nanoseconds as such), so the call
+//!   tree's *Running Time (ms)* is traced inclusive time and its *self* time exclusive time,
+//!   exactly. The profile's interval is the trace's resolution: its clock's tick, at least
+//!   1 ns;
 //! * **call-path totals** (XRay profiling mode) as weighted samples on the traced thread: each
 //!   path whose exclusive time is not 0 is one stack weighted by that time in nanoseconds, the
 //!   paths laid end to end from time 0. The call tree (running and self time per path) and
 //!   the flame graph are exact; the file has no times, so the timeline shows no order;
-//! * **sampled stacks** (Mono sample hits, perf.data samples) on a thread of their own (named
-//!   `<thread> (samples)` when the thread also has traced calls), each hit weighted by the
-//!   thread's median sampling period (1 ms when it cannot be estimated), so its times are
-//!   estimates. A Mono sample's weight counts hits; a perf.data sample is one hit (its weight
-//!   is its period in the event's unit — cycles, ns — while the profile's unit is time);
+//! * **sampled stacks** (Mono sample hits, perf.data samples) counted: `weightType` `samples`,
+//!   a sample's weight its hits (a Mono sample's weight; a perf.data sample is one hit — its
+//!   period is in the event's unit, cycles or ns), so the call tree says *N samples* as `perf
+//!   report -n` does. The profile's interval, and each sample's CPU time (`threadCPUDelta`),
+//!   is the recording's sampling period: the median gap between the samples of the thread
+//!   sampled most (1 ms when it cannot be estimated);
 //! * **source lines of sampled stacks**: a frame per function *and line* (`frameTable.line`,
 //!   null for line 0), and per function its file and start line (`funcTable.fileName`,
-//!   `funcTable.lineNumber`), so the Firefox Profiler's source view shows the lines. Each
+//!   `funcTable.lineNumber`), so the Firefox Profiler's source view shows the lines. The
+//!   file is the path exactly as the input recorded it (jitdump DEBUG_INFO, V8's script name,
+//!   the DWARF line table; a placeholder such as `<unknown>` is no file): the string the app
+//!   sends to a source server (`/source/v1`, `profkit view`) for the text. Each
 //!   sampled function belongs to a **synthetic library named after its module** (the
 //!   binary, the jitdump, `[kernel.kallsyms]`; functions without a module share one named
 //!   after their kind, e.g. `(managed)`), which the call tree shows as the function's
 //!   library; functions of the same name in two modules are two functions;
 //! * **instants as markers**: the instant's name, one marker type per category and argument
 //!   layout, the arguments as marker fields (numbers as numbers, bytes as UTF-8 or hex text);
-//! * **counters** as counter tracks of their process;
+//! * **counters** as counter tracks of their process — but of Mono's ~240 performance
+//!   counters only a handful ([`MONO_COUNTER_TRACKS`]: GC heap, working set, allocations, JIT
+//!   compiled methods, GC collections); the others are `counter` markers (name: the counter's,
+//!   field `value`) on their process's busiest thread, in the marker chart and table, so the
+//!   threads are not buried under 240 tracks;
 //! * **JIT code** (code events) as a library per process named `JIT` (several when the code
 //!   spans more than 2 GiB) with a symbol table of every code region (name, relative address,
 //!   size) and a mapping over the code's address range, so addresses in that range resolve to
@@ -89,7 +103,7 @@ use fx::{
     FrameHandle, FrameInfo, LibraryInfo, MarkerFieldFlags, MarkerFieldFormat, MarkerLocations,
     MarkerTiming, MarkerTypeHandle, ProcessHandle, Profile, ReferenceTimestamp,
     RuntimeSchemaMarkerField, RuntimeSchemaMarkerSchema, SamplingInterval, StackHandle,
-    StringHandle, Symbol, SymbolTable, ThreadHandle, Timestamp,
+    StringHandle, Symbol, SymbolTable, ThreadHandle, Timestamp, WeightType,
 };
 use fxprof_processed_profile as fx;
 use profkit_model::events::{
@@ -97,7 +111,7 @@ use profkit_model::events::{
     ThreadInfo, TraceInfo,
 };
 use profkit_model::span::Span;
-use profkit_model::{FuncId, FuncInfo, FuncKind, FunctionTable};
+use profkit_model::{Clock, FuncId, FuncInfo, FuncKind, FunctionTable};
 
 use crate::{Dest, Options, Output};
 
@@ -396,13 +410,31 @@ struct CodeRec {
     tier: Option<(String, u32, bool)>,
 }
 
+/// What a trace thread's first Firefox thread carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// Markers only (so far).
+    Markers,
+    /// Traced calls (and markers).
+    Calls,
+    /// Sampled stacks (and markers).
+    Samples,
+}
+
 #[derive(Debug)]
 struct ThreadState {
     pid: u32,
     tid: u64,
     name: String,
+    /// The thread's first Firefox thread (its markers go there) and what it carries: a trace
+    /// thread is one Firefox thread, and a second only when it has both calls and samples.
+    primary: Option<(ThreadHandle, Role)>,
     traced: Option<ThreadHandle>,
     sampled: Option<ThreadHandle>,
+    /// Traced time (ns) of the traced thread, to pick the busiest thread.
+    traced_ns: u64,
+    /// Sampled time (ns: hits x period) of the sampled thread.
+    sampled_ns: u64,
     stack: Vec<StackHandle>,
     last: u64,
     /// Frames of the traced thread.
@@ -432,6 +464,13 @@ pub struct FirefoxSink<W: Write> {
     tiers: HashMap<String, CategoryHandle>,
     /// The sampled functions' synthetic libraries.
     synthetic: Synthetic,
+    /// The trace's clock (its tick is a trace's resolution).
+    clock: Clock,
+    /// Counters that are not tracks ([`counter_is_track`]): their samples, written as markers
+    /// at the end (pid, index into `other_counter_names`, time, value).
+    other_counters: Vec<(u32, u32, u64, f64)>,
+    other_counter_names: Vec<String>,
+    other_counter_ids: HashMap<String, u32>,
 }
 
 impl<W: Write> FirefoxSink<W> {
@@ -455,6 +494,10 @@ impl<W: Write> FirefoxSink<W> {
             code: Vec::new(),
             tiers: HashMap::new(),
             synthetic: Synthetic::default(),
+            clock: Clock::NANOSECONDS,
+            other_counters: Vec::new(),
+            other_counter_names: Vec::new(),
+            other_counter_ids: HashMap::new(),
         }
     }
 }
@@ -527,8 +570,11 @@ impl<W: Write + Send> FirefoxSink<W> {
             pid: 0,
             tid: u64::from(thread),
             name: format!("thread {thread}"),
+            primary: None,
             traced: None,
             sampled: None,
+            traced_ns: 0,
+            sampled_ns: 0,
             stack: Vec::new(),
             last: 0,
             frames: HashMap::new(),
@@ -536,35 +582,62 @@ impl<W: Write + Send> FirefoxSink<W> {
         })
     }
 
-    fn traced_thread(&mut self, thread: u32) -> io::Result<ThreadHandle> {
+    /// The Firefox thread of trace thread `thread` that carries `role` (calls or samples):
+    /// its primary thread when that has no other role yet, else a second thread (same tid:
+    /// fxprof makes it unique as `tid.1`).
+    fn role_thread(&mut self, thread: u32, role: Role) -> io::Result<ThreadHandle> {
         let st = self.state(thread);
-        if let Some(h) = st.traced {
+        let have = match role {
+            Role::Calls => st.traced,
+            _ => st.sampled,
+        };
+        if let Some(h) = have {
             return Ok(h);
         }
-        let (pid, tid, name) = (st.pid, st.tid, st.name.clone());
-        let h = self.new_fx_thread(pid, tid, &name, true)?;
-        self.state(thread).traced = Some(h);
+        let (pid, tid, name, primary) = (st.pid, st.tid, st.name.clone(), st.primary);
+        let h = match primary {
+            Some((h, Role::Markers)) => {
+                self.state(thread).primary = Some((h, role));
+                h
+            }
+            Some(_) => self.new_fx_thread(pid, tid, &name, true)?,
+            None => {
+                let h = self.new_fx_thread(pid, tid, &name, true)?;
+                self.state(thread).primary = Some((h, role));
+                h
+            }
+        };
+        let st = self.state(thread);
+        match role {
+            Role::Calls => st.traced = Some(h),
+            _ => st.sampled = Some(h),
+        }
+        if role == Role::Calls {
+            // Traced time, written in milliseconds (`lines::write`).
+            let p = self.profile.as_mut().ok_or_else(not_begun)?;
+            p.set_thread_samples_weight_type(h, WeightType::TracingMs);
+        }
         Ok(h)
+    }
+
+    fn traced_thread(&mut self, thread: u32) -> io::Result<ThreadHandle> {
+        self.role_thread(thread, Role::Calls)
     }
 
     fn sampled_thread(&mut self, thread: u32) -> io::Result<ThreadHandle> {
+        self.role_thread(thread, Role::Samples)
+    }
+
+    /// The thread markers of trace thread `thread` go to: its first Firefox thread.
+    fn marker_thread(&mut self, thread: u32) -> io::Result<ThreadHandle> {
         let st = self.state(thread);
-        if let Some(h) = st.sampled {
+        if let Some((h, _)) = st.primary {
             return Ok(h);
         }
         let (pid, tid, name) = (st.pid, st.tid, st.name.clone());
         let h = self.new_fx_thread(pid, tid, &name, true)?;
-        self.state(thread).sampled = Some(h);
+        self.state(thread).primary = Some((h, Role::Markers));
         Ok(h)
-    }
-
-    /// The thread markers of trace thread `thread` go to.
-    fn marker_thread(&mut self, thread: u32) -> io::Result<ThreadHandle> {
-        let st = self.state(thread);
-        match (st.traced, st.sampled) {
-            (Some(h), _) | (None, Some(h)) => Ok(h),
-            (None, None) => self.traced_thread(thread),
-        }
     }
 
     /// The category of JIT tier `name` (SAMPLY_JIT_TIER / a function's tier), in the tier's
@@ -624,6 +697,9 @@ impl<W: Write + Send> FirefoxSink<W> {
         let (top, last) = (st.stack.last().copied(), st.last);
         if time > last {
             st.last = time;
+            if top.is_some() {
+                st.traced_ns = st.traced_ns.saturating_add(time - last);
+            }
             if let Some(top) = top {
                 let p = self.profile.as_mut().ok_or_else(not_begun)?;
                 let mut at = last;
@@ -820,7 +896,10 @@ impl<W: Write + Send> FirefoxSink<W> {
             flags,
             display: symbol,
             module,
-            file: info.and_then(|f| f.file.clone()),
+            file: info
+                .and_then(|f| f.file.as_deref())
+                .and_then(source_path)
+                .map(str::to_string),
             start_line: info.map_or(0, |f| f.line),
         };
         let p = self.profile.as_mut().ok_or_else(not_begun)?;
@@ -828,10 +907,55 @@ impl<W: Write + Send> FirefoxSink<W> {
         Ok(())
     }
 
-    /// Adds the buffered samples, weighted by each thread's sampling period.
-    fn finish_samples(&mut self) -> io::Result<()> {
-        let mut order: Vec<u32> = self.threads.keys().copied().collect();
+    /// Adds the buffered samples: each weighs its hits (`"weightType":"samples"`) and has the
+    /// recording's sampling period as its CPU time. That period, the median time between two
+    /// samples of the thread with the most hits, is returned if any thread was sampled (one
+    /// period for every thread: a recording samples all threads at one rate, and a thread
+    /// sampled thrice has no median worth the name).
+    fn finish_samples(&mut self) -> io::Result<Option<u64>> {
+        let mut order: Vec<u32> = self
+            .threads
+            .iter()
+            .filter(|(_, st)| st.sampled.is_some())
+            .map(|(&i, _)| i)
+            .collect();
         order.sort_unstable();
+        // (hits, index) of the thread with the most hits.
+        let mut busiest: Option<(u64, u32)> = None;
+        for &index in &order {
+            let Some(st) = self.threads.get(&index) else {
+                continue;
+            };
+            let hits = st
+                .sampled_stacks
+                .samples
+                .iter()
+                .fold(0u64, |a, s| a.saturating_add(s.2));
+            if busiest.is_none_or(|(h, _)| hits > h) {
+                busiest = Some((hits, index));
+            }
+        }
+        let Some((_, busiest)) = busiest else {
+            return Ok(None);
+        };
+        let period = match self.threads.get(&busiest) {
+            Some(st) => {
+                let samples = &st.sampled_stacks.samples;
+                let mut deltas: Vec<u64> = samples
+                    .windows(2)
+                    .filter_map(|w| match w {
+                        [a, b] if b.0 > a.0 => Some(b.0 - a.0),
+                        _ => None,
+                    })
+                    .collect();
+                deltas.sort_unstable();
+                deltas
+                    .get(deltas.len() / 2)
+                    .copied()
+                    .unwrap_or(DEFAULT_PERIOD_NS)
+            }
+            None => DEFAULT_PERIOD_NS,
+        };
         let mut names: Vec<(ThreadHandle, String)> = Vec::new();
         let p = self.profile.as_mut().ok_or_else(not_begun)?;
         for index in order {
@@ -840,32 +964,130 @@ impl<W: Write + Send> FirefoxSink<W> {
             };
             let Some(th) = st.sampled else { continue };
             let samples = std::mem::take(&mut st.sampled_stacks.samples);
-            let mut deltas: Vec<u64> = samples
-                .windows(2)
-                .filter_map(|w| match w {
-                    [a, b] if b.0 > a.0 => Some(b.0 - a.0),
-                    _ => None,
-                })
-                .collect();
-            deltas.sort_unstable();
-            let period = deltas
-                .get(deltas.len() / 2)
-                .copied()
-                .unwrap_or(DEFAULT_PERIOD_NS);
+            let mut total: u64 = 0;
             for (time, stack, hits) in samples {
-                for (at, w) in (time..).zip(chunks(hits.saturating_mul(period))) {
-                    p.add_sample(th, ts(at), stack, CpuDelta::ZERO, w);
+                total = total.saturating_add(hits);
+                for (at, w) in (time..).zip(chunks(hits)) {
+                    let cpu = u64::try_from(w).unwrap_or(0).saturating_mul(period);
+                    p.add_sample(th, ts(at), stack, CpuDelta::from_nanos(cpu), w);
                 }
             }
-            if st.traced.is_some() {
+            st.sampled_ns = total.saturating_mul(period);
+            if st.traced.is_some_and(|t| t != th) {
                 names.push((th, format!("{} (samples)", st.name)));
             }
         }
         for (th, name) in names {
             p.set_thread_name(th, &name);
         }
+        Ok(Some(period))
+    }
+
+    /// The Firefox thread with the most traced or sampled time (per process, and overall).
+    fn busiest_threads(&self) -> (Option<ThreadHandle>, HashMap<u32, ThreadHandle>) {
+        let mut per_pid: HashMap<u32, (u64, u32, ThreadHandle)> = HashMap::new();
+        let mut best: Option<(u64, u32, ThreadHandle)> = None;
+        for (&index, st) in &self.threads {
+            let roles = [(st.traced, st.traced_ns), (st.sampled, st.sampled_ns)];
+            for (h, ns) in roles {
+                let Some(h) = h else { continue };
+                // The most time; among equals, the first thread of the trace.
+                let better = |cur: &Option<(u64, u32, ThreadHandle)>| {
+                    cur.is_none_or(|(n, i, _)| ns > n || (ns == n && index < i))
+                };
+                let cur = per_pid.get(&st.pid).copied();
+                if better(&cur) {
+                    per_pid.insert(st.pid, (ns, index, h));
+                }
+                if ns > 0 && better(&best) {
+                    best = Some((ns, index, h));
+                }
+            }
+        }
+        (
+            best.map(|(_, _, h)| h),
+            per_pid
+                .into_iter()
+                .map(|(pid, (_, _, h))| (pid, h))
+                .collect(),
+        )
+    }
+
+    /// Writes the counters that are not tracks as `counter` markers (name: the counter's;
+    /// fields: its value) on the busiest thread of their process, shown in the marker chart
+    /// and table only.
+    fn finish_other_counters(&mut self, per_pid: &HashMap<u32, ThreadHandle>) -> io::Result<()> {
+        let samples = std::mem::take(&mut self.other_counters);
+        if samples.is_empty() {
+            return Ok(());
+        }
+        let names = std::mem::take(&mut self.other_counter_names);
+        let schema = RuntimeSchemaMarkerSchema {
+            type_name: "counter".to_string(),
+            description: Some("counter values (counters that are not tracks)".to_string()),
+            locations: MarkerLocations::MARKER_CHART | MarkerLocations::MARKER_TABLE,
+            chart_label: Some("{marker.data.value}".to_string()),
+            tooltip_label: Some("{marker.name} = {marker.data.value}".to_string()),
+            table_label: Some("{marker.name} = {marker.data.value}".to_string()),
+            fields: vec![RuntimeSchemaMarkerField {
+                key: "value".to_string(),
+                label: "Value".to_string(),
+                format: MarkerFieldFormat::Decimal,
+                flags: MarkerFieldFlags::SEARCHABLE,
+            }],
+            graphs: Vec::new(),
+        };
+        let p = self.profile.as_mut().ok_or_else(not_begun)?;
+        let ty = p.register_marker_type(schema);
+        let mut threads: HashMap<u32, ThreadHandle> = per_pid.clone();
+        for (pid, name, time, value) in samples {
+            let th = match threads.get(&pid) {
+                Some(h) => *h,
+                None => {
+                    let h = self.new_fx_thread(pid, u64::from(pid), "counters", false)?;
+                    threads.insert(pid, h);
+                    h
+                }
+            };
+            let p = self.profile.as_mut().ok_or_else(not_begun)?;
+            let name = names.get(name as usize).map_or("counter", String::as_str);
+            let marker = FxMarker {
+                ty,
+                name: p.intern_string(name),
+                category: CategoryHandle::OTHER,
+                empty: p.intern_string(""),
+                fields: vec![FieldValue::Num(value)],
+            };
+            p.add_marker(th, MarkerTiming::Instant(ts(time)), marker);
+        }
         Ok(())
     }
+}
+
+/// Mono performance counters kept as counter tracks: the GC heap (from GC resizes), the
+/// process's memory, allocations, JIT-compiled methods, GC collections. Mono writes some 240
+/// counters; the others become `counter` markers (marker chart and table), so that the
+/// threads stay at the top of the timeline.
+const MONO_COUNTER_TRACKS: [&str; 5] = [
+    "GC heap size",
+    "Working Set",
+    "Event: GC allocations",
+    "Methods JITted using mono JIT",
+    "Major GC collections",
+];
+
+/// Whether counter `name` of an input of `format` is a counter track (else a marker).
+fn counter_is_track(format: &str, name: &str) -> bool {
+    format != "mlpd" || MONO_COUNTER_TRACKS.contains(&name)
+}
+
+/// The source path a function's file is written as: exactly as the input recorded it (the
+/// jitdump's DEBUG_INFO name, V8's script name, the DWARF line table's path), which is what
+/// the Firefox Profiler sends to a symbol server's `/source/v1` to get the text; `None` for a
+/// placeholder that names no file (`<unknown>`, `<anonymous>`, empty).
+fn source_path(file: &str) -> Option<&str> {
+    let placeholder = file.is_empty() || (file.starts_with('<') && file.ends_with('>'));
+    (!placeholder).then_some(file)
 }
 
 /// The synthetic library of the sampled functions that have no module.
@@ -895,6 +1117,7 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
         p.set_symbolicated(true);
         self.profile = Some(p);
         self.format = trace.format;
+        self.clock = trace.clock;
         self.functions = trace.functions.clone();
         Ok(())
     }
@@ -965,7 +1188,9 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
             stack = Some(p.intern_stack(th, stack, frame));
         }
         // No times: the paths follow each other on the thread's timeline.
-        let mut at = self.state(path.thread).last;
+        let st = self.state(path.thread);
+        st.traced_ns = st.traced_ns.saturating_add(path.exclusive);
+        let mut at = st.last;
         let p = self.profile.as_mut().ok_or_else(not_begun)?;
         for w in chunks(path.exclusive) {
             let w64 = u64::try_from(w).unwrap_or(0);
@@ -1013,6 +1238,20 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
     }
 
     fn counter(&mut self, counter: &Counter<'_>) -> io::Result<()> {
+        if !counter_is_track(self.format, counter.name) {
+            let id = match self.other_counter_ids.get(counter.name) {
+                Some(&id) => id,
+                None => {
+                    let id = u32::try_from(self.other_counter_names.len()).unwrap_or(u32::MAX);
+                    self.other_counter_names.push(counter.name.to_string());
+                    self.other_counter_ids.insert(counter.name.to_string(), id);
+                    id
+                }
+            };
+            self.other_counters
+                .push((counter.pid, id, counter.time, counter.value));
+            return Ok(());
+        }
         let key = (counter.pid, counter.name.to_string());
         let (h, last) = match self.counters.get(&key) {
             Some(c) => *c,
@@ -1031,7 +1270,8 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
 
     fn sample(&mut self, sample: &Sample<'_>) -> io::Result<()> {
         let th = self.sampled_thread(sample.thread)?;
-        // Hits: a Mono sample's weight; a perf.data sample's weight is its period.
+        // Hits: a Mono sample's weight; a perf.data sample is one hit (its weight is its
+        // period, in the event's unit).
         let hits = if self.format == "perf" {
             1
         } else {
@@ -1078,18 +1318,31 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
 
     fn finish(&mut self) -> io::Result<()> {
         self.finish_code()?;
-        self.finish_samples()?;
-        let Some(profile) = self.profile.take() else {
+        let sampling = self.finish_samples()?;
+        let (busiest, per_pid) = self.busiest_threads();
+        self.finish_other_counters(&per_pid)?;
+        let traced = self.threads.values().any(|st| st.traced.is_some());
+        let Some(mut profile) = self.profile.take() else {
             return Ok(());
         };
+        // The interval: the sampling period (of the thread sampled most), else the trace's
+        // resolution: its clock's tick, at least the nanosecond its times are in.
+        let interval = sampling.unwrap_or_else(|| match self.clock.ticks_per_second {
+            0 => 1,
+            tps => (1_000_000_000 / tps).max(1),
+        });
+        profile.set_interval(SamplingInterval::from_nanos(interval));
+        if let Some(th) = busiest {
+            profile.add_initial_selected_thread(th);
+        }
         let Some(mut out) = self.out.take() else {
             return Ok(());
         };
         if self.gzip {
             // Compressed on a second thread while serialized.
-            gzip::write(&mut out, &profile, self.synthetic.lines())?;
+            gzip::write(&mut out, &profile, self.synthetic.lines(), traced)?;
         } else {
-            lines::write(&mut out, &profile, self.synthetic.lines())?;
+            lines::write(&mut out, &profile, self.synthetic.lines(), traced)?;
         }
         out.flush()
     }

@@ -21,12 +21,13 @@ const CHUNK: usize = 1 << 18;
 /// Chunks waiting for it at most.
 const IN_FLIGHT: usize = 4;
 
-/// Writes `value` with the source lines of `lines` ([`lines::write`]), gzip-compressed, into
-/// `out`.
+/// Writes `value` with the source lines of `lines` and, when `traced`, the traced threads'
+/// weights in milliseconds ([`lines::write`]), gzip-compressed, into `out`.
 pub(super) fn write<W: Write + Send, T: Serialize>(
     out: &mut W,
     value: &T,
     lines: &SourceLines,
+    traced: bool,
 ) -> io::Result<()> {
     let started = std::thread::scope(|scope| {
         let (tx, rx) = sync_channel::<Vec<u8>>(IN_FLIGHT);
@@ -53,7 +54,7 @@ pub(super) fn write<W: Write + Send, T: Serialize>(
             tx,
             spent,
         };
-        let written = lines::write(&mut chunks, value, lines).and_then(|()| chunks.send());
+        let written = lines::write(&mut chunks, value, lines, traced).and_then(|()| chunks.send());
         // Closing the channel ends the thread's loop.
         drop(chunks);
         let compressed = compressor
@@ -67,7 +68,7 @@ pub(super) fn write<W: Write + Send, T: Serialize>(
         None => {
             let gz = GzEncoder::new(out, Compression::fast());
             let mut buffered = BufWriter::with_capacity(1 << 16, gz);
-            lines::write(&mut buffered, value, lines)?;
+            lines::write(&mut buffered, value, lines, traced)?;
             buffered
                 .into_inner()
                 .map_err(|e| e.into_error())?
@@ -152,7 +153,7 @@ mod tests {
     fn the_output_is_the_gzipped_json() {
         let value = big();
         let mut out = Vec::new();
-        write(&mut out, &value, &SourceLines::default()).unwrap();
+        write(&mut out, &value, &SourceLines::default(), false).unwrap();
         let mut json = Vec::new();
         flate2::read::GzDecoder::new(&out[..])
             .read_to_end(&mut json)
@@ -164,7 +165,13 @@ mod tests {
     #[test]
     fn a_write_error_is_the_writer_s() {
         let value = big();
-        let err = write(&mut Failing { left: 1000 }, &value, &SourceLines::default()).unwrap_err();
+        let err = write(
+            &mut Failing { left: 1000 },
+            &value,
+            &SourceLines::default(),
+            false,
+        )
+        .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::StorageFull);
     }
 }

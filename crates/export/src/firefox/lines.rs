@@ -26,6 +26,11 @@
 //!   as the thread object's last key (JSON key order does not matter): a function's func
 //!   gets its name, file and start line, any other func its own name and nulls.
 //!
+//! It also writes the weights of traced threads in milliseconds: fxprof keeps sample weights as
+//! `i32`, so the sink gives a traced thread's samples their time in nanoseconds and marks the
+//! thread `"weightType":"tracing-ms"`; in such a thread's `samples.weight` column (which fxprof
+//! writes after `samples.weightType`) each integer `n` is written as the float `n / 1e6`.
+//!
 //! Everything else passes through as serde_json's [`CompactFormatter`] writes it. What it
 //! relies on, which the tests check against fxprof's own output: `frameTable.address` comes
 //! before `frameTable.func` and `frameTable.line` (else both pass unchanged), `frameTable`
@@ -170,9 +175,10 @@ pub(crate) fn write<W: Write, T: Serialize>(
     out: W,
     value: &T,
     lines: &SourceLines,
+    traced: bool,
 ) -> io::Result<()> {
-    if lines.is_empty() {
-        // No synthetic frame: nothing to fill.
+    if lines.is_empty() && !traced {
+        // No synthetic frame and no traced thread: nothing to fill.
         return serde_json::to_writer(out, value).map_err(io::Error::other);
     }
     let mut ser = serde_json::Serializer::with_formatter(out, LinesFormatter::new(lines));
@@ -198,6 +204,8 @@ enum Ctx {
     Thread,
     FrameTable,
     FuncTable,
+    Samples,
+    Weights,
     Strings,
     Addresses,
     Funcs,
@@ -252,6 +260,8 @@ struct ThreadCapture {
     name_strings: HashMap<u32, u32>,
     /// `stringArray` index of each file appended.
     file_strings: HashMap<u32, u32>,
+    /// `samples.weightType` is `tracing-ms`: weights are nanoseconds, written as milliseconds.
+    tracing_ms: bool,
 }
 
 impl ThreadCapture {
@@ -267,6 +277,7 @@ impl ThreadCapture {
         self.held_items = 0;
         self.name_strings.clear();
         self.file_strings.clear();
+        self.tracing_ms = false;
     }
 
     /// The value to write for func `func` of the next frame (its function's func if the
@@ -357,6 +368,8 @@ pub(crate) struct LinesFormatter<'a> {
     lines_value: bool,
     /// The current value is `funcTable.length`.
     func_len_value: bool,
+    /// The current value is `samples.weightType`.
+    weight_type_value: bool,
     thread: ThreadCapture,
 }
 
@@ -372,6 +385,7 @@ impl<'a> LinesFormatter<'a> {
             colon: false,
             lines_value: false,
             func_len_value: false,
+            weight_type_value: false,
             thread: ThreadCapture::default(),
         }
     }
@@ -439,6 +453,8 @@ impl<'a> LinesFormatter<'a> {
             (Ctx::Thread, b"\"frameTable\"") => (Entry::Keep, Ctx::FrameTable),
             (Ctx::Thread, b"\"funcTable\"") => (Entry::Hold, Ctx::FuncTable),
             (Ctx::Thread, b"\"stringArray\"") => (Entry::Keep, Ctx::Strings),
+            (Ctx::Thread, b"\"samples\"") => (Entry::Keep, Ctx::Samples),
+            (Ctx::Samples, b"\"weight\"") if self.thread.tracing_ms => (Entry::Keep, Ctx::Weights),
             (Ctx::FrameTable, b"\"address\"") => (Entry::Keep, Ctx::Addresses),
             (Ctx::FrameTable, b"\"func\"") => (Entry::Keep, Ctx::Funcs),
             (Ctx::FrameTable, b"\"line\"") if self.thread.slots.is_some() => {
@@ -589,6 +605,10 @@ macro_rules! integers {
     ($($name:ident: $t:ty),* $(,)?) => {
         $(
             fn $name<W: ?Sized + Write>(&mut self, w: &mut W, value: $t) -> io::Result<()> {
+                if !self.in_key && self.stack.last().is_some_and(|l| l.ctx == Ctx::Weights) {
+                    // A traced thread's weight: nanoseconds to milliseconds.
+                    return CompactFormatter.write_f64(&mut self.out(w), value as f64 / 1e6);
+                }
                 match self.scalar(u64::try_from(value).ok()) {
                     Some(other) => CompactFormatter.write_u64(&mut self.out(w), other),
                     None => CompactFormatter.$name(&mut self.out(w), value),
@@ -651,6 +671,10 @@ impl Formatter for LinesFormatter<'_> {
         w: &mut W,
         fragment: &str,
     ) -> io::Result<()> {
+        if self.weight_type_value && !self.in_key {
+            // (`tracing-ms` has no escape: one fragment.)
+            self.thread.tracing_ms = fragment == "tracing-ms";
+        }
         CompactFormatter.write_string_fragment(&mut self.out(w), fragment)
     }
 
@@ -679,7 +703,12 @@ impl Formatter for LinesFormatter<'_> {
 
     fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
         let ctx = match std::mem::replace(&mut self.next, Ctx::Other) {
-            c @ (Ctx::Threads | Ctx::Strings | Ctx::Addresses | Ctx::Funcs | Ctx::FuncNames) => c,
+            c @ (Ctx::Threads
+            | Ctx::Strings
+            | Ctx::Addresses
+            | Ctx::Funcs
+            | Ctx::FuncNames
+            | Ctx::Weights) => c,
             _ => Ctx::Other,
         };
         match ctx {
@@ -726,7 +755,7 @@ impl Formatter for LinesFormatter<'_> {
 
     fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
         let ctx = match std::mem::replace(&mut self.next, Ctx::Other) {
-            c @ (Ctx::Root | Ctx::Thread | Ctx::FrameTable | Ctx::FuncTable) => c,
+            c @ (Ctx::Root | Ctx::Thread | Ctx::FrameTable | Ctx::FuncTable | Ctx::Samples) => c,
             _ => Ctx::Other,
         };
         match ctx {
@@ -777,6 +806,7 @@ impl Formatter for LinesFormatter<'_> {
         self.next = next;
         self.lines_value = entry == Entry::Lines;
         self.func_len_value = ctx == Ctx::FuncTable && self.key == b"\"length\"";
+        self.weight_type_value = ctx == Ctx::Samples && self.key == b"\"weightType\"";
         match entry {
             Entry::Keep | Entry::Lines => {
                 self.cur = dest;
@@ -819,6 +849,7 @@ impl Formatter for LinesFormatter<'_> {
     fn end_object_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
         self.cur = self.top_dest();
         self.func_len_value = false;
+        self.weight_type_value = false;
         Ok(())
     }
 }
@@ -987,7 +1018,7 @@ mod tests {
     /// Writes `j` through the formatter: the text and its parse.
     fn rewrite(j: &J, lines: &SourceLines) -> (String, Value) {
         let mut out = Vec::new();
-        write(&mut out, j, lines).unwrap();
+        write(&mut out, j, lines, false).unwrap();
         let s = String::from_utf8(out).unwrap();
         let v = serde_json::from_str(&s).unwrap_or_else(|e| panic!("{e}: {s}"));
         (s, v)

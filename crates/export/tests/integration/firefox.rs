@@ -3,14 +3,18 @@
 //! to exclusive traced time, markers with their fields, the JIT library resolving code
 //! addresses, categories from V8 names, weights past `i32::MAX`, gzip output; sampled
 //! stacks with their source lines (a frame per function and line, the function's file and
-//! start line, its module as its library).
+//! start line, its module as its library); what the Firefox Profiler app shows first (issue
+//! #28): sample counts and traced milliseconds, the interval, counters past a handful as
+//! markers, the busiest thread selected, one thread per trace thread.
 
 use std::collections::BTreeMap;
 use std::io::Read;
 
 use profkit_export::firefox::FirefoxSink;
 use profkit_export::{Format, Options, Output};
-use profkit_model::events::{EventSink, ProcessInfo, Sample, ThreadInfo, TraceInfo};
+use profkit_model::events::{
+    ArgValue, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo, TraceInfo,
+};
 use profkit_model::span::Span;
 use profkit_model::{Clock, FuncId, FuncInfo, FunctionTable};
 use serde_json::Value;
@@ -60,14 +64,25 @@ fn leaf_names(t: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Self weight per leaf function and total weight of a thread's samples.
+/// Sample `i`'s weight: nanoseconds for a traced thread (`tracing-ms`: milliseconds in the
+/// file), the count for a sampled one.
+pub fn weight(t: &Value, i: usize) -> u64 {
+    let s = &t["samples"];
+    match s["weightType"].as_str().unwrap() {
+        "tracing-ms" => (s["weight"][i].as_f64().unwrap() * 1e6).round() as u64,
+        "samples" => s["weight"][i].as_u64().unwrap(),
+        other => panic!("weight type {other}"),
+    }
+}
+
+/// Self weight per leaf function and total weight of a thread's samples (ns when traced).
 fn self_weights(t: &Value) -> (BTreeMap<String, u64>, u64) {
     let leaves = leaf_names(t);
     let s = &t["samples"];
     let mut out = BTreeMap::new();
     let mut total = 0;
     for (i, stack) in s["stack"].as_array().unwrap().iter().enumerate() {
-        let w = s["weight"][i].as_u64().unwrap();
+        let w = weight(t, i);
         total += w;
         if let Some(stack) = stack.as_u64() {
             *out.entry(leaves[stack as usize].clone()).or_default() += w;
@@ -104,8 +119,8 @@ fn structure_is_what_fxprof_writes() {
     assert_eq!(meta["preprocessedProfileVersion"], 55);
     assert_eq!(meta["product"], "synthetic trace");
     assert!(
-        (meta["interval"].as_f64().unwrap() - 1e-6).abs() < 1e-12,
-        "1 ns"
+        (meta["interval"].as_f64().unwrap() - 1e-4).abs() < 1e-12,
+        "the sampling period: samples 100 ns apart"
     );
     for key in ["libs", "threads", "counters", "pages"] {
         assert!(p[key].is_array(), "{key}");
@@ -164,7 +179,7 @@ fn self_time_is_exclusive_traced_time() {
     let p = profile();
     for (thread_name, index) in [("main", 0), ("io", 1), ("mono thread", 2)] {
         let t = thread(&p, thread_name);
-        assert_eq!(t["samples"]["weightType"], "samples");
+        assert_eq!(t["samples"]["weightType"], "tracing-ms");
         let (got, total) = self_weights(t);
         let want = exclusive(index);
         assert_eq!(got, want, "{thread_name}");
@@ -178,14 +193,15 @@ fn self_time_is_exclusive_traced_time() {
 }
 
 #[test]
-fn sampled_stacks_weighted_by_the_period() {
+fn sampled_stacks_count_their_hits() {
     let p = profile();
     let t = thread(&p, "mono thread (samples)");
+    assert_eq!(t["samples"]["weightType"], "samples");
     let (got, total) = self_weights(t);
-    // Samples 100 ns apart: each hit weighs 100 ns.
-    assert_eq!(total, 400);
-    assert_eq!(got["lex"], 200);
-    assert_eq!(got["eval"], 200);
+    // Hits 1, 2, 1: a sample weighs its hits; the CPU time is hits x the 100 ns period.
+    assert_eq!(total, 4);
+    assert_eq!(got["lex"], 2);
+    assert_eq!(got["eval"], 2);
 }
 
 #[test]
@@ -607,11 +623,11 @@ fn a_function_sampled_at_two_lines_has_two_frames_and_one_func() {
         .unwrap()
         .iter()
         .all(Value::is_null));
-    // Self weights per function are those of the samples: 4 samples 100 ns apart.
+    // Self weights per function count their samples.
     let (got, total) = self_weights(t);
-    assert_eq!(total, 400);
-    assert_eq!(got["hot"], 300);
-    assert_eq!(got["memcpy"], 100);
+    assert_eq!(total, 4);
+    assert_eq!(got["hot"], 3);
+    assert_eq!(got["memcpy"], 1);
     assert!(!got.contains_key("main"));
 }
 
@@ -719,4 +735,291 @@ fn traced_calls_and_jit_markers_keep_null_lines() {
         .unwrap()
         .iter()
         .all(|a| a.as_i64().unwrap() < 0x8000_0000));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue #28: what the Firefox Profiler app shows first.
+
+/// Item 1 and 2: a sample weighs 1 (the call tree counts samples: "352 samples" for 352
+/// samples, not their periods), its CPU time is the sampling period, and `meta.interval` is
+/// that period in ms.
+#[test]
+fn sampled_weights_count_samples_and_the_interval_is_the_period() {
+    let ms = 1_000_000;
+    let p = sampled_profile(
+        &[MAIN, HOT],
+        &[
+            (0, 0, &[(1, 3), (2, 12)]),
+            (0, ms, &[(1, 3), (2, 15)]),
+            (0, 2 * ms, &[(1, 3)]),
+            (0, 3 * ms + 10, &[(2, 12)]),
+            (1, 5 * ms, &[(2, 12)]),
+        ],
+    );
+    assert_eq!(p["meta"]["interval"], 1.0, "the median gap: 1 ms");
+    let t = thread(&p, "p");
+    let s = &t["samples"];
+    assert_eq!(s["weightType"], "samples");
+    assert_eq!(s["weight"], serde_json::json!([1, 1, 1, 1]));
+    // threadCPUDelta in µs (meta.sampleUnits): the period per sample.
+    assert_eq!(
+        s["threadCPUDelta"],
+        serde_json::json!([1000, 1000, 1000, 1000])
+    );
+    // Every thread uses the recording's period, also one sampled once.
+    let u = thread(&p, "u");
+    assert_eq!(u["samples"]["threadCPUDelta"], serde_json::json!([1000]));
+}
+
+/// A one-call trace on a clock of `ticks_per_second`, through a sink of `format`.
+fn traced_on_clock(format: &'static str, ticks_per_second: u64, time_ns: u64) -> Value {
+    let mut table = FunctionTable::new();
+    table.insert(
+        FuncId(1),
+        FuncInfo {
+            name: Some("main".into()),
+            ..FuncInfo::default()
+        },
+    );
+    let mut out = Vec::new();
+    let mut s = FirefoxSink::new(&mut out, false, None);
+    s.begin(&TraceInfo {
+        format,
+        functions: &table,
+        clock: Clock::new(ticks_per_second),
+        origin_ns: 0,
+        name: "n",
+    })
+    .unwrap();
+    s.process(&ProcessInfo { pid: 1, name: "p" }).unwrap();
+    s.thread(&ThreadInfo {
+        index: 0,
+        pid: 1,
+        tid: 1,
+        name: "t",
+    })
+    .unwrap();
+    s.enter(0, FuncId(1), 0, 0, &[]).unwrap();
+    s.exit(&Span {
+        func: FuncId(1),
+        thread: 0,
+        start: 0,
+        end: time_ns,
+        depth: 0,
+        self_time: time_ns,
+    })
+    .unwrap();
+    s.finish().unwrap();
+    drop(s);
+    serde_json::from_slice(&out).unwrap()
+}
+
+/// Item 1 and 2: traced calls weigh their time in milliseconds (`tracing-ms`: the call tree
+/// says "Running Time (ms)"), fractions kept; the interval is the tracer's resolution: its
+/// clock's tick, at least the nanosecond the times are in.
+#[test]
+fn traced_weights_are_milliseconds_and_the_interval_is_the_clock_tick() {
+    let p = traced_on_clock("xray", 3_000_000_000, 1_234_567);
+    let t = thread(&p, "p");
+    assert_eq!(t["samples"]["weightType"], "tracing-ms");
+    assert_eq!(t["samples"]["weight"], serde_json::json!([1.234567]));
+    let interval = |p: &Value| p["meta"]["interval"].as_f64().unwrap();
+    assert!((interval(&p) - 1e-6).abs() < 1e-12, "a 3 GHz TSC: 1 ns");
+    let p = traced_on_clock("mlpd", 1_000_000, 5_000);
+    assert!((interval(&p) - 1e-3).abs() < 1e-12, "a 1 MHz clock: 1 µs");
+    assert_eq!(
+        thread(&p, "p")["samples"]["weight"],
+        serde_json::json!([0.005])
+    );
+}
+
+/// Item 3: of Mono's performance counters only a handful are tracks (the GC heap, memory,
+/// allocations, JIT-compiled methods, GC collections); the others are `counter` markers (marker
+/// chart and table, not the timeline) on the process's busiest thread. Other inputs' counters
+/// all stay tracks.
+#[test]
+fn mono_counters_past_a_handful_are_markers() {
+    let run = |format: &'static str| -> Value {
+        let table = FunctionTable::new();
+        let mut out = Vec::new();
+        let mut s = FirefoxSink::new(&mut out, false, None);
+        begin(&mut s, format, &table);
+        for (index, name) in [(0, "idle"), (1, "busy")] {
+            s.thread(&ThreadInfo {
+                index,
+                pid: 1,
+                tid: u64::from(index) + 10,
+                name,
+            })
+            .unwrap();
+        }
+        s.sample(&Sample {
+            thread: 1,
+            time: 5,
+            stack: &[],
+            lines: &[],
+            weight: 3,
+        })
+        .unwrap();
+        for (i, name) in ["GC heap size", "User Time", "Working Set", "JIT/codegen"]
+            .into_iter()
+            .enumerate()
+        {
+            for k in 0..2u32 {
+                s.counter(&Counter {
+                    pid: 1,
+                    name,
+                    time: u64::from(k) * 100,
+                    value: f64::from(k) + i as f64,
+                })
+                .unwrap();
+            }
+        }
+        s.finish().unwrap();
+        drop(s);
+        serde_json::from_slice(&out).unwrap()
+    };
+    let counter_names = |p: &Value| -> Vec<String> {
+        p["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let p = run("mlpd");
+    assert_eq!(counter_names(&p), ["GC heap size", "Working Set"]);
+    let t = thread(&p, "busy");
+    let m = &t["markers"];
+    let mut seen: Vec<(String, f64)> = (0..m["length"].as_u64().unwrap() as usize)
+        .map(|i| {
+            assert_eq!(m["data"][i]["type"], "counter");
+            (
+                string(t, &m["name"][i]),
+                m["data"][i]["value"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    seen.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert_eq!(
+        seen,
+        [
+            ("JIT/codegen".to_string(), 3.0),
+            ("JIT/codegen".to_string(), 4.0),
+            ("User Time".to_string(), 1.0),
+            ("User Time".to_string(), 2.0),
+        ]
+    );
+    let schema = p["meta"]["markerSchema"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "counter")
+        .unwrap();
+    let display: Vec<&str> = schema["display"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
+    assert!(
+        display.contains(&"marker-table") && !display.contains(&"timeline-overview"),
+        "{display:?}"
+    );
+    // Another input's counters are all tracks.
+    assert_eq!(counter_names(&run("xray")).len(), 4);
+}
+
+/// Item 4: a thread whose markers come before its samples is one thread (its name, its real
+/// tid), and the thread with the most sampled or traced time is selected when the profile
+/// opens.
+#[test]
+fn one_thread_per_trace_thread_and_the_busiest_is_selected() {
+    let table = FunctionTable::new();
+    let mut out = Vec::new();
+    let mut s = FirefoxSink::new(&mut out, false, None);
+    begin(&mut s, "mlpd", &table);
+    for (index, tid, name) in [(0, 3_841_674_176, "Main"), (1, 7, "Second")] {
+        s.thread(&ThreadInfo {
+            index,
+            pid: 1,
+            tid,
+            name,
+        })
+        .unwrap();
+    }
+    s.instant(&Instant {
+        thread: 0,
+        time: 0,
+        name: "gc",
+        category: "gc",
+        args: &[("generation", ArgValue::U64(0))],
+    })
+    .unwrap();
+    // Second is sampled first, Main most.
+    for (thread, time, weight) in [(1, 1, 1), (0, 10, 1), (0, 20, 2), (0, 30, 1)] {
+        s.sample(&Sample {
+            thread,
+            time,
+            stack: &[],
+            lines: &[],
+            weight,
+        })
+        .unwrap();
+    }
+    s.finish().unwrap();
+    drop(s);
+    let p: Value = serde_json::from_slice(&out).unwrap();
+    let threads = p["threads"].as_array().unwrap();
+    let names: Vec<&str> = threads
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let main = threads.iter().position(|t| t["name"] == "Main").unwrap();
+    let t = &threads[main];
+    assert_eq!(t["tid"], "3841674176", "the real tid, no `.1`");
+    assert_eq!(t["markers"]["length"], 1);
+    assert_eq!(t["samples"]["length"], 3);
+    assert_eq!(
+        p["meta"]["initialSelectedThreads"],
+        serde_json::json!([main])
+    );
+}
+
+/// Item 6: a function's file is the path as recorded (what a source server is asked for),
+/// and a placeholder such as V8's `<unknown>` is no file.
+#[test]
+fn files_are_as_recorded_and_placeholders_are_none() {
+    let p = sampled_profile(
+        &[
+            (1, "main", Some("/srv/app/main.js"), 1, Some("jit-1.dump")),
+            (2, "anon", Some("<unknown>"), 0, Some("jit-1.dump")),
+            (
+                3,
+                "builtin",
+                Some("node:internal/console"),
+                4,
+                Some("jit-1.dump"),
+            ),
+            (
+                4,
+                "libc",
+                Some("./csu/../sysdeps/x.h"),
+                9,
+                Some("libc.so.6"),
+            ),
+        ],
+        &[(0, 0, &[(1, 2), (2, 0), (3, 5), (4, 10)])],
+    );
+    let t = thread(&p, "p");
+    let ft = &t["funcTable"];
+    let file = |name: &str| {
+        let f = &ft["fileName"][func_named(t, name)];
+        (!f.is_null()).then(|| string(t, f))
+    };
+    assert_eq!(file("main").as_deref(), Some("/srv/app/main.js"));
+    assert_eq!(file("anon"), None);
+    assert_eq!(file("builtin").as_deref(), Some("node:internal/console"));
+    assert_eq!(file("libc").as_deref(), Some("./csu/../sysdeps/x.h"));
 }

@@ -100,13 +100,15 @@ fn firefox(input: Input) -> Value {
     serde_json::from_slice(&out).unwrap()
 }
 
+/// The sum of a thread's sample weights: traced ns (`tracing-ms`), or samples.
 fn weights(t: &Value) -> u64 {
-    t["samples"]["weight"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_u64().unwrap())
-        .sum()
+    let n = t["samples"]["length"].as_u64().unwrap() as usize;
+    (0..n).map(|i| crate::firefox::weight(t, i)).sum()
+}
+
+/// Whether thread `t` counts samples (else it weighs traced time).
+fn is_sampled(t: &Value) -> bool {
+    t["samples"]["weightType"] == "samples"
 }
 
 #[test]
@@ -115,6 +117,7 @@ fn firefox_xray_weights_are_traced_time() {
     let want: u64 = self_per_thread(&r).values().sum();
     let p = firefox(Input::XrayFdr);
     let threads = p["threads"].as_array().unwrap();
+    assert!(threads.iter().all(|t| !is_sampled(t)), "traced time");
     let got: u64 = threads.iter().map(weights).sum();
     assert_eq!(
         got, want,
@@ -193,29 +196,158 @@ fn firefox_mono_samples_and_calls() {
         let r = recorded(Input::Mlpd(file));
         let p = firefox(Input::Mlpd(file));
         let threads = p["threads"].as_array().unwrap();
-        let samples = r
+        let hits: u64 = r
             .events
             .iter()
-            .filter(|e| matches!(e, RecordedEvent::Sample { .. }))
-            .count();
+            .filter_map(|e| match e {
+                RecordedEvent::Sample { weight, .. } => Some(*weight),
+                _ => None,
+            })
+            .sum();
         let traced: u64 = self_per_thread(&r).values().sum();
-        let total: u64 = threads.iter().map(weights).sum();
-        if samples == 0 {
-            assert_eq!(total, traced, "{file}");
-        } else {
-            assert!(total >= traced, "{file}");
-            let lengths: u64 = threads
-                .iter()
-                .map(|t| t["samples"]["length"].as_u64().unwrap())
-                .sum();
-            assert!(lengths as usize >= samples, "{file}");
-        }
+        let (sampled, timed): (Vec<&Value>, Vec<&Value>) =
+            threads.iter().partition(|t| is_sampled(t));
+        // Issue #28 item 1: hits count as samples, traced calls as time.
+        assert_eq!(
+            sampled.iter().map(|t| weights(t)).sum::<u64>(),
+            hits,
+            "{file}"
+        );
+        assert_eq!(
+            timed.iter().map(|t| weights(t)).sum::<u64>(),
+            traced,
+            "{file}"
+        );
         assert!(p["libs"]
             .as_array()
             .unwrap()
             .iter()
             .any(|l| l["name"] == "JIT"));
+        // Item 3: Mono's ~240 performance counters are a handful of tracks and markers.
+        let counters = p["counters"].as_array().unwrap().len();
+        assert!(
+            (1..=5).contains(&counters),
+            "{file}: {counters} counter tracks"
+        );
+        let counter_markers: usize = threads
+            .iter()
+            .map(|t| {
+                let m = &t["markers"];
+                (0..m["length"].as_u64().unwrap() as usize)
+                    .filter(|&i| m["data"][i]["type"] == "counter")
+                    .count()
+            })
+            .sum();
+        assert!(
+            counter_markers > 200,
+            "{file}: {counter_markers} counter markers"
+        );
+        // Item 4: the busiest thread is selected; tids are the file's (no `.1`).
+        let selected = p["meta"]["initialSelectedThreads"][0].as_u64().unwrap() as usize;
+        let busiest = |t: &Value| {
+            if is_sampled(t) {
+                // (hits x the sampling period in ms, as ns)
+                weights(t) * (p["meta"]["interval"].as_f64().unwrap() * 1e6) as u64
+            } else {
+                weights(t)
+            }
+        };
+        let most = threads.iter().map(busiest).max().unwrap();
+        assert_eq!(busiest(&threads[selected]), most, "{file}");
+        assert!(weights(&threads[selected]) > 0, "{file}");
+        for t in threads {
+            let tid = t["tid"].as_str().unwrap();
+            assert!(!tid.contains('.'), "{file}: tid {tid}");
+        }
+        if file == "cpu_sample.mlpd" {
+            assert_eq!(threads[selected]["name"], "Main");
+            assert!(threads
+                .iter()
+                .all(|t| !t["name"].as_str().unwrap().ends_with("(samples)")));
+            // Item 2: the interval is the sampling period (the file samples every 20 ms).
+            let interval = p["meta"]["interval"].as_f64().unwrap();
+            assert!((19.0..21.0).contains(&interval), "{interval} ms");
+        } else {
+            assert_eq!(threads[selected]["name"], "MainWorker");
+            let interval = p["meta"]["interval"].as_f64().unwrap();
+            assert!(
+                (interval - 1e-6).abs() < 1e-12,
+                "Mono's clock: ns, not {interval}"
+            );
+        }
     }
+}
+
+/// Issue #28 items 1, 2 and 5 on the node `-g` recording: 352 samples of node's main thread
+/// count as 352 samples, the interval is the 999 Hz period, and frame-pointer chains end at
+/// the first return address no mapping holds (no `0x643134373334782f`-like root made of ASCII
+/// bytes, no `0x0000000000000000`), counted in the driver's report.
+#[test]
+fn firefox_perf_data_counts_samples_and_ends_broken_chains() {
+    use profkit_model::feed::perf::{JitSearch, PerfOptions};
+    let dir = scratch("firefox-node-fp");
+    std::fs::create_dir_all(&dir).unwrap();
+    let gz = fixture("perf", "node-fp.jit-30519.dump.gz");
+    let mut dump = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut dump)
+        .unwrap();
+    std::fs::write(dir.join("jit-30519.dump"), dump).unwrap();
+    let nowhere = PathBuf::from("/nonexistent/profkit-test");
+    let opts = PerfOptions {
+        jit: JitSearch {
+            dump_files: vec![(30519, dir.join("jit-30519.dump"))],
+            tmp: nowhere,
+            ..JitSearch::default()
+        },
+        kallsyms: Some(PathBuf::from("/nonexistent/kallsyms")),
+        ..PerfOptions::default()
+    };
+    let data = fixture("perf", "node-fp.data");
+    let mut out = Vec::new();
+    let report = {
+        let mut s = FirefoxSink::new(&mut out, false, None);
+        let (_, report) = feed::perf::feed(&data, "node-fp.data", &opts, None, &mut s).unwrap();
+        report
+    };
+    let p: Value = serde_json::from_slice(&out).unwrap();
+    let threads = p["threads"].as_array().unwrap();
+    let node = threads.iter().find(|t| t["tid"] == "30519").unwrap();
+    assert_eq!(node["samples"]["weightType"], "samples");
+    // perf report --stats: 355 samples, 352 of them node's main thread.
+    assert_eq!(weights(node), 352);
+    assert_eq!(threads.iter().map(weights).sum::<u64>(), 355);
+    let interval = p["meta"]["interval"].as_f64().unwrap();
+    assert!((0.9..1.1).contains(&interval), "{interval} ms at -F 999");
+    let selected = p["meta"]["initialSelectedThreads"][0].as_u64().unwrap() as usize;
+    assert_eq!(threads[selected]["tid"], "30519");
+    // The roots of the call tree: no address-named function made of ASCII or zeros.
+    for t in threads {
+        let st = &t["stackTable"];
+        let samples = &t["samples"]["stack"];
+        for s in samples.as_array().unwrap() {
+            let Some(mut s) = s.as_u64().map(|s| s as usize) else {
+                continue;
+            };
+            while let Some(prefix) = st["prefix"][s].as_u64() {
+                s = prefix as usize;
+            }
+            let frame = st["frame"][s].as_u64().unwrap() as usize;
+            let func = t["frameTable"]["func"][frame].as_u64().unwrap() as usize;
+            let name = t["stringArray"][t["funcTable"]["name"][func].as_u64().unwrap() as usize]
+                .as_str()
+                .unwrap();
+            let hex = name
+                .strip_prefix("0x")
+                .is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+            assert!(!hex, "root {name}");
+        }
+    }
+    assert!(report.fp_cut.samples > 0 && report.fp_cut.frames >= report.fp_cut.samples);
+    assert!(report
+        .warnings()
+        .iter()
+        .any(|w| w.contains("frame-pointer callchains ended")));
 }
 
 #[test]

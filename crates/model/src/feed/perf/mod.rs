@@ -7,10 +7,15 @@
 //! into frames:
 //!
 //! * **addresses**: a frame-pointer callchain (`-g`) as perf recorded it (return addresses are
-//!   looked up at `addr - 1`); a `--call-graph dwarf` sample's kernel callchain, then its user
-//!   pc, then the return addresses [`Unwinder`] finds in its copy of the user stack, using the
-//!   binaries' CFI and the jitdump's JIT_CODE_UNWINDING_INFO for JIT code; a sample with neither
-//!   is just its pc;
+//!   looked up at `addr - 1`), up to the first user return address that no mapping, jitdump
+//!   region or perf map entry holds: a frame-pointer walk through code built without frame
+//!   pointers reads data as return addresses (`0x643134373334782f` is ASCII text, 0 a stack's
+//!   end), and perf records what it read; the chain ends there and [`PerfReport::fp_cut`]
+//!   counts what was cut (a process without JIT metadata keeps unheld addresses that user
+//!   code can have: its JIT code may lie in memory perf saw no executable mmap for); a
+//!   `--call-graph dwarf` sample's kernel callchain, then its user pc, then the return
+//!   addresses [`Unwinder`] finds in its copy of the user stack, using the binaries' CFI and the
+//!   jitdump's JIT_CODE_UNWINDING_INFO for JIT code; a sample with neither is just its pc;
 //! * **frames**: `Symbols` (symbols.rs) (kernel symbols, native binaries with inline frames and lines,
 //!   JIT code through the process's [`CodeMap`](crate::codemap::CodeMap) at the sample's time,
 //!   perf maps).
@@ -46,7 +51,7 @@ use crate::events::{EventSink, ProcessInfo, Sample, ThreadInfo, TraceInfo};
 use crate::func::{FuncId, FunctionTable};
 pub use jit::JitSearch;
 use process::{Map, MapKind, Process};
-pub use report::{ClockCheck, PerfReport, ProcessReport};
+pub use report::{ClockCheck, FpCut, PerfReport, ProcessReport};
 use symbols::{KernelNames, Origin, Resolved, Symbols};
 
 /// How to read a recording.
@@ -240,6 +245,16 @@ pub fn feed(
     let (summary, report) = walk.finish();
     sink.finish()?;
     Ok((summary, report))
+}
+
+/// The lowest address Linux maps by default (`vm.mmap_min_addr`, 64 KiB).
+const MMAP_MIN_ADDR: u64 = 0x1_0000;
+
+/// Whether `addr` can be user code: from [`MMAP_MIN_ADDR`] up to [`USER_SPACE_END`]. A
+/// frame-pointer walk past the end of its chain reads 0, or data such as ASCII text
+/// (`0x643134373334782f`): neither is.
+fn plausible_user_address(addr: u64) -> bool {
+    (MMAP_MIN_ADDR..USER_SPACE_END).contains(&addr)
 }
 
 /// The attr whose samples are used: the one named `event` (exactly, or before its `:`
@@ -743,12 +758,42 @@ impl<'o> Walk<'o> {
         self.addrs.clear();
         let dwarf = s.user_regs.as_ref().zip(s.user_stack.as_ref());
         if let Some(chain) = &s.callchain {
+            // User frames after the first (the pc), and whether the chain was cut.
+            let mut callers = 0u64;
+            let mut cut: Option<u64> = None;
+            let process = self.processes.get(&pid);
+            let dump = process.and_then(|p| p.jit.dump.as_ref());
+            let map = process.and_then(|p| p.jit.map.as_ref());
+            // Without JIT metadata, JIT code perf saw no executable mmap for (V8 code space is
+            // not always mmapped executable) is held by nothing yet real: then only an address
+            // no user code can have ends the chain.
+            let jit_known = dump.is_some() || map.is_some();
+            let held = |a: u64| {
+                process.is_some_and(|p| p.find(a).is_some())
+                    || dump.is_some_and(|d| d.map.region_at(a, None).is_some())
+                    || map.is_some_and(|m| m.map.covering(a).is_some())
+                    || (!jit_known && plausible_user_address(a))
+            };
             for f in chain.frames() {
                 if f.context.is_kernel() {
                     self.addrs.push((f.lookup_addr(), true));
                 } else if dwarf.is_none() {
-                    self.addrs.push((f.lookup_addr(), false));
+                    if let Some(n) = cut.as_mut() {
+                        *n += 1;
+                        continue;
+                    }
+                    let a = f.lookup_addr();
+                    if callers > 0 && !held(a) {
+                        cut = Some(1);
+                        continue;
+                    }
+                    callers += 1;
+                    self.addrs.push((a, false));
                 }
+            }
+            if let Some(n) = cut {
+                self.report.fp_cut.samples += 1;
+                self.report.fp_cut.frames += n;
             }
         }
         if let Some((regs, stack)) = dwarf {
@@ -916,5 +961,32 @@ impl<'o> Walk<'o> {
         let previous = std::mem::take(&mut self.previous);
         profkit_common::release::release_in_background((processes, symbols, previous));
         (self.summary, self.report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plausible_user_address;
+
+    #[test]
+    fn what_a_frame_pointer_walk_reads_past_its_chain_is_no_user_address() {
+        // The node -g fixture's broken chains: ASCII text, 0, and a stack word.
+        for bad in [
+            0x6431_3437_3334_782f,
+            0,
+            0x001f_0f90_ffff_fdcc,
+            0xfff,
+            u64::MAX,
+        ] {
+            assert!(!plausible_user_address(bad), "{bad:#x}");
+        }
+        for good in [
+            0x5555_5555_4000,
+            0x7f9f_a800_6c89,
+            0x0260_0000,
+            0x7fff_ffff_ffff,
+        ] {
+            assert!(plausible_user_address(good), "{good:#x}");
+        }
     }
 }

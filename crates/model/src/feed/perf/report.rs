@@ -85,6 +85,15 @@ pub struct UnwindStats {
     pub jit_unusable: u64,
 }
 
+/// Frame-pointer callchains cut at a return address no mapping holds (see `feed::perf`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FpCut {
+    /// Samples whose chain was cut.
+    pub samples: u64,
+    /// Frames left out, all samples together (the bad address and the frames after it).
+    pub frames: u64,
+}
+
 /// What the perf.data driver found. See `feed::perf`.
 #[derive(Clone, Debug, Default)]
 pub struct PerfReport {
@@ -108,6 +117,8 @@ pub struct PerfReport {
     pub functions: usize,
     /// Unwinding counters.
     pub unwind: UnwindStats,
+    /// Frame-pointer chains cut at an address no mapping holds.
+    pub fp_cut: FpCut,
     /// Decoding problems (also in the driver's summary).
     pub problems: Vec<String>,
     /// Other warnings (a perf map that did not load).
@@ -186,7 +197,20 @@ impl PerfReport {
         if self.lost > 0 {
             out.push(format!("perf lost {} records while recording", self.lost));
         }
+        if self.fp_cut.samples > 0 {
+            out.push(self.fp_cut_line());
+        }
         out
+    }
+}
+
+impl PerfReport {
+    /// The line that says how many frame-pointer chains were cut.
+    fn fp_cut_line(&self) -> String {
+        format!(
+            "{} frame-pointer callchains ended at a return address no mapping holds (a walk through code without frame pointers); {} frames from there on were left out",
+            self.fp_cut.samples, self.fp_cut.frames
+        )
     }
 }
 
@@ -205,6 +229,13 @@ impl fmt::Display for PerfReport {
                 f,
                 "dwarf unwinding:   {} samples, {} frames, {} JIT functions with unwinding info ({} unusable)",
                 self.unwind.samples, self.unwind.frames, self.unwind.jit_modules, self.unwind.jit_unusable
+            )?;
+        }
+        if self.fp_cut.samples > 0 {
+            writeln!(
+                f,
+                "frame pointers:    {} chains cut at an unmapped return address, {} frames left out",
+                self.fp_cut.samples, self.fp_cut.frames
             )?;
         }
         for p in &self.processes {
