@@ -492,6 +492,75 @@ fn live_wasmtime_recording_matches_perf() {
     assert_same_shares(&perf_report_shares(&perf, &injected), &ours, 12);
 }
 
+/// wasmtime with `--call-graph dwarf`: profkit unwinds through the JIT frames into the Python
+/// interpreter (perf 6.1's own unwinding of `perf inject --jit`'s output, and of profkit
+/// inject's, stops at `fib`: docs/perf.md), and `profkit inject`'s `-g none` report is perf
+/// inject's.
+#[test]
+fn live_wasmtime_dwarf_unwinds_through_jit_frames() {
+    let test = "perf::live_wasmtime_dwarf_unwinds_through_jit_frames";
+    let Some(perf) = profkit_testkit::perf(test) else {
+        return;
+    };
+    let Some(python) = profkit_testkit::external(
+        test,
+        "Python with wasmtime (scripts/ci/install-export-py.sh)",
+        profkit_testkit::deps_dir().join("venv/bin/python"),
+        |py| {
+            Command::new(py)
+                .args(["-c", "import wasmtime"])
+                .status()
+                .is_ok_and(|s| s.success())
+        },
+    ) else {
+        return;
+    };
+    let (_dir, data) = record_live(
+        &perf,
+        &["--call-graph", "dwarf", "-F", "499"],
+        "wasmtime/fib.py",
+        &python,
+        &["fib.py", "1500"],
+        |_| {},
+    );
+    let folded = convert_folded(&data);
+    let (mut fib, mut reach) = (0u64, 0u64);
+    for line in folded.lines() {
+        let (stack, w) = line.rsplit_once(' ').unwrap();
+        let w: u64 = w.parse().unwrap();
+        if stack.ends_with(";fib") {
+            fib += w;
+            if stack.contains("PyEval") || stack.contains("Py_RunMain") {
+                reach += w;
+            }
+        }
+    }
+    assert!(fib > 0, "no samples in fib");
+    assert!(
+        reach * 10 >= fib * 9,
+        "{reach} of {fib} fib samples reach the interpreter"
+    );
+    let injected = run_perf_inject(&perf, &data);
+    let ours = data.with_extension("profkit.data");
+    let o = profkit()
+        .args(["inject", "-i"])
+        .arg(&data)
+        .arg("-o")
+        .arg(&ours)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sorted = |data: &Path| {
+        let mut v: Vec<(u64, bool, String)> = perf_report_shares(&perf, data)
+            .into_iter()
+            .map(|(s, k, n)| ((s * 100.0).round() as u64, k, n))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(sorted(&ours), sorted(&injected));
+}
+
 #[test]
 fn event_picks_which_samples_are_used() {
     let test = "perf::event_picks_which_samples_are_used";
