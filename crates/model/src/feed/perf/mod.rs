@@ -94,6 +94,38 @@ impl PerfOptions {
     }
 }
 
+/// Whether JIT function code starts exactly at `ra` (a return address): then the return
+/// address names that function, as perf names it, not the one before it whose last
+/// instruction was the call (Erlang's bottom frames return to a function's entry).
+fn starts_jit_function(
+    dump: Option<&jit::LoadedDump>,
+    map: Option<&jit::LoadedMap>,
+    ra: u64,
+    time: Option<u64>,
+) -> bool {
+    dump.and_then(|d| d.map.region_at(ra, time).and_then(|i| d.map.region(i)))
+        .is_some_and(|r| r.start == ra)
+        || map
+            .and_then(|m| m.map.covering(ra))
+            .is_some_and(|(start, _)| start == ra)
+}
+
+/// A callchain frame, made the first of its context (looked up at its own address) when it
+/// is a return address at the start of a JIT function (see [`starts_jit_function`]).
+fn perf_frame_at_function_start(
+    f: profkit_perf::Frame,
+    starts_function: impl Fn(u64) -> bool,
+) -> profkit_perf::Frame {
+    if !f.first_in_context && !f.context.is_kernel() && starts_function(f.addr) {
+        profkit_perf::Frame {
+            first_in_context: true,
+            ..f
+        }
+    } else {
+        f
+    }
+}
+
 /// One past the highest user-space address of x86-64 with 4-level paging (with 5-level
 /// paging, Linux maps above it only when a program asks for such an address).
 const USER_SPACE_END: u64 = 1 << 47;
@@ -775,6 +807,9 @@ impl<'o> Walk<'o> {
                     || (!jit_known && plausible_user_address(a))
             };
             for f in chain.frames() {
+                let f = perf_frame_at_function_start(f, |ra| {
+                    starts_jit_function(dump, map, ra, jit_time)
+                });
                 if f.context.is_kernel() {
                     self.addrs.push((f.lookup_addr(), true));
                 } else if dwarf.is_none() {
@@ -837,8 +872,16 @@ impl<'o> Walk<'o> {
             }
             self.report.unwind.samples += 1;
             self.report.unwind.frames += self.unwound.len() as u64;
-            self.addrs
-                .extend(self.unwound.iter().map(|&a| (a.saturating_sub(1), false)));
+            let process = self.processes.get(&pid);
+            let dump = process.and_then(|p| p.jit.dump.as_ref());
+            let map = process.and_then(|p| p.jit.map.as_ref());
+            self.addrs.extend(self.unwound.iter().map(|&ra| {
+                if starts_jit_function(dump, map, ra, jit_time) {
+                    (ra, false)
+                } else {
+                    (ra.saturating_sub(1), false)
+                }
+            }));
             return;
         }
         if self.addrs.is_empty() {
@@ -966,7 +1009,33 @@ impl<'o> Walk<'o> {
 
 #[cfg(test)]
 mod tests {
-    use super::plausible_user_address;
+    use super::{jit, plausible_user_address, starts_jit_function};
+    use crate::codemap::CodeMap;
+
+    #[test]
+    fn a_return_address_at_a_jit_functions_entry_names_that_function() {
+        // Erlang: `f-CodeInfoPrologue` at 0x1000..0x1030, `f` from 0x1030; a bottom frame
+        // returns to 0x1030, f's first byte.
+        let map = CodeMap::from_entries(
+            7,
+            [
+                (0x1000, 0x30, "f-CodeInfoPrologue".to_string(), 0),
+                (0x1030, 0x70, "f".to_string(), 0),
+            ],
+        );
+        let dump = jit::LoadedDump {
+            path: "jit-7.dump".into(),
+            map,
+            pid: 7,
+            monotonic: true,
+            time_range: None,
+            problems: Vec::new(),
+        };
+        assert!(starts_jit_function(Some(&dump), None, 0x1030, Some(5)));
+        assert!(!starts_jit_function(Some(&dump), None, 0x1031, Some(5)));
+        assert!(!starts_jit_function(Some(&dump), None, 0x2000, Some(5)));
+        assert!(!starts_jit_function(None, None, 0x1030, None));
+    }
 
     #[test]
     fn what_a_frame_pointer_walk_reads_past_its_chain_is_no_user_address() {
