@@ -613,3 +613,52 @@ fn glibc_aliases_named_as_perf_names_them() {
     );
     assert_matches_perf("glibc aliases", &theirs, &ours);
 }
+
+/// A native call that is the last instruction of its function (`noreturn`) returns to the next
+/// function's first byte: perf names the caller by that next function (`after+0x0`, which never
+/// ran); profkit looks return addresses up at `ra - 1` and names the true caller, `begin`. (JIT
+/// code is the exception: Erlang returns to function entries on purpose, and such a return
+/// address names the function it starts.)
+#[test]
+fn a_noreturn_call_names_its_true_caller() {
+    let test = "runtimes::a_noreturn_call_names_its_true_caller";
+    let (Some(perf), Some(cc)) = (
+        profkit_testkit::perf(test),
+        tool(test, "cc", "a C compiler (gcc)"),
+    ) else {
+        return;
+    };
+    let build = |dir: &Path| {
+        let o = Command::new(&cc)
+            .args([
+                "-O1",
+                "-fno-omit-frame-pointer",
+                "-fno-align-functions",
+                "-o",
+                "noreturn",
+                "noreturn-call.c",
+            ])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "cc: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    let (_dir, data) = record_live(
+        &perf,
+        &[],
+        "native/noreturn-call.c",
+        Path::new("./noreturn"),
+        &[],
+        build,
+    );
+    let folded = convert_folded(&data);
+    assert!(
+        folded.lines().any(|l| l.contains(";main;begin;finish ")),
+        "{folded}"
+    );
+    assert!(!folded.contains(";after;"), "{folded}");
+}
