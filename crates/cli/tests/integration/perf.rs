@@ -457,14 +457,9 @@ fn firefox_profile_has_one_sample_per_perf_sample() {
     );
 }
 
-#[test]
-fn live_wasmtime_recording_matches_perf() {
-    let test = "perf::live_wasmtime_recording_matches_perf";
-    let Some(perf) = profkit_testkit::perf(test) else {
-        return;
-    };
-    // The venv scripts/ci/install-export-py.sh fills (wasmtime from PyPI).
-    let Some(python) = profkit_testkit::external(
+/// The Python of the venv scripts/ci/install-export-py.sh fills, with wasmtime from PyPI.
+fn wasmtime_python(test: &str) -> Option<PathBuf> {
+    profkit_testkit::external(
         test,
         "Python with wasmtime (scripts/ci/install-export-py.sh)",
         profkit_testkit::deps_dir().join("venv/bin/python"),
@@ -474,7 +469,16 @@ fn live_wasmtime_recording_matches_perf() {
                 .status()
                 .is_ok_and(|s| s.success())
         },
-    ) else {
+    )
+}
+
+#[test]
+fn live_wasmtime_recording_matches_perf() {
+    let test = "perf::live_wasmtime_recording_matches_perf";
+    let Some(perf) = profkit_testkit::perf(test) else {
+        return;
+    };
+    let Some(python) = wasmtime_python(test) else {
         return;
     };
     let (_dir, data) = record_live(
@@ -504,17 +508,7 @@ fn live_wasmtime_dwarf_unwinds_through_jit_frames() {
     let Some(perf) = profkit_testkit::perf(test) else {
         return;
     };
-    let Some(python) = profkit_testkit::external(
-        test,
-        "Python with wasmtime (scripts/ci/install-export-py.sh)",
-        profkit_testkit::deps_dir().join("venv/bin/python"),
-        |py| {
-            Command::new(py)
-                .args(["-c", "import wasmtime"])
-                .status()
-                .is_ok_and(|s| s.success())
-        },
-    ) else {
+    let Some(python) = wasmtime_python(test) else {
         return;
     };
     let (_dir, data) = record_live(

@@ -145,6 +145,21 @@ fn check_runtime(
     (dir, data)
 }
 
+/// Runs `program args` in `dir` (a compiler: javac, erlc, cc), which must succeed.
+fn build_in(dir: &Path, program: &Path, args: &[&str]) {
+    let o = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        program.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 fn tool(test: &str, name: &str, what: &str) -> Option<PathBuf> {
     profkit_testkit::tool(test, name, what)
 }
@@ -179,16 +194,7 @@ fn openjdk_perf_map() {
         "1500",
     ];
     let compile = |dir: &Path| {
-        let o = Command::new(&javac)
-            .arg("Busy.java")
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "javac: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        build_in(dir, &javac, &["Busy.java"]);
     };
     let (dir, data) = check_runtime("OpenJDK", &perf, "java/Busy.java", &java, &args, compile);
     let ours = folded_self_shares(&convert_folded(&data));
@@ -198,10 +204,22 @@ fn openjdk_perf_map() {
         "{ours:?}"
     );
     // HotSpot's C++ frames: in full by default, as perf prints them with --short-names.
-    let full = std::fs::read_to_string(data.with_extension("folded")).unwrap();
+    let full = dir.path().join("full.folded");
+    let o = profkit()
+        .arg("convert")
+        .arg(&data)
+        .arg("-o")
+        .arg(&full)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let full = std::fs::read_to_string(full).unwrap();
     assert!(
-        full.contains("::") && full.contains("(JavaThread*)"),
-        "no C++ parameter lists"
+        full.lines()
+            .flat_map(|l| l.rsplit_once(' ').unwrap().0.split(';'))
+            .any(|f| f.contains("::") && f.ends_with(')')),
+        "no C++ parameter lists in {}",
+        &full[..full.len().min(2000)]
     );
     let short = dir.path().join("short.folded");
     let o = profkit()
@@ -289,16 +307,7 @@ fn erlang(test: &str) -> Option<(PathBuf, PathBuf)> {
 
 fn erlc(erlc: &Path) -> impl FnOnce(&Path) + '_ {
     move |dir: &Path| {
-        let o = Command::new(erlc)
-            .arg("busy.erl")
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "erlc: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        build_in(dir, erlc, &["busy.erl"]);
     }
 }
 
@@ -524,16 +533,7 @@ fn qemu(test: &str, flag: &str) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let _tmp = TmpGuard::new();
     let build = |dir: &Path| {
-        let o = Command::new(&cc)
-            .args(["-O1", "-static", "-o", "busy", "busy.c"])
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "cc -static: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        build_in(dir, &cc, &["-O1", "-static", "-o", "busy", "busy.c"]);
     };
     let (dir, _data) = check_runtime(
         &format!("QEMU ({flag})"),
@@ -581,16 +581,7 @@ fn glibc_aliases_named_as_perf_names_them() {
         return;
     };
     let build = |dir: &Path| {
-        let o = Command::new(&cc)
-            .args(["-O1", "-o", "aliases", "glibc-aliases.c"])
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "cc: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        build_in(dir, &cc, &["-O1", "-o", "aliases", "glibc-aliases.c"]);
     };
     let (_dir, data) = record_live(
         &perf,
@@ -629,22 +620,17 @@ fn a_noreturn_call_names_its_true_caller() {
         return;
     };
     let build = |dir: &Path| {
-        let o = Command::new(&cc)
-            .args([
+        build_in(
+            dir,
+            &cc,
+            &[
                 "-O1",
                 "-fno-omit-frame-pointer",
                 "-fno-align-functions",
                 "-o",
                 "noreturn",
                 "noreturn-call.c",
-            ])
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "cc: {}",
-            String::from_utf8_lossy(&o.stderr)
+            ],
         );
     };
     let (_dir, data) = record_live(
