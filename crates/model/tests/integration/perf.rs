@@ -91,3 +91,64 @@ fn the_walk_releases_the_bytes_it_has_read() {
         assert!(start < end && end <= data.len() as u64, "{start}..{end}");
     }
 }
+
+/// The node-fp recording with one more sample: a copy of the first node sample whose pc and
+/// first user frame are `ip` (written with profkit-perf's writer), and that sample's pid.
+fn with_sample_at(ip: u64) -> (Vec<u8>, u32) {
+    use profkit_perf::{EventData, Insert, PerfData, WriteOptions};
+    const PERF_CONTEXT_USER: u64 = 0xffff_ffff_ffff_fe00;
+    let data = profkit_testkit::read_fixture("perf/node-fp.data");
+    let pd = PerfData::parse(&data).unwrap();
+    let mut events = pd.events().unwrap();
+    let mut insert = None;
+    while let Some(ev) = events.next_event() {
+        let ev = ev.unwrap();
+        let EventData::Sample(s) = &ev.data else {
+            continue;
+        };
+        let mut body = ev.body.to_vec();
+        let user = body
+            .chunks_exact(8)
+            .position(|w| u64::from_le_bytes(w.try_into().unwrap()) == PERF_CONTEXT_USER);
+        let (Some(pid), Some(at), Some(time)) = (s.pid, user, ev.time) else {
+            continue;
+        };
+        // The pc (PERF_SAMPLE_IP comes first) and the first user frame after the marker.
+        body[..8].copy_from_slice(&ip.to_le_bytes());
+        body[(at + 1) * 8..(at + 2) * 8].copy_from_slice(&ip.to_le_bytes());
+        let mut record = Vec::new();
+        record.extend_from_slice(&9u32.to_le_bytes());
+        record.extend_from_slice(&ev.misc.to_le_bytes());
+        record.extend_from_slice(&u16::try_from(8 + body.len()).unwrap().to_le_bytes());
+        record.extend_from_slice(&body);
+        insert = Some((
+            Insert {
+                time: time + 1,
+                record,
+            },
+            pid as u32,
+        ));
+        break;
+    }
+    drop(events);
+    let (insert, pid) = insert.expect("a sample with a user callchain");
+    let mut out = std::io::Cursor::new(Vec::new());
+    profkit_perf::write(&pd, &[insert], &[], WriteOptions::default(), &mut out).unwrap();
+    (out.into_inner(), pid)
+}
+
+fn unnamed_jit_samples(data: &[u8], pid: u32) -> (u64, u64) {
+    let mut sink = Recorded::default();
+    let (_, report) = feed(data, "t", &options(), None, &mut sink).unwrap();
+    let p = report.processes.iter().find(|p| p.pid == pid).unwrap();
+    (p.samples, p.unnamed_jit_samples)
+}
+
+/// A sample at ip 0 (no mapping holds it) is one more sample, but not JIT code nothing names.
+#[test]
+fn a_sample_at_ip_0_is_not_anonymous_executable_memory() {
+    let base = profkit_testkit::read_fixture("perf/node-fp.data");
+    let (zero, pid) = with_sample_at(0);
+    let (samples, unnamed) = unnamed_jit_samples(&base, pid);
+    assert_eq!(unnamed_jit_samples(&zero, pid), (samples + 1, unnamed));
+}
