@@ -297,9 +297,7 @@ fn all_events(bytes: &[u8]) -> (Vec<(u32, Option<u64>, Vec<u8>)>, bool, Option<S
     let mut err = None;
     while let Some(e) = ev.next_event() {
         match e {
-            Ok(e) if e.record_type.0 != 68 => {
-                out.push((e.record_type.0, e.time, e.body.to_vec()))
-            }
+            Ok(e) if e.record_type.0 != 68 => out.push((e.record_type.0, e.time, e.body.to_vec())),
             Ok(_) => {}
             Err(e) => err = Some(e.to_string()),
         }
@@ -326,8 +324,11 @@ fn compressed_records_read_as_their_inflated_records() {
     let mut at = head.len();
     while at < head.len() + z.len() {
         last = at;
-        at += u16::from_le_bytes(z[at - head.len() + 6..at - head.len() + 8].try_into().unwrap())
-            as usize;
+        at += u16::from_le_bytes(
+            z[at - head.len() + 6..at - head.len() + 8]
+                .try_into()
+                .unwrap(),
+        ) as usize;
     }
     let (d_off, _) = data_section(&file);
     let at_start = all_events(&file[..d_off + last]);
