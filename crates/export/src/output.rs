@@ -132,7 +132,7 @@ impl Output {
             Dest::Stdout => Ok(Box::new(BufWriter::with_capacity(BUF, io::stdout()))),
             Dest::Path(p) => {
                 let (f, _) = self.stage(p, true)?;
-                Ok(Box::new(WriteBehind::new(f)?))
+                Ok(Box::new(Named::new(WriteBehind::new(f)?, p)))
             }
         }
     }
@@ -142,7 +142,7 @@ impl Output {
     /// followed or written through.
     pub fn create_beside(&self, path: &Path) -> io::Result<Box<dyn Write + Send>> {
         let (f, _) = self.stage(path, false)?;
-        Ok(Box::new(WriteBehind::new(f)?))
+        Ok(Box::new(Named::new(WriteBehind::new(f)?, path)))
     }
 
     /// The main file itself, unbuffered (for a writer that seeks); staged like
@@ -171,8 +171,8 @@ impl Output {
         };
         let (f, tmp) = self.stage(p, true)?;
         match DirectFile::open(&tmp) {
-            Some(d) => Ok(Box::new(d)),
-            None => Ok(Box::new(BufWriter::with_capacity(BUF, f))),
+            Some(d) => Ok(Box::new(Named::new(d, p))),
+            None => Ok(Box::new(Named::new(BufWriter::with_capacity(BUF, f), p))),
         }
     }
 
@@ -265,6 +265,39 @@ impl Output {
                 let _ = std::fs::remove_file(tmp);
             }
         }
+    }
+}
+
+/// A writer whose errors name the file being written ("out.json: No space left on device").
+struct Named<W> {
+    inner: W,
+    name: PathBuf,
+}
+
+impl<W: Write> Named<W> {
+    fn new(inner: W, name: &Path) -> Named<W> {
+        Named {
+            inner,
+            name: name.to_path_buf(),
+        }
+    }
+
+    fn named(&self, e: io::Error) -> io::Error {
+        io::Error::new(e.kind(), format!("{}: {e}", self.name.display()))
+    }
+}
+
+impl<W: Write> Write for Named<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf).map_err(|e| self.named(e))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.inner.write_all(buf).map_err(|e| self.named(e))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush().map_err(|e| self.named(e))
     }
 }
 
@@ -619,6 +652,17 @@ mod tests {
             err.to_lowercase().contains("is a directory") && err.contains(&*d.to_string_lossy()),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_full_disk_names_the_file() {
+        let out = Output::staged("/dev/full");
+        let mut w = out.create().unwrap();
+        let e = w
+            .write_all(&[0; 4 << 20])
+            .and_then(|()| w.flush())
+            .unwrap_err();
+        assert!(e.to_string().starts_with("/dev/full: "), "{e}");
     }
 
     #[test]

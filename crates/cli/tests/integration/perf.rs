@@ -698,4 +698,25 @@ fn foreign_kernel_is_not_named_from_local_kallsyms() {
     );
     let (folded, _) = convert(&foreign, &["--kallsyms", "/proc/kallsyms"]);
     assert!(kernel_named(&folded), "{folded}");
+
+/// `diff A B` names the input it could not read (B10).
+#[test]
+fn diff_errors_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = fixture_dir("perf").join("node-fp.data");
+    let bytes = std::fs::read(&good).unwrap();
+    std::fs::write(dir.path().join("short.data"), &bytes[..100]).unwrap();
+    for args in [
+        ["diff", "short.data", good.to_str().unwrap()],
+        ["diff", good.to_str().unwrap(), "short.data"],
+    ] {
+        let o = profkit()
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("error: short.data: "), "{err}");
+    }
 }

@@ -253,6 +253,25 @@ fn check(
                 return Ok(None);
             }
         }
+        // A pipe's attr: its size field (0: the first version's 64 bytes) must fit the record
+        // (linux-perf-data reads what there is; the writer and `validate` need the whole attr).
+        if record_type == RecordType::HEADER_ATTR {
+            let attr_size = match u32_at(body, 4, e) {
+                Some(0) => 64,
+                Some(s) => u64::from(s),
+                None => 0,
+            };
+            if attr_size < 64 || attr_size > body.len() as u64 {
+                return Err(Error::record(
+                    index,
+                    Some(offset),
+                    format!(
+                        "HEADER_ATTR of {} bytes holds no attr of its size {attr_size} (64 ..= the record's body)",
+                        body.len()
+                    ),
+                ));
+            }
+        }
         // linux-perf-data takes the feature id's low 32 bits (`as u32`): so must the check.
         if record_type == RecordType::HEADER_FEATURE
             && u64_at(body, 0, e).map(|id| id as u32) == Some(FEATURE_EVENT_DESC)

@@ -384,3 +384,21 @@ fn zstd_bombs_are_refused_with_their_offset() {
         exercise(&file);
     }
 }
+
+/// A pipe's HEADER_ATTR whose attr size is larger than the record: an error of `validate` at
+/// its offset (it passed with 0 errors, and `inject` then failed blaming its output: B10).
+#[test]
+fn a_pipe_attr_larger_than_its_record_is_an_error() {
+    let mut b = fixture("node-pipe.data");
+    assert_eq!(u32::from_le_bytes(b[16..20].try_into().unwrap()), 64);
+    b[16 + 8 + 4..16 + 8 + 8].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
+    let v = validate(&b);
+    assert!(v.has_errors(), "{:?}", v.findings);
+    let f = v
+        .findings
+        .iter()
+        .find(|f| f.message.contains("HEADER_ATTR"))
+        .unwrap();
+    assert_eq!(f.offset, 16, "{f:?}");
+    exercise(&b);
+}
