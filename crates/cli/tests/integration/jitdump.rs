@@ -372,3 +372,47 @@ fn completions_are_generated() {
     assert_eq!(code, 0);
     assert!(out.contains("profkit"));
 }
+
+/// A JIT name with ESC, a bell and a newline: `dump` prints it escaped, one line per record,
+/// no raw control character (B9).
+#[test]
+fn dump_escapes_control_characters_in_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = b"evil\x1b[31mRED\x1b[0m\nline2\x07\0";
+    let mut body = Vec::new();
+    for v in [1234u32, 1234] {
+        body.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in [0x1000u64, 0x1000, 16, 1] {
+        body.extend_from_slice(&v.to_le_bytes());
+    }
+    body.extend_from_slice(name);
+    body.extend_from_slice(&[0x90; 16]);
+    let mut file = Vec::new();
+    for v in [0x4A69_5444u32, 1, 40, 62, 0, 1234] {
+        file.extend_from_slice(&v.to_le_bytes());
+    }
+    file.extend_from_slice(&[0; 16]);
+    file.extend_from_slice(&0u32.to_le_bytes());
+    file.extend_from_slice(&((16 + body.len()) as u32).to_le_bytes());
+    file.extend_from_slice(&1u64.to_le_bytes());
+    file.extend_from_slice(&body);
+    std::fs::write(dir.path().join("evil.dump"), &file).unwrap();
+    let o = crate::support::profkit()
+        .current_dir(dir.path())
+        .args(["dump", "evil.dump"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        !o.stdout.iter().any(|&b| b < 0x20 && b != b'\n'),
+        "{:?}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        out.contains("name evil\\u001b[31mRED\\u001b[0m\\nline2\\u0007"),
+        "{out}"
+    );
+    assert_eq!(out.lines().count(), 2, "{out}");
+}
