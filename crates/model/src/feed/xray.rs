@@ -229,6 +229,7 @@ impl<'t, 'a> Plan<'t, 'a> {
                     self.trace.data(),
                     &self.trace.header,
                     c,
+                    job.thread,
                     key,
                     |k, f, tsc, args| {
                         if let Some(k) = call_kind(k) {

@@ -61,8 +61,8 @@ proptest! {
         let layout = BasicLayout::scan(&data, &trace.header, chunk, &mut |_, _| {});
         let mut got: Calls = layout.threads.iter().map(|(k, _)| (*k, Vec::new())).collect();
         for c in &layout.chunks {
-            for (key, calls) in got.iter_mut() {
-                BasicLayout::visit_calls(&data, &trace.header, c, *key, |k, f, t, a| calls.push((k, f, t, a.to_vec())));
+            for (i, (key, calls)) in got.iter_mut().enumerate() {
+                BasicLayout::visit_calls(&data, &trace.header, c, i as u32, *key, |k, f, t, a| calls.push((k, f, t, a.to_vec())));
             }
         }
         prop_assert_eq!(&got, &expected);
