@@ -720,3 +720,27 @@ fn diff_errors_name_the_file() {
         assert!(err.contains("error: short.data: "), "{err}");
     }
 }
+
+/// `ulimit -v 2000000` (2 GB of address space) does not trip on a small recording: mimalloc's
+/// arenas and glibc's per-thread arenas are bounded before anything allocates (B5: VmPeak was
+/// 1.9-2.3 GB, and the binary could not be read: "Cannot allocate memory").
+#[test]
+fn two_gb_of_address_space_is_enough() {
+    let (dir, data) = recording("node-fp", Some(("node-fp.jit-30519.dump.gz", 30519)));
+    let bin = assert_cmd::cargo::cargo_bin("profkit");
+    for out in ["out.folded", "out.parquet", "out.json", "out.perfetto"] {
+        let o = Command::new("sh")
+            .current_dir(dir.path())
+            .args(["-c", "ulimit -v 2000000 && exec \"$0\" \"$@\""])
+            .arg(&bin)
+            .args(["convert", data.to_str().unwrap(), "-o", out])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{out}: {err}");
+        assert!(
+            !err.contains("Cannot allocate memory") && !err.contains("panicked"),
+            "{out}: {err}"
+        );
+    }
+}
