@@ -416,3 +416,57 @@ fn dump_escapes_control_characters_in_names() {
     );
     assert_eq!(out.lines().count(), 2, "{out}");
 }
+
+/// `dump --follow` of a file truncated and rewritten: the shrink is noticed, said, and the file
+/// read again from its start (it kept reading at its old offset: B11).
+#[test]
+fn dump_follow_starts_over_when_the_file_shrinks() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("jit-1.dump");
+    let bytes = std::fs::read(fixture("handmade/all-records-le.dump")).unwrap();
+    let part = bytes.len() - 40;
+    std::fs::write(&live, &bytes[..part]).unwrap();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("profkit"))
+        .args([
+            "dump",
+            "--follow",
+            "--timeout",
+            "20",
+            live.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pause = || std::thread::sleep(std::time::Duration::from_millis(400));
+    pause();
+    // Truncated (as a JIT restarting with the same pid does), then written again whole.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&live)
+        .unwrap();
+    pause();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&live)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &bytes))
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("shrank") && err.contains("again from the start"),
+        "{err}"
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("HEADER")).count(),
+        2,
+        "{out}"
+    );
+    assert!(
+        out.lines().last().unwrap().contains("JIT_CODE_CLOSE"),
+        "{out}"
+    );
+}
