@@ -9,7 +9,7 @@
 //!   (atomically) only by [`Output::commit`], after the whole conversion succeeded. A failed or
 //!   interrupted conversion leaves no partial output and never clobbers an existing file
 //!   ([`Output::discard`], or dropping the last handle, removes the temporary files); those a
-//!   killed run left are removed by the next run that writes the same name.
+//!   killed run left are removed by the next run that writes in that directory.
 //! * A file written beside the main one (Parquet's tables, perf maps, inject's ELFs) is never
 //!   opened through a symbolic link: its name is replaced on commit. Only the main output,
 //!   which the user named, is followed (a link's target replaced; a device written in place).
@@ -57,6 +57,8 @@ impl PartialEq for Output {
 #[derive(Debug, Default)]
 struct Staged {
     files: Mutex<Vec<(PathBuf, PathBuf)>>,
+    /// Directories already cleared of a killed run's temporary files.
+    cleared: Mutex<Vec<PathBuf>>,
 }
 
 impl Drop for Staged {
@@ -228,8 +230,11 @@ impl Output {
             .files
             .lock()
             .map_err(|_| io::Error::other("output staging poisoned"))?;
-        if !files.iter().any(|(_, n)| n == path) {
-            remove_leftovers(&dir, &name);
+        if let Ok(mut cleared) = staged.cleared.lock() {
+            if !cleared.contains(&dir) {
+                remove_leftovers(&dir);
+                cleared.push(dir.clone());
+            }
         }
         let (f, tmp) = create_temp(&dir, &name, files.len()).map_err(named_err)?;
         files.push((tmp.clone(), path.to_path_buf()));
@@ -348,11 +353,11 @@ fn unpredictable(attempt: u32) -> u64 {
     t ^ (u64::from(attempt) << 56) ^ u64::from(std::process::id())
 }
 
-/// Removes the temporary files an aborted or killed run left for `name` in `dir`: regular
-/// files (not links) of this user named `.NAME.profkit-PID-…tmp` whose process is gone.
-fn remove_leftovers(dir: &Path, name: &str) {
+/// Removes the temporary files aborted or killed runs left in `dir` (once per output and
+/// directory): regular files (not links) of this user named `.NAME.profkit-PID-…tmp` whose
+/// process is gone.
+fn remove_leftovers(dir: &Path) {
     use std::os::unix::fs::MetadataExt;
-    let prefix = format!(".{name}{TMP_MARK}");
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -360,11 +365,10 @@ fn remove_leftovers(dir: &Path, name: &str) {
     let uid = unsafe { libc::getuid() };
     for e in entries.flatten() {
         let file = e.file_name();
-        let Some(rest) = file
-            .to_str()
-            .and_then(|f| f.strip_prefix(&prefix))
-            .filter(|r| r.ends_with(".tmp"))
-        else {
+        let Some(f) = file.to_str().filter(|f| f.starts_with('.') && f.ends_with(".tmp")) else {
+            continue;
+        };
+        let Some(rest) = f.rfind(TMP_MARK).and_then(|i| f.get(i + TMP_MARK.len()..)) else {
             continue;
         };
         let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
@@ -623,12 +627,13 @@ mod tests {
         let main = dir.path().join("out.txt");
         let side = dir.path().join("out.side.txt");
         std::os::unix::fs::symlink(&victim, &side).unwrap();
-        // A killed run's temporary file (pid 0x7fffffff is not running) and another user's
-        // name are told apart.
+        // Killed runs' temporary files (pid 0x7fffffff is not running) go; other files stay.
         let left = dir.path().join(".out.txt.profkit-2147483647-0-00.tmp");
         std::fs::write(&left, "old").unwrap();
         let other = dir.path().join(".other.txt.profkit-2147483647-0-00.tmp");
         std::fs::write(&other, "old").unwrap();
+        let unrelated = dir.path().join(".other.txt.keep");
+        std::fs::write(&unrelated, "keep").unwrap();
         let out = Output::staged(&main);
         let mut w = out.create().unwrap();
         w.write_all(b"main").unwrap();
@@ -642,8 +647,8 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
         assert!(std::fs::symlink_metadata(&side).unwrap().is_file());
         assert_eq!(std::fs::read_to_string(&side).unwrap(), "side");
-        assert!(!left.exists());
-        assert!(other.exists());
+        assert!(!left.exists() && !other.exists());
+        assert!(unrelated.exists());
         // A directory at the name is an error naming it, before anything is written.
         let d = dir.path().join("d");
         std::fs::create_dir(&d).unwrap();
