@@ -11,6 +11,8 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use profkit_inject::{inject_bytes, Options};
+use profkit_model::feed::perf::jit::JitSearch;
+use profkit_model::feed::perf::PerfOptions;
 
 fn fixture(name: &str) -> Vec<u8> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -57,7 +59,10 @@ fuzz_target!(|data: &[u8]| {
     let options = Options {
         input: dir.path().join("in.data"),
         output: output.clone(),
-        jit_dirs: vec![dir.path().to_path_buf()],
+        jit: Some(JitSearch {
+            dirs: vec![dir.path().to_path_buf()],
+            ..PerfOptions::isolated().jit
+        }),
         elf_dir: None,
     };
     let _ = inject_bytes(&options, "fuzz", recording);
