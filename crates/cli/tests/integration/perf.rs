@@ -698,6 +698,7 @@ fn foreign_kernel_is_not_named_from_local_kallsyms() {
     );
     let (folded, _) = convert(&foreign, &["--kallsyms", "/proc/kallsyms"]);
     assert!(kernel_named(&folded), "{folded}");
+}
 
 /// `diff A B` names the input it could not read (B10).
 #[test]
