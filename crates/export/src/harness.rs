@@ -270,6 +270,9 @@ pub fn check_diff(data: &[u8]) {
     for normalize in [false, true] {
         let merged = crate::folded::differential(&lines(&a), &lines(&b), normalize);
         let bytes: usize = merged.iter().map(|l| l.len() + 1).sum();
-        assert!(bytes as u64 <= limit, "differential lines {bytes} over {limit}");
+        assert!(
+            bytes as u64 <= limit,
+            "differential lines {bytes} over {limit}"
+        );
     }
 }

@@ -365,7 +365,10 @@ fn remove_leftovers(dir: &Path) {
     let uid = unsafe { libc::getuid() };
     for e in entries.flatten() {
         let file = e.file_name();
-        let Some(f) = file.to_str().filter(|f| f.starts_with('.') && f.ends_with(".tmp")) else {
+        let Some(f) = file
+            .to_str()
+            .filter(|f| f.starts_with('.') && f.ends_with(".tmp"))
+        else {
             continue;
         };
         let Some(rest) = f.rfind(TMP_MARK).and_then(|i| f.get(i + TMP_MARK.len()..)) else {

@@ -289,8 +289,11 @@ fn zstd_rle(n: u64, b: u8) -> Vec<u8> {
     z
 }
 
+/// `(type, time, body)` of events.
+type EventList = Vec<(u32, Option<u64>, Vec<u8>)>;
+
 /// Every event of `bytes` as `(type, time, body)`, sorted, and whether a cut was reported.
-fn all_events(bytes: &[u8]) -> (Vec<(u32, Option<u64>, Vec<u8>)>, bool, Option<String>) {
+fn all_events(bytes: &[u8]) -> (EventList, bool, Option<String>) {
     let pd = PerfData::parse(bytes).unwrap();
     let mut ev = pd.events().unwrap();
     let mut out = Vec::new();
