@@ -3,7 +3,8 @@
 //!
 //! * Spool: the input inflated (gzip, at most 1 MiB, as `read_whole` bounds it by
 //!   `PROFKIT_MAX_INFLATED`) into `Spool` in pieces whose sizes come from the input, then
-//!   mapped: the bytes must be what an in-memory inflate gives.
+//!   mapped: it holds every byte written, and for a clean stream what an in-memory inflate
+//!   gives.
 //! * Staging: outputs named from the input (a main file and side files, some names repeated,
 //!   some already present as files or symbolic links) written and then committed or dropped:
 //!   after a commit every name holds what was last written for it and no side file was written
@@ -22,18 +23,24 @@ const LIMIT: u64 = 1 << 20;
 
 fn check_spool(data: &[u8]) {
     let mut want = Vec::new();
-    let _ = flate2::read::MultiGzDecoder::new(data)
+    let clean = flate2::read::MultiGzDecoder::new(data)
         .take(LIMIT)
-        .read_to_end(&mut want);
+        .read_to_end(&mut want)
+        .is_ok();
     let mut s = spool::Spool::new();
     let mut z = flate2::read::MultiGzDecoder::new(data).take(LIMIT);
     let mut got = 0usize;
+    let mut failed = false;
     let mut step = data.first().map_or(1, |&b| usize::from(b) + 1);
     let mut buf = vec![0u8; 257];
     loop {
         let n = match z.read(&mut buf[..step]) {
-            Ok(0) | Err(_) => break,
+            Ok(0) => break,
             Ok(n) => n,
+            Err(_) => {
+                failed = true;
+                break;
+            }
         };
         s.write(&buf[..n]).unwrap();
         got += n;
@@ -41,7 +48,12 @@ fn check_spool(data: &[u8]) {
     }
     assert_eq!(s.len, got as u64);
     let bytes = s.into_bytes().unwrap();
-    assert_eq!(&bytes[..], &want[..got.min(want.len())]);
+    assert_eq!(bytes.len(), got);
+    // A corrupt stream fails where its reads fall (flate2 checks a member's trailer after
+    // handing out its bytes): only a clean stream must give the same bytes both ways.
+    if clean && !failed {
+        assert_eq!(&bytes[..], &want[..]);
+    }
 }
 
 fn check_staging(data: &[u8]) {
