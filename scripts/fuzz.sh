@@ -2,7 +2,8 @@
 # A fuzzing campaign: every cargo-fuzz target in turn, on one core, each for SECONDS (default
 # 60), starting from its corpus in fuzz/corpus/<target> (git-ignored), which is seeded from the
 # real fixtures (tests/fixtures) and fuzz/seeds the first time. libFuzzer limits: 10 s per
-# input, 2 GB RSS (a blow-up of time or memory is a finding, saved in fuzz/artifacts/<target>).
+# input, 512 MB RSS (RSS_MB overrides; a blow-up of time or memory is a finding, saved in
+# fuzz/artifacts/<target>: the zstd and binary-spelling bombs of issue #23 went past it).
 # Prints one line per target: executions, coverage, corpus size, findings; add them to the
 # campaign table of fuzz/README.md.
 #
@@ -29,13 +30,39 @@ seeds() {
         native_binary) echo "$fx"/native/small-pie "$fx"/xray/libdso.so "$fx"/xray/sled-v1-pie ;;
         instr_map) echo "$fx"/xray/demo "$fx"/xray/nodebug "$fx"/xray/libdso.so "$fx"/xray/dso-main "$fx"/xray/sled-v1-pie ;;
         structured) ;;
+        kallsyms) echo "$fx"/native/*kallsyms* ;;
+        spool_staging) echo "$fx"/perf/*.gz "$fx"/jitdump/*.gz ;;
+        # Made by made_seeds below (the targets read a header byte or a cut point first).
+        inject|diff|perf_feed_jit) ;;
         convert_all) echo "$fx"/xray/*.xray "$fx"/xray/*.xprof "$fx"/jitdump/*.dump "$fx"/jitdump/*.gz \
             "$fx"/mlpd/synthetic/*.mlpd "$fx"/mlpd/hello_*.mlpd "$fx"/perf/*.data seeds/jitdump/* ;;
     esac
 }
+# Seeds of the targets whose input starts with a mode byte or a cut point.
+made_seeds() {
+    local t="$1" d="corpus/$1"
+    case "$t" in
+        inject)
+            { printf '\x01'; cat "$fx/perf/node-fp.data"; } >"$d/recording"
+            { printf '\x00'; zcat "$fx/perf/node-fp.jit-30519.dump.gz" | head -c 400000; } >"$d/dump" ;;
+        diff)
+            for pair in "xray/demo-basic.xray xray/demo-fdr.xray" "perf/node-fp.data perf/node-pipe.data"; do
+                set -- $pair
+                local n; n=$(stat -c %s "$fx/$1")
+                [ "$n" -lt 65536 ] || continue
+                { printf "\\x$(printf %02x $((n >> 8)))\\x$(printf %02x $((n & 255)))"; cat "$fx/$1" "$fx/$2"; } \
+                    >"$d/$(basename "$1")-$(basename "$2")"
+            done ;;
+        perf_feed_jit)
+            local n; n=$(stat -c %s "$fx/perf/node-fp.data")
+            { python3 -c "import sys,struct; sys.stdout.buffer.write(struct.pack('<I', $n))";
+              cat "$fx/perf/node-fp.data"; zcat "$fx/perf/node-fp.jit-30519.dump.gz" | head -c 400000; } >"$d/node-fp" ;;
+    esac
+}
+
 max_len() {
     case "$1" in
-        instr_map|native_binary|perf_read|perf_feed) echo 1048576 ;;
+        instr_map|native_binary|perf_read|perf_feed|inject|perf_feed_jit) echo 1048576 ;;
         # every writer per input: small inputs run ~10x more executions
         convert_all|structured) echo 8192 ;;
         *) echo 65536 ;;
@@ -53,12 +80,13 @@ for t in "${targets[@]}"; do
         for f in $(seeds "$t"); do
             [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 1048576 ] && cp "$f" "corpus/$t/" || true
         done
+        made_seeds "$t"
     fi
     before=$(ls "artifacts/$t" | wc -l)
     log="artifacts/$t.log"
     # -detect_leaks=0: LeakSanitizer reports the thread-local destructor list of rayon's worker
     # threads (32 bytes from __cxa_thread_atexit_impl) as a leak and stops the run.
-    cargo fuzz run -O "$t" "corpus/$t" -- -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -detect_leaks=0 \
+    cargo fuzz run -O "$t" "corpus/$t" -- -max_total_time="$secs" -timeout=10 -rss_limit_mb="${RSS_MB:-512}" -detect_leaks=0 \
         -max_len="$(max_len "$t")" -print_final_stats=1 >"$log" 2>&1 || true
     after=$(ls "artifacts/$t" | wc -l)
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

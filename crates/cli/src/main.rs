@@ -26,6 +26,33 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::Parser;
 
+/// Address space, not memory: `ulimit -v 2000000` must not trip on an input under 50 MB
+/// (B5). mimalloc reserves 1 GiB of address space per arena and glibc's malloc (used by the C
+/// libraries: zstd, …) 64 MiB per thread that calls it (VmPeak 1.9-2.3 GB for a 94 KB
+/// recording). Arenas of 64 MiB (more are reserved as needed) and two glibc arenas bring it
+/// to ~0.3 GB. mimalloc sets itself up before `main` (its constructor, or the runtime's first
+/// allocation), so this runs from an `.init_array` entry of a higher priority than the default
+/// constructors, before anything allocates; an explicit `MIMALLOC_ARENA_RESERVE` is kept.
+extern "C" fn bound_address_space() {
+    extern "C" {
+        fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+    }
+    /// `mi_option_arena_reserve` (mimalloc v3's `mi_option_e`), in KiB.
+    const MI_OPTION_ARENA_RESERVE: std::ffi::c_int = 23;
+    // SAFETY: mimalloc's option setter only writes its option table; mallopt with
+    // M_ARENA_MAX has no preconditions. No thread exists yet.
+    unsafe {
+        if libc::getenv(c"MIMALLOC_ARENA_RESERVE".as_ptr()).is_null() {
+            mi_option_set(MI_OPTION_ARENA_RESERVE, 64 * 1024);
+        }
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+#[used]
+#[link_section = ".init_array.00100"]
+static BOUND_ADDRESS_SPACE: extern "C" fn() = bound_address_space;
+
 fn main() -> ExitCode {
     // The process ends with its command: large structures are left to the exit.
     profkit_common::release::at_exit_only();

@@ -23,6 +23,38 @@ impl FileBytes {
         FileBytes::of_file(&file)
     }
 
+    /// The bytes of a regular file at `path` that profkit found by itself (a binary or a
+    /// jitdump named by a recording), mapped: opened without blocking (`O_NONBLOCK`: a FIFO
+    /// named like a binary does not hang), refused unless it is a regular file of at least
+    /// `min_len` bytes (procfs and tracefs files say size 0 and read without end:
+    /// `/proc/self/pagemap`, `trace_pipe`), and never read as a stream.
+    pub fn open_regular(path: &Path, min_len: u64) -> io::Result<FileBytes> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file (a directory, FIFO, socket or device): not read",
+            ));
+        }
+        if meta.len() < min_len {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{} bytes, below the {min_len} its format needs (a procfs or sysfs file is not read)",
+                    meta.len()
+                ),
+            ));
+        }
+        // SAFETY: as in `of_file`.
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        Ok(FileBytes::Mapped(map))
+    }
+
     /// The bytes of an opened file (see [`FileBytes::open`]).
     pub fn of_file(file: &File) -> io::Result<FileBytes> {
         let meta = file.metadata()?;

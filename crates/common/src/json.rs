@@ -1,4 +1,5 @@
-//! JSON string escaping: the one escaper every hand-written JSON writer of the workspace uses.
+//! JSON string escaping: the one escaper every hand-written JSON writer of the workspace uses,
+//! and its control-character half for text outputs ([`push_controls`], [`controls_escaped`]).
 //!
 //! `"`, `\` and the control characters `\n`, `\r`, `\t` get their short escapes; every other
 //! byte below 0x20, and 0x7f, becomes `\u00XX`; everything else (UTF-8 included) is copied.
@@ -27,15 +28,68 @@ pub fn push_str_body(out: &mut Vec<u8>, s: &str) {
         };
         out.extend_from_slice(bytes.get(start..i).unwrap_or_default());
         if esc.is_empty() {
-            out.extend_from_slice(b"\\u00");
-            out.push(hex_digit(c >> 4));
-            out.push(hex_digit(c));
+            push_control(out, c);
         } else {
             out.extend_from_slice(esc);
         }
         start = i + 1;
     }
     out.extend_from_slice(bytes.get(start..).unwrap_or_default());
+}
+
+/// Appends `s` to `out` with only its control characters escaped as JSON escapes them (`\n`,
+/// `\r`, `\t`, else `\u00XX`), C1 controls (U+0080..U+009F) too: for text outputs (folded
+/// stacks, DOT, SVG through folded stacks, the terminal), where a raw ESC or line break in a
+/// name would be taken for markup, a terminal escape sequence or the end of a line.
+pub fn push_controls(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    while let Some(&c) = bytes.get(i) {
+        let next = bytes.get(i + 1).copied();
+        let (code, len) = match (c, next) {
+            (0..=0x1f | 0x7f, _) => (c, 1),
+            (0xc2, Some(n @ 0x80..=0x9f)) => (n, 2),
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        out.extend_from_slice(bytes.get(start..i).unwrap_or_default());
+        push_control(out, code);
+        i += len;
+        start = i;
+    }
+    out.extend_from_slice(bytes.get(start..).unwrap_or_default());
+}
+
+/// `s` with its control characters escaped (see [`push_controls`]); borrowed when it has none.
+pub fn controls_escaped(s: &str) -> std::borrow::Cow<'_, str> {
+    let clean = !s
+        .bytes()
+        .zip(s.bytes().skip(1).chain([0]))
+        .any(|(c, n)| c < 0x20 || c == 0x7f || (c == 0xc2 && (0x80..=0x9f).contains(&n)));
+    if clean {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut v = Vec::with_capacity(s.len() + 8);
+    push_controls(&mut v, s);
+    // Only ASCII replaced whole characters.
+    std::borrow::Cow::Owned(String::from_utf8(v).unwrap_or_default())
+}
+
+/// The escape of the control character `c` (a C0 byte, 0x7f or a C1 code point below 0xa0).
+pub fn push_control(out: &mut Vec<u8>, c: u8) {
+    match c {
+        b'\n' => out.extend_from_slice(b"\\n"),
+        b'\r' => out.extend_from_slice(b"\\r"),
+        b'\t' => out.extend_from_slice(b"\\t"),
+        _ => {
+            out.extend_from_slice(b"\\u00");
+            out.push(hex_digit(c >> 4));
+            out.push(hex_digit(c));
+        }
+    }
 }
 
 /// `s` as a JSON string literal (with quotes).
@@ -49,6 +103,22 @@ pub fn quoted(s: &str) -> String {
 /// Appends `s` as a JSON string literal (with quotes) to a `String`.
 pub fn push_string(out: &mut String, s: &str) {
     out.push_str(&quoted(s));
+}
+
+#[cfg(test)]
+mod controls_tests {
+    #[test]
+    fn controls_are_escaped_and_text_kept() {
+        let s = "evil\u{1b}[31mRED\nline\u{9b}2\tü\u{7f}";
+        assert_eq!(
+            super::controls_escaped(s),
+            "evil\\u001b[31mRED\\nline\\u009b2\\tü\\u007f"
+        );
+        assert!(matches!(
+            super::controls_escaped("plain ü"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 }
 
 #[inline]

@@ -4,11 +4,15 @@
 //! * [`Output`] is standard output (`-`) or a path. Writers create the main file with
 //!   [`Output::create`] and any file beside it (Parquet's tables, one perf map per process)
 //!   with [`Output::create_beside`]; everything is buffered.
-//! * Files are **staged**: written to a hidden temporary file in the same directory and renamed
-//!   to their names (an existing file removed first) only by [`Output::commit`], after the
-//!   whole conversion succeeded. A
-//!   failed or interrupted conversion leaves no partial output and never clobbers an existing
-//!   file ([`Output::discard`], or dropping the last handle, removes the temporary files).
+//! * Files are **staged**: written to a hidden temporary file in the same directory (a new
+//!   file, `O_EXCL | O_NOFOLLOW`, its name unpredictable) and renamed over their names
+//!   (atomically) only by [`Output::commit`], after the whole conversion succeeded. A failed or
+//!   interrupted conversion leaves no partial output and never clobbers an existing file
+//!   ([`Output::discard`], or dropping the last handle, removes the temporary files); those a
+//!   killed run left are removed by the next run that writes in that directory.
+//! * A file written beside the main one (Parquet's tables, perf maps, inject's ELFs) is never
+//!   opened through a symbolic link: its name is replaced on commit. Only the main output,
+//!   which the user named, is followed (a link's target replaced; a device written in place).
 //! * [`OutStream`] adds gzip (level 1) when the name ends in `.gz` and the format allows it.
 //! * Files are written by a thread of their own ([`WriteBehind`]), so encoding overlaps the
 //!   `write` calls.
@@ -53,6 +57,8 @@ impl PartialEq for Output {
 #[derive(Debug, Default)]
 struct Staged {
     files: Mutex<Vec<(PathBuf, PathBuf)>>,
+    /// Directories already cleared of a killed run's temporary files.
+    cleared: Mutex<Vec<PathBuf>>,
 }
 
 impl Drop for Staged {
@@ -127,16 +133,36 @@ impl Output {
         match &self.dest {
             Dest::Stdout => Ok(Box::new(BufWriter::with_capacity(BUF, io::stdout()))),
             Dest::Path(p) => {
-                let f = self.stage(p)?;
-                Ok(Box::new(WriteBehind::new(f)?))
+                let (f, _) = self.stage(p, true)?;
+                Ok(Box::new(Named::new(WriteBehind::new(f)?, p)))
             }
         }
     }
 
-    /// Opens `path` (a file a format writes beside the main one), staged like it.
+    /// Opens `path` (a file a format writes beside the main one), staged like it. The user did
+    /// not name it: a symbolic link (or anything else) there is replaced on commit, never
+    /// followed or written through.
     pub fn create_beside(&self, path: &Path) -> io::Result<Box<dyn Write + Send>> {
-        let f = self.stage(path)?;
-        Ok(Box::new(WriteBehind::new(f)?))
+        let (f, _) = self.stage(path, false)?;
+        Ok(Box::new(Named::new(WriteBehind::new(f)?, path)))
+    }
+
+    /// The main file itself, unbuffered (for a writer that seeks); staged like
+    /// [`Output::create`]. Standard output is refused.
+    pub fn create_file(&self) -> io::Result<File> {
+        match &self.dest {
+            Dest::Stdout => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "this output must be a file, not standard output",
+            )),
+            Dest::Path(p) => Ok(self.stage(p, true)?.0),
+        }
+    }
+
+    /// A file beside the main one, unbuffered, staged like [`Output::create_beside`] (its inode
+    /// is the one the name has after [`Output::commit`]).
+    pub fn create_file_beside(&self, path: &Path) -> io::Result<File> {
+        Ok(self.stage(path, false)?.0)
     }
 
     /// Opens the output for a large write: a regular file through [`DirectFile`] where the
@@ -145,35 +171,45 @@ impl Output {
         let Dest::Path(p) = &self.dest else {
             return self.create();
         };
-        let tmp = self.stage_path(p)?;
+        let (f, tmp) = self.stage(p, true)?;
         match DirectFile::open(&tmp) {
-            Some(d) => Ok(Box::new(d)),
-            None => Ok(Box::new(BufWriter::with_capacity(
-                BUF,
-                std::fs::OpenOptions::new().write(true).open(&tmp)?,
-            ))),
+            Some(d) => Ok(Box::new(Named::new(d, p))),
+            None => Ok(Box::new(Named::new(BufWriter::with_capacity(BUF, f), p))),
         }
     }
 
-    fn stage(&self, path: &Path) -> io::Result<File> {
-        let tmp = self.stage_path(path)?;
-        std::fs::OpenOptions::new().write(true).open(tmp)
-    }
-
-    /// Creates the file to write for `path`: a recorded temporary file when staged, else
-    /// `path` itself.
-    fn stage_path(&self, path: &Path) -> io::Result<PathBuf> {
-        // Only regular files are staged: a device (`/dev/null`), a FIFO or a socket is written
-        // in place, never replaced; a symbolic link's target is replaced, not the link.
-        let target = match std::fs::metadata(path) {
-            Ok(m) if !m.is_file() => None,
-            Ok(_) => Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())),
-            Err(_) => Some(path.to_path_buf()),
+    /// Creates the file to write for `path` and its name: a new temporary file beside it when
+    /// staged, else `path` itself. `named`: the user named `path` (the main output), so a
+    /// symbolic link there is followed and a device or FIFO written in place; a side file is
+    /// always staged and its name replaced.
+    fn stage(&self, path: &Path, named: bool) -> io::Result<(File, PathBuf)> {
+        let named_err = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+        // Only regular files are staged: a device (`/dev/null`), a FIFO or a socket the user
+        // named is written in place, never replaced; a symbolic link's target is replaced, not
+        // the link.
+        let target = if named {
+            match std::fs::metadata(path) {
+                Ok(m) if !m.is_file() => None,
+                Ok(_) => Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())),
+                Err(_) => Some(path.to_path_buf()),
+            }
+        } else {
+            Some(path.to_path_buf())
         };
         let (Some(staged), Some(path)) = (&self.staged, target) else {
-            File::create(path)
-                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-            return Ok(path.to_path_buf());
+            let f = if named {
+                File::create(path).map_err(named_err)?
+            } else {
+                // Not staged, not named: create it, never through a link.
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .custom_flags(O_NOFOLLOW)
+                    .open(path)
+                    .map_err(named_err)?
+            };
+            return Ok((f, path.to_path_buf()));
         };
         let path = path.as_path();
         let dir = match path.parent() {
@@ -184,23 +220,30 @@ impl Output {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "output".to_string());
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+            return Err(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                format!("{}: is a directory", path.display()),
+            ));
+        }
         let mut files = staged
             .files
             .lock()
             .map_err(|_| io::Error::other("output staging poisoned"))?;
-        let tmp = dir.join(format!(
-            ".{name}.profkit-{}-{}.tmp",
-            std::process::id(),
-            files.len()
-        ));
-        File::create(&tmp)
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        if let Ok(mut cleared) = staged.cleared.lock() {
+            if !cleared.contains(&dir) {
+                remove_leftovers(&dir);
+                cleared.push(dir.clone());
+            }
+        }
+        let (f, tmp) = create_temp(&dir, &name, files.len()).map_err(named_err)?;
         files.push((tmp.clone(), path.to_path_buf()));
-        Ok(tmp)
+        Ok((f, tmp))
     }
 
     /// Renames every file written so far over its name: the conversion succeeded (nothing to
-    /// do for an output that is not staged).
+    /// do for an output that is not staged). Each rename replaces the name atomically: it
+    /// holds the old file or the new one, never nothing and never a partial output.
     pub fn commit(&self) -> io::Result<()> {
         let Some(staged) = &self.staged else {
             return Ok(());
@@ -209,16 +252,12 @@ impl Output {
             .files
             .lock()
             .map_err(|_| io::Error::other("output staging poisoned"))?;
-        for (tmp, name) in files.drain(..) {
-            // Renaming over an existing file makes ext4 write the new file's data out before
-            // the rename returns (`auto_da_alloc`): 50-90 ms for a 92 MB folded file, more
-            // while the disk is busy. Removing the old file first avoids that; the name is
-            // missing only between the two calls, and never holds a partial output.
-            if std::fs::symlink_metadata(&name).is_ok_and(|m| m.is_file()) {
-                let _ = std::fs::remove_file(&name);
+        while !files.is_empty() {
+            let (tmp, name) = files.remove(0);
+            if let Err(e) = std::fs::rename(&tmp, &name) {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(io::Error::new(e.kind(), format!("{}: {e}", name.display())));
             }
-            std::fs::rename(&tmp, &name)
-                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", name.display())))?;
         }
         Ok(())
     }
@@ -230,6 +269,120 @@ impl Output {
             for (tmp, _) in files.drain(..) {
                 let _ = std::fs::remove_file(tmp);
             }
+        }
+    }
+}
+
+/// A writer whose errors name the file being written ("out.json: No space left on device").
+struct Named<W> {
+    inner: W,
+    name: PathBuf,
+}
+
+impl<W: Write> Named<W> {
+    fn new(inner: W, name: &Path) -> Named<W> {
+        Named {
+            inner,
+            name: name.to_path_buf(),
+        }
+    }
+
+    fn named(&self, e: io::Error) -> io::Error {
+        io::Error::new(e.kind(), format!("{}: {e}", self.name.display()))
+    }
+}
+
+impl<W: Write> Write for Named<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf).map_err(|e| self.named(e))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.inner.write_all(buf).map_err(|e| self.named(e))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush().map_err(|e| self.named(e))
+    }
+}
+
+/// Never open the last component through a symbolic link.
+const O_NOFOLLOW: i32 = libc::O_NOFOLLOW;
+
+use std::os::unix::fs::OpenOptionsExt;
+
+/// The marker in staged temporary names: `.NAME.profkit-PID-N-XXXX.tmp`.
+const TMP_MARK: &str = ".profkit-";
+
+/// Creates a new temporary file for `name` in `dir`: a name no other process can predict,
+/// `O_EXCL | O_NOFOLLOW` (a file or link someone placed there is never opened).
+fn create_temp(dir: &Path, name: &str, n: usize) -> io::Result<(File, PathBuf)> {
+    let mut last = None;
+    for attempt in 0..64u32 {
+        let tmp = dir.join(format!(
+            ".{name}{TMP_MARK}{}-{n}-{:016x}.tmp",
+            std::process::id(),
+            unpredictable(attempt)
+        ));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(O_NOFOLLOW)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((f, tmp)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("no temporary name")))
+}
+
+/// 64 bits no other user can guess: the kernel's randomness (`getrandom`), else the clock.
+fn unpredictable(attempt: u32) -> u64 {
+    let mut b = [0u8; 8];
+    // SAFETY: `b` is a writable buffer of the length passed.
+    let got = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if got == 8 {
+        return u64::from_ne_bytes(b);
+    }
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    t ^ (u64::from(attempt) << 56) ^ u64::from(std::process::id())
+}
+
+/// Removes the temporary files aborted or killed runs left in `dir` (once per output and
+/// directory): regular files (not links) of this user named `.NAME.profkit-PID-…tmp` whose
+/// process is gone.
+fn remove_leftovers(dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(f) = file
+            .to_str()
+            .filter(|f| f.starts_with('.') && f.ends_with(".tmp"))
+        else {
+            continue;
+        };
+        let Some(rest) = f.rfind(TMP_MARK).and_then(|i| f.get(i + TMP_MARK.len()..)) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let p = e.path();
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file() && m.uid() == uid) {
+            let _ = std::fs::remove_file(&p);
         }
     }
 }
@@ -467,6 +620,57 @@ mod tests {
                 .is_symlink());
             assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
         }
+    }
+
+    #[test]
+    fn side_files_never_follow_links_and_leftovers_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "keep").unwrap();
+        let main = dir.path().join("out.txt");
+        let side = dir.path().join("out.side.txt");
+        std::os::unix::fs::symlink(&victim, &side).unwrap();
+        // Killed runs' temporary files (pid 0x7fffffff is not running) go; other files stay.
+        let left = dir.path().join(".out.txt.profkit-2147483647-0-00.tmp");
+        std::fs::write(&left, "old").unwrap();
+        let other = dir.path().join(".other.txt.profkit-2147483647-0-00.tmp");
+        std::fs::write(&other, "old").unwrap();
+        let unrelated = dir.path().join(".other.txt.keep");
+        std::fs::write(&unrelated, "keep").unwrap();
+        let out = Output::staged(&main);
+        let mut w = out.create().unwrap();
+        w.write_all(b"main").unwrap();
+        w.flush().unwrap();
+        drop(w);
+        let mut s = out.create_beside(&side).unwrap();
+        s.write_all(b"side").unwrap();
+        s.flush().unwrap();
+        drop(s);
+        out.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert!(std::fs::symlink_metadata(&side).unwrap().is_file());
+        assert_eq!(std::fs::read_to_string(&side).unwrap(), "side");
+        assert!(!left.exists() && !other.exists());
+        assert!(unrelated.exists());
+        // A directory at the name is an error naming it, before anything is written.
+        let d = dir.path().join("d");
+        std::fs::create_dir(&d).unwrap();
+        let err = Output::staged(&d).create().err().unwrap().to_string();
+        assert!(
+            err.to_lowercase().contains("is a directory") && err.contains(&*d.to_string_lossy()),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_full_disk_names_the_file() {
+        let out = Output::staged("/dev/full");
+        let mut w = out.create().unwrap();
+        let e = w
+            .write_all(&[0; 4 << 20])
+            .and_then(|()| w.flush())
+            .unwrap_err();
+        assert!(e.to_string().starts_with("/dev/full: "), "{e}");
     }
 
     #[test]

@@ -38,11 +38,11 @@ pub mod unwind;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::File;
-use std::io::{BufWriter, Read};
+use std::io::{BufWriter, Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use profkit_export::Output;
 use profkit_model::feed::perf::jit::JitSearch;
 use profkit_perf::{
     BuildIdEntry, EventData, Insert, JitScan, Mmap2, PerfData, SampleId, WriteOptions,
@@ -200,20 +200,11 @@ pub fn default_elf_dir(output: &Path) -> PathBuf {
 }
 
 /// Writes `options.output`: the recording with MMAP2s mapping each jitdump's functions to the
-/// ELFs written to the ELF directory.
+/// ELFs written to the ELF directory. The input is read whole (gzip inflated in memory; the
+/// command line inflates through its bounded spool and calls [`inject_bytes`]).
 pub fn inject(options: &Options) -> Result<Report, Error> {
     let input = &options.input;
     let shown = input.display().to_string();
-    if let (Ok(a), Ok(b)) = (input.canonicalize(), options.output.canonicalize()) {
-        if a == b {
-            return Err(err(format!("{shown}: the output must not be the input")));
-        }
-    }
-    if options.output == Path::new("-") {
-        return Err(err(
-            "the output must be a file: a file-mode perf.data is written with seeks",
-        ));
-    }
     let stdin = input == Path::new("-");
     let raw = if stdin {
         let mut b = Vec::new();
@@ -234,7 +225,36 @@ pub fn inject(options: &Options) -> Result<Report, Error> {
     } else {
         raw
     };
-    let data = PerfData::parse(&bytes).map_err(|e| err(format!("{shown}: {e}")))?;
+    inject_bytes(options, &shown, &bytes)
+}
+
+/// [`inject`] of a recording already in memory (`bytes`, named `shown` in messages).
+///
+/// Nothing appears under the output's name or in the ELF directory unless everything was
+/// written: the perf.data and the ELFs are staged (profkit-export's `Output`: new temporary
+/// files, renamed over their names at the end). The ELF directory is created if missing and
+/// must be a real directory (a symbolic link there is refused, never followed); nothing else
+/// in it is touched.
+pub fn inject_bytes(options: &Options, shown: &str, bytes: &[u8]) -> Result<Report, Error> {
+    let input = &options.input;
+    let shown = shown.to_string();
+    if let (Ok(a), Ok(b)) = (input.canonicalize(), options.output.canonicalize()) {
+        if a == b {
+            return Err(err(format!("{shown}: the output must not be the input")));
+        }
+    }
+    if options.output == Path::new("-") {
+        return Err(err(
+            "the output must be a file: a file-mode perf.data is written with seeks",
+        ));
+    }
+    if std::fs::metadata(&options.output).is_ok_and(|m| m.is_dir()) {
+        return Err(err(format!(
+            "{}: is a directory; name the perf.data to write",
+            options.output.display()
+        )));
+    }
+    let data = PerfData::parse(bytes).map_err(|e| err(format!("{shown}: {e}")))?;
 
     let mut report = Report {
         schema: SCHEMA,
@@ -310,6 +330,7 @@ pub fn inject(options: &Options) -> Result<Report, Error> {
         .elf_dir
         .clone()
         .unwrap_or_else(|| default_elf_dir(&options.output));
+    let stdin = input == Path::new("-");
     let search = options
         .jit
         .clone()
@@ -319,6 +340,12 @@ pub fn inject(options: &Options) -> Result<Report, Error> {
     let mut build_ids: Vec<BuildIdEntry> = Vec::new();
     let mut dir_ready = false;
     let mut elf_dir_abs = elf_dir.clone();
+    // An ELF directory made by this run goes again if the run fails (after `out`, declared
+    // below and so dropped first, has removed the staged ELFs from it).
+    let mut made_dir = MadeDir(None);
+    // Everything written is staged here and renamed at the end (dropped on an error: the
+    // temporary files go).
+    let out = Output::staged(&options.output);
 
     let procs = scan.processes();
     for p in &procs {
@@ -399,7 +426,7 @@ pub fn inject(options: &Options) -> Result<Report, Error> {
                                     ));
                                 }
                                 if !dir_ready {
-                                    elf_dir_abs = prepare_elf_dir(&elf_dir)?;
+                                    elf_dir_abs = prepare_elf_dir(&elf_dir, &mut made_dir)?;
                                     dir_ready = true;
                                 }
                                 inject_process(
@@ -407,6 +434,7 @@ pub fn inject(options: &Options) -> Result<Report, Error> {
                                     p.pid,
                                     &f,
                                     &elf_dir_abs,
+                                    &out,
                                     attr,
                                     endian,
                                     &mut pr,
@@ -505,52 +533,53 @@ pub fn inject(options: &Options) -> Result<Report, Error> {
             }
         }
         if !dir_ready {
-            elf_dir_abs = prepare_elf_dir(&elf_dir)?;
+            elf_dir_abs = prepare_elf_dir(&elf_dir, &mut made_dir)?;
             dir_ready = true;
         }
-        inject_process(
+        let done = inject_process(
             &image,
             p.pid,
             &f,
             &elf_dir_abs,
+            &out,
             attr,
             endian,
             &mut pr,
             &mut inserts,
             &mut build_ids,
             &mut report.warnings,
-        )?;
+        );
+        done?;
         pr.status = "injected".into();
         report.processes.push(pr);
     }
 
     inserts.sort_by_key(|i| i.time);
-    // Written beside the output and renamed when complete.
+    // Written to a staged temporary file and renamed (with the ELFs) when complete.
     let out_name = options.output.display().to_string();
-    let mut tmp = options.output.as_os_str().to_owned();
-    tmp.push(format!(".tmp-{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    let out = File::create(&tmp).map_err(|e| err(format!("{}: {e}", tmp.display())))?;
-    let written = profkit_perf::write(
-        &data,
-        &inserts,
-        &build_ids,
-        WriteOptions::default(),
-        BufWriter::with_capacity(1 << 20, out),
-    )
-    .map_err(|e| err(format!("{out_name}: {e}")))
-    .and_then(|s| {
-        std::fs::rename(&tmp, &options.output)
-            .map(|()| s)
+    let written = out
+        .create_file()
+        .map_err(|e| err(e.to_string()))
+        .and_then(|f| {
+            profkit_perf::write(
+                &data,
+                &inserts,
+                &build_ids,
+                WriteOptions::default(),
+                BufWriter::with_capacity(1 << 20, f),
+            )
             .map_err(|e| err(format!("{out_name}: {e}")))
-    });
+        })
+        .and_then(|s| out.commit().map(|()| s).map_err(|e| err(e.to_string())));
     let stats = match written {
         Ok(s) => s,
         Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
+            out.discard();
             return Err(e);
         }
     };
+    // The run succeeded: its ELF directory stays.
+    made_dir.0 = None;
     report.elf_dir = elf_dir_abs.display().to_string();
     report.elfs_written = report.processes.iter().map(|p| p.elfs.len()).sum();
     report.functions = report.processes.iter().map(|p| p.functions).sum();
@@ -561,27 +590,43 @@ pub fn inject(options: &Options) -> Result<Report, Error> {
     Ok(report)
 }
 
-/// Creates the ELF directory (once per run) and clears an earlier run's ELFs from it; its
-/// absolute path.
-fn prepare_elf_dir(elf_dir: &Path) -> Result<PathBuf, Error> {
-    std::fs::create_dir_all(elf_dir).map_err(|e| err(format!("{}: {e}", elf_dir.display())))?;
-    let abs = elf_dir
+/// Makes sure `elf_dir` is a directory to write ELFs in and returns its absolute path: created
+/// when missing (noted in `made`), else it must be a real directory — a symbolic link (perhaps
+/// to someone else's files) is refused, not followed. Nothing in it is removed: ELFs of this
+/// run replace theirs by name, atomically, when the run succeeds.
+fn prepare_elf_dir(elf_dir: &Path, made: &mut MadeDir) -> Result<PathBuf, Error> {
+    match std::fs::symlink_metadata(elf_dir) {
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(err(format!(
+                "{}: the ELF directory is a symbolic link; profkit does not write through it (remove it or choose another output name)",
+                elf_dir.display()
+            )))
+        }
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(err(format!(
+                "{}: the ELF directory's name is taken by a file that is not a directory",
+                elf_dir.display()
+            )))
+        }
+        Err(_) => {
+            std::fs::create_dir(elf_dir)
+                .map_err(|e| err(format!("{}: {e}", elf_dir.display())))?;
+            made.0 = Some(elf_dir.to_path_buf());
+        }
+    }
+    elf_dir
         .canonicalize()
-        .map_err(|e| err(format!("{}: {e}", elf_dir.display())))?;
-    remove_stale(&abs);
-    Ok(abs)
+        .map_err(|e| err(format!("{}: {e}", elf_dir.display())))
 }
 
-/// Removes ELFs of an earlier run from the ELF directory (only `profkit-jit-*.so`).
-fn remove_stale(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        if name.starts_with("profkit-jit-") && name.ends_with(".so") {
-            let _ = std::fs::remove_file(e.path());
+/// The ELF directory this run created, removed (when empty) if the run fails.
+struct MadeDir(Option<PathBuf>);
+
+impl Drop for MadeDir {
+    fn drop(&mut self) {
+        if let Some(d) = &self.0 {
+            let _ = std::fs::remove_dir(d);
         }
     }
 }
@@ -593,6 +638,7 @@ fn inject_process(
     pid: i32,
     facts: &ProcFacts,
     elf_dir: &Path,
+    out: &Output,
     attr: &profkit_perf::Attr,
     endian: profkit_perf::Endian,
     pr: &mut ProcessReport,
@@ -725,8 +771,14 @@ fn inject_process(
             ));
         }
         let path = path_of(k);
-        std::fs::write(&path, &built.bytes).map_err(|m| err(format!("{}: {m}", path.display())))?;
-        let meta = std::fs::metadata(&path).map_err(|m| err(format!("{}: {m}", path.display())))?;
+        // Staged: the temporary file's inode is the name's after the commit's rename.
+        let meta = out
+            .create_file_beside(&path)
+            .and_then(|mut f| {
+                f.write_all(&built.bytes)?;
+                f.metadata()
+            })
+            .map_err(|m| err(format!("{}: {m}", path.display())))?;
         let dev = meta.dev();
         let maj = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
         let min = (dev & 0xff) | ((dev >> 12) & !0xff);

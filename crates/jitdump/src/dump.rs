@@ -108,6 +108,12 @@ pub fn write_perf_map(
     Ok(n)
 }
 
+/// A name or path for a text line: UTF-8 (invalid bytes replaced) with its control
+/// characters escaped (a raw ESC would reach the terminal, a newline would end the line).
+fn text(b: &[u8]) -> String {
+    json::controls_escaped(&lossy(b)).into_owned()
+}
+
 fn lossy(b: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(b)
 }
@@ -307,7 +313,7 @@ impl Dumper {
     pub fn perf_map_entry(&mut self, out: &mut dyn Write, e: &PerfMapEntry<'_>) -> io::Result<()> {
         if !self.options.json {
             write!(out, "{:>6} {:#014x} {:#8x} ", e.line, e.start, e.size)?;
-            out.write_all(e.name)?;
+            out.write_all(text(e.name).as_bytes())?;
             return writeln!(out);
         }
         self.buf.clear();
@@ -523,7 +529,7 @@ fn record_text(out: &mut dyn Write, raw: &RawRecord<'_>, code: bool) -> io::Resu
                 " pid {} tid {} vma {:#x} code_addr {:#x} code_size {} code_index {} name ",
                 l.pid, l.tid, l.vma, l.code_addr, l.code_size, l.code_index
             )?;
-            out.write_all(l.name)?;
+            out.write_all(text(l.name).as_bytes())?;
             if l.code.is_none() {
                 write!(out, " (no code bytes)")?;
             }
@@ -554,7 +560,11 @@ fn record_text(out: &mut dyn Write, raw: &RawRecord<'_>, code: bool) -> io::Resu
                 }
             )?;
             for (a, l, c, f) in entries {
-                writeln!(out, "    {a:#x} line {l} discrim {c} {f}")?;
+                writeln!(
+                    out,
+                    "    {a:#x} line {l} discrim {c} {}",
+                    json::controls_escaped(&f)
+                )?;
             }
         }
         Record::CodeClose => writeln!(out)?,
@@ -573,8 +583,8 @@ fn record_text(out: &mut dyn Write, raw: &RawRecord<'_>, code: bool) -> io::Resu
             }
         }
         Record::DebugInfo2(d) => {
-            let files: Vec<String> = d.files().map(|s| lossy(s).into_owned()).collect();
-            let names: Vec<String> = d.function_names().map(|s| lossy(s).into_owned()).collect();
+            let files: Vec<String> = d.files().map(text).collect();
+            let names: Vec<String> = d.function_names().map(text).collect();
             writeln!(
                 out,
                 " files {} functions {} inline_calls {} ranges {} lines {}",
@@ -641,12 +651,12 @@ fn record_text(out: &mut dyn Write, raw: &RawRecord<'_>, code: bool) -> io::Resu
                 t.color_name(),
                 t.flags
             )?;
-            out.write_all(t.name)?;
+            out.write_all(text(t.name).as_bytes())?;
             writeln!(out)?;
         }
         Record::EmbeddedSourceFile(s) => {
             write!(out, " content_size {} path ", s.content.len())?;
-            out.write_all(s.path)?;
+            out.write_all(text(s.path).as_bytes())?;
             writeln!(out)?;
             if code {
                 out.write_all(s.content)?;
@@ -712,23 +722,22 @@ mod tests {
             lines[0],
             "HEADER little-endian version 1 total_size 40 elf_mach 62 pad1 0x0 pid 7 timestamp 5 flags 0x0"
         );
-        assert_eq!(lines[1], "#0      0x00000028 JIT_CODE_LOAD               ts 9 size 65 pid 7 tid 8 vma 0x1000 code_addr 0x1000 code_size 2 code_index 3 name f \"q\"");
-        // The name's newline is printed as is.
-        assert_eq!(lines[2], "");
-        assert_eq!(lines[3], "    code c390");
+        // The name's newline is escaped: one line per record.
+        assert_eq!(lines[1], "#0      0x00000028 JIT_CODE_LOAD               ts 9 size 65 pid 7 tid 8 vma 0x1000 code_addr 0x1000 code_size 2 code_index 3 name f \"q\"\\n");
+        assert_eq!(lines[2], "    code c390");
         assert!(
-            lines[4].ends_with(
+            lines[3].ends_with(
                 "size 19 MALFORMED: JIT_CODE_LOAD total_size 19 is below its 56-byte fixed part"
             ),
             "{}",
-            lines[4]
+            lines[3]
         );
         assert!(
-            lines[5].ends_with(" (unknown record id 99, 1 body bytes)"),
+            lines[4].ends_with(" (unknown record id 99, 1 body bytes)"),
             "{}",
-            lines[5]
+            lines[4]
         );
-        assert!(lines[6].starts_with("#3 ") && lines[6].contains("JIT_CODE_CLOSE"));
+        assert!(lines[5].starts_with("#3 ") && lines[5].contains("JIT_CODE_CLOSE"));
     }
 
     #[test]

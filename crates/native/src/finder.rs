@@ -21,10 +21,15 @@
 //! in the binary's directory, its `.debug/` subdirectory, or `/usr/lib/debug/<directory>/`
 //! (the build ids must match; the link's CRC is not checked).
 //!
-//! Answers, misses included, are remembered per (path, build id). Misses are listed in
-//! [`Binaries::problems`] for the caller to print as warnings.
+//! Answers, misses included, are remembered per (file, build id): a recorded path that names
+//! an existing file is known by its (device, inode), so the many spellings a recording may
+//! use for one binary (`…/release/../release/…`) share one search and one copy. At most
+//! [`MAX_LOADERS`] searches run on threads of their own; the others wait their turn. Misses
+//! are listed in [`Binaries::problems`] for the caller to print as warnings.
 
+use std::collections::VecDeque;
 use std::fmt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -89,16 +94,32 @@ impl fmt::Display for Problem {
     }
 }
 
+/// Searches running on threads of their own at most (see [`Binaries::prefetch`]).
+pub const MAX_LOADERS: usize = 4;
+
+/// What a recorded path is: the file it names (device, inode), or only its spelling.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Ident {
+    File(u64, u64),
+    Path(PathBuf),
+}
+
+type Key = (Ident, Option<BuildId>);
+
 /// Finds and caches binaries (see the [module docs](self)).
 #[derive(Debug)]
 pub struct Binaries {
     buildid_dir: Option<PathBuf>,
     debug_dirs: Vec<PathBuf>,
     search_dirs: Vec<PathBuf>,
-    found: FxHashMap<(PathBuf, Option<BuildId>), Option<Arc<Binary>>>,
+    found: FxHashMap<Key, Option<Arc<Binary>>>,
     problems: Vec<Problem>,
     /// Searches started by [`Binaries::prefetch`], running on their own threads.
-    pending: FxHashMap<(PathBuf, Option<BuildId>), std::thread::JoinHandle<Searched>>,
+    pending: FxHashMap<Key, std::thread::JoinHandle<Searched>>,
+    /// Prefetches waiting for a thread.
+    queue: VecDeque<(Key, PathBuf, Option<BuildId>)>,
+    /// What each recorded spelling names.
+    idents: FxHashMap<PathBuf, Ident>,
 }
 
 /// What a background search found, and its problems.
@@ -133,6 +154,74 @@ impl Binaries {
             found: FxHashMap::default(),
             problems: Vec::new(),
             pending: FxHashMap::default(),
+            queue: VecDeque::new(),
+            idents: FxHashMap::default(),
+        }
+    }
+
+    /// The key of a recorded path and build id: the file's (device, inode) when it names one.
+    fn key(&mut self, path: &Path, build_id: Option<&BuildId>) -> Key {
+        let ident = match self.idents.get(path) {
+            Some(i) => i.clone(),
+            None => {
+                let real = paths::strip_deleted(path);
+                let i = match std::fs::metadata(real) {
+                    Ok(m) if paths::is_file_backed(real) && m.is_file() => {
+                        Ident::File(m.dev(), m.ino())
+                    }
+                    _ => Ident::Path(path.to_path_buf()),
+                };
+                self.idents.insert(path.to_path_buf(), i.clone());
+                i
+            }
+        };
+        (ident, build_id.cloned())
+    }
+
+    /// Takes the answers of finished searches and starts waiting ones while fewer than
+    /// [`MAX_LOADERS`] run.
+    fn reap(&mut self) {
+        let done: Vec<Key> = self
+            .pending
+            .iter()
+            .filter(|(_, h)| h.is_finished())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in done {
+            if let Some(h) = self.pending.remove(&k) {
+                let answer = match h.join() {
+                    Ok((b, problems)) => {
+                        self.problems.extend(problems);
+                        b.map(Arc::new)
+                    }
+                    // The thread failed: `find` searches here.
+                    Err(_) => continue,
+                };
+                self.found.insert(k, answer);
+            }
+        }
+        while self.pending.len() < MAX_LOADERS {
+            let Some((key, path, id)) = self.queue.pop_front() else {
+                break;
+            };
+            self.spawn(key, path, id);
+        }
+    }
+
+    fn spawn(&mut self, key: Key, path: PathBuf, id: Option<BuildId>) {
+        let mut places = self.places();
+        let spawned = std::thread::Builder::new()
+            .name("binary".into())
+            .spawn(move || {
+                let b = places.search(&path, id.as_ref());
+                if let Some(b) = &b {
+                    b.warm();
+                }
+                (b, places.problems)
+            });
+        // No thread (address space or a thread limit): `find` searches on its caller's.
+        if let Ok(h) = spawned {
+            self.pending.insert(key, h);
         }
     }
 
@@ -148,26 +237,18 @@ impl Binaries {
 
     /// Starts finding and opening a binary on another thread, with its DWARF loaded, so that
     /// [`Binaries::find`] later has it at hand (a recording's mappings come long before the
-    /// samples that need them).
+    /// samples that need them). At most [`MAX_LOADERS`] run at once; the rest wait in order.
     pub fn prefetch(&mut self, path: &Path, build_id: Option<&BuildId>) {
-        let key = (path.to_path_buf(), build_id.cloned());
-        if self.found.contains_key(&key) || self.pending.contains_key(&key) {
+        let key = self.key(path, build_id);
+        if self.found.contains_key(&key)
+            || self.pending.contains_key(&key)
+            || self.queue.iter().any(|q| q.0 == key)
+        {
             return;
         }
-        let mut places = self.places();
-        let (p, id) = key.clone();
-        let spawned = std::thread::Builder::new()
-            .name("binary".into())
-            .spawn(move || {
-                let b = places.search(&p, id.as_ref());
-                if let Some(b) = &b {
-                    b.warm();
-                }
-                (b, places.problems)
-            });
-        if let Ok(h) = spawned {
-            self.pending.insert(key, h);
-        }
+        self.queue
+            .push_back((key, path.to_path_buf(), build_id.cloned()));
+        self.reap();
     }
 
     /// Uses `dir` as perf's build-id cache (`None`: none).
@@ -193,10 +274,11 @@ impl Binaries {
     /// when none is found (then [`Binaries::problems`] says why), or when the path is not a
     /// file and the build id finds nothing in the caches.
     pub fn find(&mut self, path: &Path, build_id: Option<&BuildId>) -> Option<Arc<Binary>> {
-        let key = (path.to_path_buf(), build_id.cloned());
+        let key = self.key(path, build_id);
         if let Some(hit) = self.found.get(&key) {
             return hit.clone();
         }
+        self.queue.retain(|q| q.0 != key);
         let answer = match self.pending.remove(&key).map(|h| h.join()) {
             Some(Ok((b, problems))) => {
                 self.problems.extend(problems);
@@ -207,6 +289,7 @@ impl Binaries {
         }
         .map(Arc::new);
         self.found.insert(key, answer.clone());
+        self.reap();
         answer
     }
 

@@ -53,7 +53,7 @@ pub use raw::RecordType;
 pub use read::{
     Attr, BuildId, Callchain, ClockData, Comm, Context, Endian, Event, EventData, Events, Features,
     Frame, Header, Lost, Meta, Mmap, Mode, Outcome, PerfData, PerfStream, Sample, SplitChain, Task,
-    UserRegs, UserStack,
+    UserRegs, UserStack, MAX_WINDOW_INFLATED, MAX_WINDOW_RECORDS,
 };
 pub use scan::Scan;
 pub use summary::summary;

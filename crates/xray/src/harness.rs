@@ -62,6 +62,7 @@ fn check_basic_chunks(trace: &Trace<'_>, decoded: &crate::Decoded<'_>) {
                     trace.data(),
                     &trace.header,
                     c,
+                    t as u32,
                     *key,
                     |k, f, tsc, args| {
                         calls.push((k, f, tsc, args.to_vec()));

@@ -216,10 +216,13 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
         Box::new(Filter::new(progress, selection))
     };
     // perf.data is named on one thread: the writer gets the other core.
+    // With no thread to spare (an address-space or thread limit), it writes here.
     let mut sink: Box<dyn EventSink> = if o.format == Format::Perf {
-        Box::new(
-            Threaded::new(sink).with_context(|| format!("{out_name}: cannot start the writer"))?,
-        )
+        match Threaded::try_new(sink) {
+            Ok(t) => Box::new(t),
+            Err((Some(sink), _)) => sink,
+            Err((None, e)) => bail!("{out_name}: cannot start the writer: {e}"),
+        }
     } else {
         sink
     };

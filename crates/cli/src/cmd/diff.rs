@@ -41,7 +41,7 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode> {
     if args.graph {
         let [a, b] = inputs
             .each_ref()
-            .map(|(o, m)| call_graph(o, m, args.deduce_sibling_calls));
+            .map(|(o, m)| named(o.name(), call_graph(o, m, args.deduce_sibling_calls)));
         let (a, b) = (a?, b?);
         dot::write_graph_diff(
             &mut out,
@@ -57,7 +57,9 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode> {
             .each_ref()
             .map(|(o, _)| o.format == Format::XrayProfile);
         let tsc_hz = args.clock.tsc_hz.filter(|_| profile[0] == profile[1]);
-        let [a, b] = inputs.each_ref().map(|(o, m)| stacks(o, m, tsc_hz));
+        let [a, b] = inputs
+            .each_ref()
+            .map(|(o, m)| named(o.name(), stacks(o, m, tsc_hz)));
         let (a, b) = (a?, b?);
         let [name_a, name_b] = [inputs[0].0.name(), inputs[1].0.name()];
         if a.kind != b.kind {
@@ -84,6 +86,17 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode> {
     drop(out);
     target.commit()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// An error reading one of the two inputs names it (unless it already does).
+fn named<T>(name: &str, r: Result<T>) -> Result<T> {
+    r.map_err(|e| {
+        if format!("{e:#}").contains(name) {
+            e
+        } else {
+            e.context(name.to_string())
+        }
+    })
 }
 
 /// What an input's stacks are made of; two inputs are compared only if it is the same.

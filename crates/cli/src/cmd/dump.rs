@@ -52,6 +52,23 @@ pub fn run(args: &DumpArgs) -> Result<ExitCode> {
     })
 }
 
+/// Why a followed file must be read again: it is shorter than what was read, or its name
+/// now names another file.
+fn restarted(path: &std::path::Path, open: &File, read: u64) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let now = std::fs::metadata(path).ok()?;
+    let ours = open.metadata().ok()?;
+    if (now.dev(), now.ino()) != (ours.dev(), ours.ino()) {
+        return Some("the file was replaced".to_string());
+    }
+    (ours.len() < read).then(|| {
+        format!(
+            "the file shrank to {} bytes after {read} were read",
+            ours.len()
+        )
+    })
+}
+
 /// Tails a growing jitdump until JIT_CODE_CLOSE, Ctrl-C or `--timeout` without new records.
 fn follow(args: &DumpArgs) -> Result<ExitCode> {
     let name = args.file.display().to_string();
@@ -66,6 +83,15 @@ fn follow(args: &DumpArgs) -> Result<ExitCode> {
     let mut last_progress = Instant::now();
     let mut header_done = false;
     loop {
+        // As `tail -F`: a file cut below what was read (truncated and rewritten) or replaced
+        // under its name is read again from its start.
+        let read = reader.bytes_read();
+        if let Some(why) = restarted(&args.file, reader.get_mut(), read) {
+            output::print_warning(&format!("{name}: {why}; reading it again from the start"));
+            let file = File::open(&args.file).with_context(|| format!("{name}: cannot open"))?;
+            reader.restart(file);
+            header_done = false;
+        }
         let added = reader
             .fill()
             .with_context(|| format!("{name}: cannot read"))?;

@@ -6,21 +6,30 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use profkit_inject::{inject, Options, Report};
+use profkit_inject::{inject_bytes, Options, Report};
 
 use crate::cli::InjectArgs;
 use crate::output;
 
 pub fn run(args: &InjectArgs) -> Result<ExitCode> {
-    let report =
-        inject(&Options {
+    // Opened like every input: a gzip recording or stdin is inflated into a temporary file,
+    // bounded by PROFKIT_MAX_INFLATED, not into memory.
+    let input = crate::input::open(&args.input)?;
+    let mut report = inject_bytes(
+        &Options {
             input: args.input.clone(),
             output: args.output.clone(),
             jit: Some(args.jit.search(
                 (args.input != std::path::Path::new("-")).then_some(args.input.as_path()),
             )?),
             elf_dir: None,
-        })?;
+        },
+        &input.name,
+        &input.data,
+    )?;
+    if let Some(cut) = &input.cut {
+        report.warnings.insert(0, format!("{}: {cut}", input.name));
+    }
     for w in &report.warnings {
         output::print_warning(w);
     }

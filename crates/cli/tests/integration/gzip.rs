@@ -353,3 +353,38 @@ fn a_big_gzip_stream_read_whole_stays_out_of_memory() {
         );
     }
 }
+
+/// `inject` reads a gzip recording like every command: inflated through the spool, bounded by
+/// `PROFKIT_MAX_INFLATED` (it was inflated into memory whatever its size: B6).
+#[test]
+fn inject_inflates_gzip_within_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = std::fs::read(fixture("perf", "node-fp.data")).unwrap();
+    std::fs::write(dir.path().join("rec.data.gz"), gzip(&plain)).unwrap();
+    let o = profkit()
+        .current_dir(dir.path())
+        .env("PROFKIT_MAX_INFLATED", "64K")
+        .args(["inject", "-i", "rec.data.gz", "-o", "out.data"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("rec.data.gz") && err.contains("PROFKIT_MAX_INFLATED"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "only the input remains");
+    let o = profkit()
+        .current_dir(dir.path())
+        .args(["inject", "-i", "rec.data.gz", "-o", "out.data"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(dir.path().join("out.data").is_file());
+}

@@ -372,3 +372,101 @@ fn completions_are_generated() {
     assert_eq!(code, 0);
     assert!(out.contains("profkit"));
 }
+
+/// A JIT name with ESC, a bell and a newline: `dump` prints it escaped, one line per record,
+/// no raw control character (B9).
+#[test]
+fn dump_escapes_control_characters_in_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = b"evil\x1b[31mRED\x1b[0m\nline2\x07\0";
+    let mut body = Vec::new();
+    for v in [1234u32, 1234] {
+        body.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in [0x1000u64, 0x1000, 16, 1] {
+        body.extend_from_slice(&v.to_le_bytes());
+    }
+    body.extend_from_slice(name);
+    body.extend_from_slice(&[0x90; 16]);
+    let mut file = Vec::new();
+    for v in [0x4A69_5444u32, 1, 40, 62, 0, 1234] {
+        file.extend_from_slice(&v.to_le_bytes());
+    }
+    file.extend_from_slice(&[0; 16]);
+    file.extend_from_slice(&0u32.to_le_bytes());
+    file.extend_from_slice(&((16 + body.len()) as u32).to_le_bytes());
+    file.extend_from_slice(&1u64.to_le_bytes());
+    file.extend_from_slice(&body);
+    std::fs::write(dir.path().join("evil.dump"), &file).unwrap();
+    let o = crate::support::profkit()
+        .current_dir(dir.path())
+        .args(["dump", "evil.dump"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        !o.stdout.iter().any(|&b| b < 0x20 && b != b'\n'),
+        "{:?}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        out.contains("name evil\\u001b[31mRED\\u001b[0m\\nline2\\u0007"),
+        "{out}"
+    );
+    assert_eq!(out.lines().count(), 2, "{out}");
+}
+
+/// `dump --follow` of a file truncated and rewritten: the shrink is noticed, said, and the file
+/// read again from its start (it kept reading at its old offset: B11).
+#[test]
+fn dump_follow_starts_over_when_the_file_shrinks() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("jit-1.dump");
+    let bytes = std::fs::read(fixture("handmade/all-records-le.dump")).unwrap();
+    let part = bytes.len() - 40;
+    std::fs::write(&live, &bytes[..part]).unwrap();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("profkit"))
+        .args([
+            "dump",
+            "--follow",
+            "--timeout",
+            "20",
+            live.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pause = || std::thread::sleep(std::time::Duration::from_millis(400));
+    pause();
+    // Truncated (as a JIT restarting with the same pid does), then written again whole.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&live)
+        .unwrap();
+    pause();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&live)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &bytes))
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("shrank") && err.contains("again from the start"),
+        "{err}"
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("HEADER")).count(),
+        2,
+        "{out}"
+    );
+    assert!(
+        out.lines().last().unwrap().contains("JIT_CODE_CLOSE"),
+        "{out}"
+    );
+}

@@ -699,3 +699,49 @@ fn foreign_kernel_is_not_named_from_local_kallsyms() {
     let (folded, _) = convert(&foreign, &["--kallsyms", "/proc/kallsyms"]);
     assert!(kernel_named(&folded), "{folded}");
 }
+
+/// `diff A B` names the input it could not read (B10).
+#[test]
+fn diff_errors_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = fixture_dir("perf").join("node-fp.data");
+    let bytes = std::fs::read(&good).unwrap();
+    std::fs::write(dir.path().join("short.data"), &bytes[..100]).unwrap();
+    for args in [
+        ["diff", "short.data", good.to_str().unwrap()],
+        ["diff", good.to_str().unwrap(), "short.data"],
+    ] {
+        let o = profkit()
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("error: short.data: "), "{err}");
+    }
+}
+
+/// `ulimit -v 2000000` (2 GB of address space) does not trip on a small recording: mimalloc's
+/// arenas and glibc's per-thread arenas are bounded before anything allocates (B5: VmPeak was
+/// 1.9-2.3 GB, and the binary could not be read: "Cannot allocate memory").
+#[test]
+fn two_gb_of_address_space_is_enough() {
+    let (dir, data) = recording("node-fp", Some(("node-fp.jit-30519.dump.gz", 30519)));
+    let bin = assert_cmd::cargo::cargo_bin("profkit");
+    for out in ["out.folded", "out.parquet", "out.json", "out.perfetto"] {
+        let o = Command::new("sh")
+            .current_dir(dir.path())
+            .args(["-c", "ulimit -v 2000000 && exec \"$0\" \"$@\""])
+            .arg(&bin)
+            .args(["convert", data.to_str().unwrap(), "-o", out])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{out}: {err}");
+        assert!(
+            !err.contains("Cannot allocate memory") && !err.contains("panicked"),
+            "{out}: {err}"
+        );
+    }
+}

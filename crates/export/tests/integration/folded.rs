@@ -49,8 +49,9 @@ fn lines_are_sorted_and_escaped() {
     let mut sorted = lines.clone();
     sorted.sort_unstable();
     assert_eq!(lines, sorted);
-    // Function 6's name holds `;` and a line break: still one frame on one line.
-    assert!(text.contains("main;we\"ird:na\\me é 499\n"), "{text}");
+    // Function 6's name holds `;` and a line break: still one frame on one line (the break
+    // escaped as `\n`).
+    assert!(text.contains("main;we\"ird:na\\me\\né 499\n"), "{text}");
 }
 
 /// In exclusive mode the folded lines make a correct flame graph: the sum of the values of

@@ -142,7 +142,7 @@ pub fn samples() -> Vec<(u32, u64, Vec<u32>, u64)> {
 pub fn expected_folded() -> [BTreeMap<String, u64>; 3] {
     let mut out = [BTreeMap::new(), BTreeMap::new(), BTreeMap::new()];
     fn walk(c: &Call, prefix: &str, out: &mut [BTreeMap<String, u64>; 3]) {
-        let n = name(c.func).replace(';', ":").replace('\n', " ");
+        let n = name(c.func).replace(';', ":").replace('\n', "\\n");
         let path = if prefix.is_empty() {
             n
         } else {

@@ -252,3 +252,49 @@ fn gzip_input_is_unwrapped() {
     assert_eq!(r.processes[0].status, "injected");
     assert!(run(&input, Path::new("-"), &[]).is_err());
 }
+
+/// Nothing is written outside what the user named (B6, B7): `-o DIR` is an error before any
+/// ELF is written, an `OUT-jit` that is a symbolic link is refused (its target untouched), and
+/// a successful run leaves no temporary file; ELFs of an earlier run are not deleted.
+#[test]
+fn writes_only_what_the_user_named() {
+    let (dir, input) = stage("node-fp.data", "node-fp.jit-");
+    let listing = |p: &Path| {
+        let mut v: Vec<String> = std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    // -o DIR.
+    let out_dir = dir.path().join("outdir");
+    std::fs::create_dir(&out_dir).unwrap();
+    let before = listing(dir.path());
+    let e = run(&input, &out_dir, &[]).unwrap_err().to_string();
+    assert!(e.contains("outdir") && e.contains("directory"), "{e}");
+    assert_eq!(listing(dir.path()), before);
+    assert!(listing(&out_dir).is_empty());
+
+    // OUT-jit is a link to someone else's directory.
+    let victim = tempfile::tempdir().unwrap();
+    std::fs::write(victim.path().join("profkit-jit-1-0.so"), "theirs").unwrap();
+    let out = dir.path().join("out.data");
+    std::os::unix::fs::symlink(victim.path(), dir.path().join("out.data-jit")).unwrap();
+    let e = run(&input, &out, &[]).unwrap_err().to_string();
+    assert!(e.contains("symbolic link"), "{e}");
+    assert_eq!(listing(victim.path()), ["profkit-jit-1-0.so"]);
+    assert!(!out.exists());
+    std::fs::remove_file(dir.path().join("out.data-jit")).unwrap();
+
+    // A normal run: the output, its ELFs, no temporary files; an earlier run's stray ELF stays.
+    std::fs::create_dir(dir.path().join("out.data-jit")).unwrap();
+    std::fs::write(dir.path().join("out.data-jit/profkit-jit-1-0.so"), "old").unwrap();
+    let r = run(&input, &out, &[]).unwrap();
+    assert!(r.elfs_written > 0);
+    let jit = listing(&dir.path().join("out.data-jit"));
+    assert!(jit.iter().all(|n| !n.contains(".tmp")), "{jit:?}");
+    assert_eq!(jit.len(), r.elfs_written + 1, "{jit:?}");
+    assert!(listing(dir.path()).iter().all(|n| !n.contains(".tmp")));
+    assert!(PerfData::parse(&std::fs::read(&out).unwrap()).is_ok());
+}

@@ -118,6 +118,22 @@ impl<R: Read> FollowReader<R> {
         }
     }
 
+    /// Bytes read from the source so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.base + self.buf.len() as u64
+    }
+
+    /// The source.
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.src
+    }
+
+    /// Starts over with `src` (the file was truncated and rewritten, or replaced): everything
+    /// read so far is forgotten, the next bytes are a header again.
+    pub fn restart(&mut self, src: R) {
+        *self = FollowReader::new(src);
+    }
+
     /// Bytes received but not yet consumed as complete records.
     pub fn pending_bytes(&self) -> usize {
         self.buf.len() - self.consumed

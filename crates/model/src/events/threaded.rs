@@ -126,12 +126,34 @@ pub struct Threaded<S> {
 impl<S: EventSink + Send + 'static> Threaded<S> {
     /// Starts `inner` on its own thread.
     pub fn new(inner: S) -> io::Result<Threaded<S>> {
+        Threaded::try_new(inner).map_err(|(_, e)| e)
+    }
+
+    /// Starts `inner` on its own thread, or gives it back when no thread can start (an
+    /// address-space or thread limit): the caller then writes on its own thread.
+    pub fn try_new(inner: S) -> Result<Threaded<S>, (Option<S>, io::Error)> {
         let (tx, rx) = sync_channel::<Batch>(IN_FLIGHT);
         let (spent_tx, spent) = channel::<Batch>();
         let (done_tx, done) = channel();
-        let worker = std::thread::Builder::new()
+        // Handed over through a slot, so that a thread that does not start returns it.
+        let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(inner)));
+        let theirs = slot.clone();
+        let spawned = std::thread::Builder::new()
             .name("writer".into())
-            .spawn(move || run(inner, rx, spent_tx, done_tx))?;
+            .spawn(move || {
+                let inner = theirs.lock().ok().and_then(|mut s| s.take());
+                match inner {
+                    Some(inner) => run(inner, rx, spent_tx, done_tx),
+                    None => Ok(None),
+                }
+            });
+        let worker = match spawned {
+            Ok(w) => w,
+            Err(e) => {
+                // The thread that did not start took nothing: the sink is in the slot.
+                return Err((slot.lock().ok().and_then(|mut s| s.take()), e));
+            }
+        };
         Ok(Threaded {
             batch: Batch::with_capacity(),
             tx: Some(tx),

@@ -229,6 +229,7 @@ impl<'t, 'a> Plan<'t, 'a> {
                     self.trace.data(),
                     &self.trace.header,
                     c,
+                    job.thread,
                     key,
                     |k, f, tsc, args| {
                         if let Some(k) = call_kind(k) {
@@ -499,6 +500,8 @@ where
         || (),
         |(), (start, end), emit| {
             let mut builders: Vec<(ThreadKey, PieceBuilder<F::Part, Other<'static>>)> = Vec::new();
+            // Where each thread's builder is: a chunk may hold thousands of threads.
+            let mut at: std::collections::HashMap<ThreadKey, usize> = Default::default();
             let mut problems = Vec::new();
             let mut last = usize::MAX;
             BasicLayout::visit_chunk(data, header, start, end, |item| match item {
@@ -510,13 +513,10 @@ where
                     ..
                 } => {
                     if builders.get(last).is_none_or(|(k, _)| *k != key) {
-                        last = match builders.iter().position(|(k, _)| *k == key) {
-                            Some(i) => i,
-                            None => {
-                                builders.push((key, PieceBuilder::new(mode, policy, 0)));
-                                builders.len() - 1
-                            }
-                        };
+                        last = *at.entry(key).or_insert_with(|| {
+                            builders.push((key, PieceBuilder::new(mode, policy, 0)));
+                            builders.len() - 1
+                        });
                     }
                     if let (Some(k), Some((_, pb))) = (call_kind(kind), builders.get_mut(last)) {
                         pb.call(k, FuncId(func_id), tsc);

@@ -72,6 +72,10 @@ fn escape(name: &str, record: bool) -> String {
                 s.push('\\');
                 s.push(c);
             }
+            // Control characters: profkit's one control escaper (`\\n`, `\\u001b`).
+            c if c.is_control() => s.push_str(&profkit_common::json::controls_escaped(
+                c.encode_utf8(&mut [0; 4]),
+            )),
             _ => s.push(c),
         }
     }

@@ -59,21 +59,7 @@ where
 {
     let mut next = next;
     if workers.threads == 0 {
-        let mut w = make_worker();
-        let mut failed = None;
-        while let Some(job) = next() {
-            decode(&mut w, job, &mut |p| {
-                if failed.is_none() {
-                    if let Err(e) = apply(p) {
-                        failed = Some(e);
-                    }
-                }
-            });
-            if let Some(e) = failed {
-                return Err(e);
-            }
-        }
-        return Ok(vec![w]);
+        return sequential(&mut next, &make_worker, &decode, &mut apply);
     }
     let in_flight = workers.in_flight.max(workers.threads + 1);
     // Per job, in order: the receiver of its pieces. The bound is what limits the jobs in
@@ -83,19 +69,14 @@ where
     let work_rx = Mutex::new(work_rx);
     let mut result = Ok(());
     let mut states = Vec::new();
+    // Threads are spawned fallibly (an address-space or thread limit): with no worker or no
+    // producer, the jobs run on the calling thread instead.
+    let mut threads_failed = false;
     std::thread::scope(|s| {
-        s.spawn(move || {
-            while let Some(job) = next() {
-                let (tx, rx) = mpsc::sync_channel(PIECES_PER_JOB);
-                if order_tx.send(rx).is_err() || work_tx.send((job, tx)).is_err() {
-                    break;
-                }
-            }
-        });
         let mut handles = Vec::with_capacity(workers.threads);
         for _ in 0..workers.threads {
             let (work_rx, make_worker, decode) = (&work_rx, &make_worker, &decode);
-            handles.push(s.spawn(move || {
+            let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
                 let mut w = make_worker();
                 loop {
                     // Jobs are taken in order: the job the calling thread waits for is always
@@ -112,13 +93,37 @@ where
                     });
                 }
                 w
-            }));
+            });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(_) => break,
+            }
         }
-        'jobs: for rx in order_rx.iter() {
-            for piece in rx.iter() {
-                if let Err(e) = apply(piece) {
-                    result = Err(e);
-                    break 'jobs;
+        let next = &mut next;
+        let producer = if handles.is_empty() {
+            None
+        } else {
+            std::thread::Builder::new()
+                .spawn_scoped(s, move || {
+                    while let Some(job) = next() {
+                        let (tx, rx) = mpsc::sync_channel(PIECES_PER_JOB);
+                        if order_tx.send(rx).is_err() || work_tx.send((job, tx)).is_err() {
+                            break;
+                        }
+                    }
+                })
+                .ok()
+        };
+        if producer.is_none() {
+            // The channels' senders are gone with the closure: the workers stop.
+            threads_failed = true;
+        } else {
+            'jobs: for rx in order_rx.iter() {
+                for piece in rx.iter() {
+                    if let Err(e) = apply(piece) {
+                        result = Err(e);
+                        break 'jobs;
+                    }
                 }
             }
         }
@@ -130,5 +135,32 @@ where
             }
         }
     });
+    if threads_failed {
+        return sequential(&mut next, &make_worker, &decode, &mut apply);
+    }
     result.map(|()| states)
+}
+
+/// The jobs decoded and applied one after another on the calling thread.
+fn sequential<J, P, W, E>(
+    next: &mut impl FnMut() -> Option<J>,
+    make_worker: &impl Fn() -> W,
+    decode: &impl Fn(&mut W, J, &mut dyn FnMut(P)),
+    apply: &mut impl FnMut(P) -> Result<(), E>,
+) -> Result<Vec<W>, E> {
+    let mut w = make_worker();
+    let mut failed = None;
+    while let Some(job) = next() {
+        decode(&mut w, job, &mut |p| {
+            if failed.is_none() {
+                if let Err(e) = apply(p) {
+                    failed = Some(e);
+                }
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+    }
+    Ok(vec![w])
 }

@@ -297,16 +297,32 @@ impl<'n> NodeNames<'n> {
     }
 }
 
-/// A frame name with `;` → `:` and line breaks → spaces (an empty name becomes `?`).
+/// A frame name with `;` → `:` and control characters escaped (`\n`, `\u001b`: profkit's one
+/// control escaper, `profkit_common::json::push_controls`), so a line is one stack and the SVG
+/// drawn from the lines is well-formed XML (an empty name becomes `?`).
 fn escape(name: &str) -> Vec<u8> {
     if name.is_empty() {
         return b"?".to_vec();
     }
-    name.bytes()
-        .map(|b| match b {
-            b';' => b':',
-            b'\n' | b'\r' => b' ',
-            b => b,
-        })
-        .collect()
+    let mut out = Vec::with_capacity(name.len());
+    profkit_common::json::push_controls(&mut out, name);
+    for b in &mut out {
+        if *b == b';' {
+            *b = b':';
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod escape_tests {
+    /// A JIT name with ESC, a newline and a C1 CSI stays one well-formed frame (B9).
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(
+            super::escape("a;b\u{1b}[31m\nc\u{9b}"),
+            b"a:b\\u001b[31m\\nc\\u009b".to_vec()
+        );
+        assert_eq!(super::escape(""), b"?".to_vec());
+    }
 }

@@ -97,13 +97,18 @@ impl Context {
         // `.debug_info` is most of the bytes; when compressed, inflating it on a second thread
         // while the other sections are read halves the wait of the first lookup.
         let sections: Vec<(S, Reader)> = std::thread::scope(|scope| {
-            let info = scope.spawn(|| get(S::DebugInfo));
+            // No thread to spare (an address-space or thread limit): read it here.
+            let info = std::thread::Builder::new().spawn_scoped(scope, || get(S::DebugInfo));
             let mut v: Vec<_> = WANTED
                 .iter()
                 .filter(|&&id| id != S::DebugInfo)
                 .map(|&id| (id, get(id)))
                 .collect();
-            v.push((S::DebugInfo, info.join().ok().flatten()));
+            let info = match info {
+                Ok(h) => h.join().ok().flatten(),
+                Err(_) => get(S::DebugInfo),
+            };
+            v.push((S::DebugInfo, info));
             v.into_iter()
                 .map(|(id, bytes)| (id, Reader::new(bytes.unwrap_or_default(), endian)))
                 .collect()

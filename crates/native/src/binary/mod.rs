@@ -178,6 +178,9 @@ impl std::fmt::Debug for Binary {
     }
 }
 
+/// The smallest ELF file: a 32-bit ELF header.
+const ELF32_HEADER_SIZE: u64 = 52;
+
 /// The name of DWARF's `.debug_info` in plain and GNU-compressed form.
 const DEBUG_INFO: [&str; 2] = [".debug_info", ".zdebug_info"];
 
@@ -185,8 +188,16 @@ impl Binary {
     /// Maps and parses the ELF file at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Binary> {
         let path = path.as_ref();
-        let file = std::fs::File::open(path).map_err(|e| Error::path(path, e.into()))?;
-        let map = FileBytes::of_file(&file).map_err(|e| Error::path(path, e.into()))?;
+        // Only a regular file with an ELF header is read: a recording can name any path
+        // (`/proc/self/pagemap`, a FIFO, a device).
+        let map = FileBytes::open_regular(path, ELF32_HEADER_SIZE)
+            .map_err(|e| Error::path(path, e.into()))?;
+        if !map.starts_with(b"\x7fELF") {
+            return Err(Error::path(
+                path,
+                ErrorKind::Elf("not an ELF file (no \\x7fELF magic)".into()),
+            ));
+        }
         Binary::parse(path.to_path_buf(), Arc::new(map))
     }
 

@@ -158,3 +158,32 @@ fn kallsyms_path_prefers_the_cache() {
     let other = BuildId::from_hex("ff").unwrap();
     assert_eq!(f.kallsyms_path(Some(&other)), None);
 }
+
+/// One binary named by many spellings (`dir/./sub/../small-pie`) is searched and held once:
+/// answers are keyed by (device, inode), and the prefetching threads are bounded (B3).
+#[test]
+fn spellings_of_one_file_share_one_binary() {
+    let pie = profkit_testkit::fixture("native/small-pie");
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("sub")).unwrap();
+    let file = tmp.path().join("small-pie");
+    std::fs::copy(&pie, &file).unwrap();
+    let spellings: Vec<std::path::PathBuf> = (0..100)
+        .map(|i| {
+            let mut p = tmp.path().to_path_buf();
+            for _ in 0..i {
+                p = p.join("sub").join("..");
+            }
+            p.join("small-pie")
+        })
+        .collect();
+    let mut f = Binaries::empty();
+    for p in &spellings {
+        f.prefetch(p, None);
+    }
+    let first = f.find(&spellings[0], None).unwrap();
+    for p in &spellings {
+        assert!(std::sync::Arc::ptr_eq(&first, &f.find(p, None).unwrap()));
+    }
+    assert!(f.problems().is_empty());
+}

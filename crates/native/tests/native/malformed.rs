@@ -129,3 +129,35 @@ fn dwarf_read_by_unit_survives_corrupted_sections() {
         }
     }
 }
+
+/// A recording can name any path as a binary: procfs files (size 0, read without end), FIFOs
+/// (an open blocks), devices, directories and small or non-ELF files are refused before a
+/// byte is read, with the path in the error (B2).
+#[test]
+fn only_regular_elf_files_are_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let text = dir.path().join("text");
+    std::fs::write(&text, vec![b'x'; 4096]).unwrap();
+    let tiny = dir.path().join("tiny");
+    std::fs::write(&tiny, b"\x7fELF").unwrap();
+    let started = std::time::Instant::now();
+    for p in [
+        std::path::PathBuf::from("/proc/self/pagemap"),
+        "/dev/zero".into(),
+        "/dev/urandom".into(),
+        dir.path().to_path_buf(),
+        fifo,
+        text,
+        tiny,
+    ] {
+        let err = Binary::open(&p).unwrap_err().to_string();
+        assert!(err.contains(&*p.to_string_lossy()), "{err}");
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}

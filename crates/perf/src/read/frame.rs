@@ -49,6 +49,11 @@ pub struct FrameLog {
     /// The jitdump marker mmaps seen (`(pid, path)`, file order, at most
     /// [`MAX_MARKERS`]): a walk can load those dumps before it reaches them.
     pub jitdump_markers: Vec<(u32, Vec<u8>)>,
+    /// Records inflated from COMPRESSED records.
+    pub inflated_records: u64,
+    /// The whole records inflated from a COMPRESSED record the input cuts (file mode): they
+    /// are handed on after the clean data (see `header.rs`).
+    pub tail: Vec<u8>,
 }
 
 /// Jitdump markers noted by the framing scan at most.
@@ -66,6 +71,122 @@ fn jitdump_marker(record_type: RecordType, body: &[u8], e: Endian) -> Option<(u3
     let path = name.get(..name.iter().position(|&c| c == 0)?)?;
     crate::read::events::jitdump_file_pid(path)?;
     Some((u32_at(body, 0, e)?, path.to_vec()))
+}
+
+/// Inflated bytes one sort window (the records between two outer FINISHED_ROUNDs) may hold.
+/// linux-perf-data inflates a COMPRESSED record whole and keeps every record of a window for
+/// sorting: a real window is one pass of `perf record` over its ring buffers (megabytes), a
+/// zstd bomb is gigabytes in a few kilobytes.
+pub const MAX_WINDOW_INFLATED: u64 = 64 << 20;
+/// Records inflated into one sort window at most (each costs linux-perf-data a buffer).
+pub const MAX_WINDOW_RECORDS: u64 = 1 << 20;
+
+/// The zstd payload of a COMPRESSED or COMPRESSED2 record body (`None`: not one, or a
+/// COMPRESSED2 whose data size does not fit its body).
+fn compressed_payload(record_type: RecordType, body: &[u8], e: Endian) -> Option<&[u8]> {
+    match record_type {
+        RecordType::COMPRESSED => Some(body),
+        RecordType::COMPRESSED2 => {
+            let size = usize::try_from(u64_at(body, 0, e)?).ok()?;
+            body.get(8..)?.get(..size)
+        }
+        _ => None,
+    }
+}
+
+/// The framing check's own inflation of COMPRESSED records: streaming through a small buffer,
+/// the inner records framed as they come out (a record may continue in the next COMPRESSED
+/// record, as perf writes them), and each sort window bounded by [`MAX_WINDOW_INFLATED`] and
+/// [`MAX_WINDOW_RECORDS`]. It keeps nothing but an unfinished inner record, so a record that
+/// would inflate past the bound is refused before linux-perf-data allocates for it.
+pub(crate) struct Inflater {
+    dctx: Option<zstd_safe::DCtx<'static>>,
+    /// Inflated bytes of an inner record not yet complete.
+    carry: Vec<u8>,
+    out: Vec<u8>,
+    window_bytes: u64,
+    window_records: u64,
+    /// Inner records inflated so far.
+    pub records: u64,
+}
+
+impl Inflater {
+    pub(crate) fn new() -> Inflater {
+        Inflater {
+            dctx: None,
+            carry: Vec::new(),
+            out: Vec::new(),
+            window_bytes: 0,
+            window_records: 0,
+            records: 0,
+        }
+    }
+
+    /// An outer FINISHED_ROUND: linux-perf-data hands the window's records on.
+    pub(crate) fn end_window(&mut self) {
+        self.window_bytes = 0;
+        self.window_records = 0;
+    }
+
+    /// Inflates `data` (one record's zstd payload, or the part of it before a cut) and calls
+    /// `inner` with each complete inner record (type, whole record bytes). An `Err` says why
+    /// the record cannot be used (a bomb, an inner record that cannot be right, zstd's error).
+    pub(crate) fn feed(
+        &mut self,
+        data: &[u8],
+        e: Endian,
+        mut inner: impl FnMut(RecordType, &[u8]),
+    ) -> Result<(), String> {
+        let dctx = self.dctx.get_or_insert_with(zstd_safe::DCtx::create);
+        if self.out.is_empty() {
+            self.out.resize(256 << 10, 0);
+        }
+        let mut input = zstd_safe::InBuffer::around(data);
+        loop {
+            let before = input.pos();
+            let mut out = zstd_safe::OutBuffer::around(self.out.as_mut_slice());
+            if let Err(code) = dctx.decompress_stream(&mut out, &mut input) {
+                return Err(format!("zstd: {}", zstd_safe::get_error_name(code)));
+            }
+            let n = out.pos();
+            let full = n == self.out.len();
+            self.window_bytes = self.window_bytes.saturating_add(n as u64);
+            if self.window_bytes > MAX_WINDOW_INFLATED {
+                return Err(format!(
+                    "inflates past {MAX_WINDOW_INFLATED} bytes in one sort window (between two FINISHED_ROUNDs): a zstd bomb"
+                ));
+            }
+            self.carry
+                .extend_from_slice(self.out.get(..n).unwrap_or_default());
+            let mut at = 0usize;
+            while let Some(head) = self.carry.get(at..at + RECORD_HEADER_SIZE) {
+                let size = usize::from(u16_at(head, 6, e).unwrap_or(0));
+                let ty = RecordType(u32_at(head, 0, e).unwrap_or(0));
+                if size < RECORD_HEADER_SIZE {
+                    return Err(format!(
+                        "inflated record #{} ({ty}) has size {size}, below the 8-byte record header",
+                        self.records
+                    ));
+                }
+                let Some(rec) = self.carry.get(at..at + size) else {
+                    break;
+                };
+                self.records += 1;
+                self.window_records += 1;
+                if self.window_records > MAX_WINDOW_RECORDS {
+                    return Err(format!(
+                        "inflates more than {MAX_WINDOW_RECORDS} records in one sort window (between two FINISHED_ROUNDs): a zstd bomb"
+                    ));
+                }
+                inner(ty, rec);
+                at += size;
+            }
+            self.carry.drain(..at);
+            if (!full && input.pos() == data.len()) || (n == 0 && input.pos() == before) {
+                return Ok(());
+            }
+        }
+    }
 }
 
 /// One record header, checked.
@@ -132,6 +253,25 @@ fn check(
                 return Ok(None);
             }
         }
+        // A pipe's attr: its size field (0: the first version's 64 bytes) must fit the record
+        // (linux-perf-data reads what there is; the writer and `validate` need the whole attr).
+        if record_type == RecordType::HEADER_ATTR {
+            let attr_size = match u32_at(body, 4, e) {
+                Some(0) => 64,
+                Some(s) => u64::from(s),
+                None => 0,
+            };
+            if attr_size < 64 || attr_size > body.len() as u64 {
+                return Err(Error::record(
+                    index,
+                    Some(offset),
+                    format!(
+                        "HEADER_ATTR of {} bytes holds no attr of its size {attr_size} (64 ..= the record's body)",
+                        body.len()
+                    ),
+                ));
+            }
+        }
         // linux-perf-data takes the feature id's low 32 bits (`as u32`): so must the check.
         if record_type == RecordType::HEADER_FEATURE
             && u64_at(body, 0, e).map(|id| id as u32) == Some(FEATURE_EVENT_DESC)
@@ -154,6 +294,7 @@ pub(crate) fn scan_slice(data: &[u8], start: u64, end: u64, e: Endian) -> FrameL
         clean_end: start,
         ..FrameLog::default()
     };
+    let mut zstd = Inflater::new();
     let mut off = start;
     while off < end {
         let avail = end - off;
@@ -167,26 +308,63 @@ pub(crate) fn scan_slice(data: &[u8], start: u64, end: u64, e: Endian) -> FrameL
             .unwrap_or_default();
         match check(e, rest, body, Some(avail), log.records, off) {
             Ok(Some(f)) => {
-                log.records += 1;
-                *log.counts.entry(f.record_type).or_insert(0) += 1;
-                if log.jitdump_markers.len() < MAX_MARKERS {
-                    let size = usize::try_from(f.total).unwrap_or(0);
-                    let own = body.and_then(|b| b.get(..size.saturating_sub(RECORD_HEADER_SIZE)));
-                    if let Some(m) = own.and_then(|b| jitdump_marker(f.record_type, b, e)) {
-                        if !log.jitdump_markers.contains(&m) {
-                            log.jitdump_markers.push(m);
+                let size = usize::try_from(f.total).unwrap_or(0);
+                let own = body
+                    .and_then(|b| b.get(..size.saturating_sub(RECORD_HEADER_SIZE)))
+                    .unwrap_or_default();
+                if f.record_type == RecordType::FINISHED_ROUND {
+                    zstd.end_window();
+                }
+                let mut markers = std::mem::take(&mut log.jitdump_markers);
+                let mut note = |ty: RecordType, b: &[u8]| {
+                    if markers.len() < MAX_MARKERS {
+                        if let Some(m) = jitdump_marker(ty, b, e) {
+                            if !markers.contains(&m) {
+                                markers.push(m);
+                            }
                         }
                     }
+                };
+                note(f.record_type, own);
+                let inflated = match compressed_payload(f.record_type, own, e) {
+                    Some(z) => zstd.feed(z, e, |ty, rec| {
+                        note(ty, rec.get(RECORD_HEADER_SIZE..).unwrap_or_default())
+                    }),
+                    None if matches!(
+                        f.record_type,
+                        RecordType::COMPRESSED | RecordType::COMPRESSED2
+                    ) =>
+                    {
+                        Err("its data size runs past the record".to_string())
+                    }
+                    None => Ok(()),
+                };
+                log.jitdump_markers = markers;
+                log.inflated_records = zstd.records;
+                if let Err(m) = inflated {
+                    log.end = FrameEnd::Corrupt(Error::record(
+                        log.records,
+                        Some(off),
+                        format!("{} record: {m}", f.record_type),
+                    ));
+                    break;
                 }
+                log.records += 1;
+                *log.counts.entry(f.record_type).or_insert(0) += 1;
                 off += f.total;
                 log.clean_end = off;
             }
             Ok(None) => {
-                log.end = FrameEnd::Truncated(Truncation::new(
-                    off,
-                    Some(log.records),
-                    cut_reason(e, rest, avail),
-                ));
+                let mut reason = cut_reason(e, rest, avail);
+                let (tail, n) = cut_compressed(&mut zstd, rest, avail, e);
+                if n > 0 {
+                    reason.push_str(&format!(
+                        "; the {n} whole records it inflates to before the cut are kept"
+                    ));
+                }
+                log.tail = tail;
+                log.inflated_records = zstd.records;
+                log.end = FrameEnd::Truncated(Truncation::new(off, Some(log.records), reason));
                 break;
             }
             Err(err) => {
@@ -197,6 +375,29 @@ pub(crate) fn scan_slice(data: &[u8], start: u64, end: u64, e: Endian) -> FrameL
     }
     log.finished = true;
     log
+}
+
+/// The whole inner records a COMPRESSED record cut at `avail` bytes inflates to (those zstd can
+/// decode before the cut, with what earlier records left unfinished), and how many.
+fn cut_compressed(zstd: &mut Inflater, rest: &[u8], avail: u64, e: Endian) -> (Vec<u8>, u64) {
+    let ty = RecordType(u32_at(rest, 0, e).unwrap_or(0));
+    let have = rest
+        .get(..usize::try_from(avail).unwrap_or(usize::MAX).min(rest.len()))
+        .unwrap_or_default();
+    let body = have.get(RECORD_HEADER_SIZE..).unwrap_or_default();
+    let payload = match ty {
+        RecordType::COMPRESSED => body,
+        RecordType::COMPRESSED2 => body.get(8..).unwrap_or_default(),
+        _ => return (Vec::new(), 0),
+    };
+    let mut tail = Vec::new();
+    let mut n = 0u64;
+    // What it inflated before zstd or a bound stopped it is kept either way.
+    let _ = zstd.feed(payload, e, |_, rec| {
+        tail.extend_from_slice(rec);
+        n += 1;
+    });
+    (tail, n)
 }
 
 fn cut_reason(e: Endian, rest: &[u8], avail: u64) -> String {
@@ -244,6 +445,7 @@ pub(crate) struct Framer<R> {
     /// Bytes left in the input when known (a slice).
     remaining: Option<u64>,
     done: bool,
+    zstd: Inflater,
 }
 
 impl<R: Read> Framer<R> {
@@ -269,6 +471,7 @@ impl<R: Read> Framer<R> {
             next: start,
             remaining,
             done: false,
+            zstd: Inflater::new(),
         }
     }
 
@@ -330,9 +533,17 @@ impl<R: Read> Framer<R> {
         let got = self.read_full(RECORD_HEADER_SIZE)?;
         let ty = RecordType(u32_at(&head, 0, e).unwrap_or(0));
         if got < usize::from(size) {
-            let reason = trailing_text(self.buf.get(..got).unwrap_or_default())
+            self.buf.truncate(got);
+            let (tail, n) = cut_compressed(&mut self.zstd, &self.buf, got as u64, e);
+            let mut reason = trailing_text(self.buf.get(..got).unwrap_or_default())
                 .unwrap_or_else(|| format!("{ty} record of {size} bytes, {got} remain"));
-            self.buf.clear();
+            if n > 0 {
+                reason.push_str(&format!(
+                    "; the {n} whole records it inflates to before the cut are kept"
+                ));
+            }
+            // The records inflated before the cut are served as plain records.
+            self.buf = tail;
             self.finish(cut(reason));
             return Ok(());
         }
@@ -375,8 +586,33 @@ impl<R: Read> Framer<R> {
                 return Ok(());
             }
         }
+        if frame.record_type == RecordType::FINISHED_ROUND {
+            self.zstd.end_window();
+        }
+        let body = self.buf.get(RECORD_HEADER_SIZE..).unwrap_or_default();
+        let inflated = match compressed_payload(frame.record_type, body, e) {
+            Some(z) => self.zstd.feed(z, e, |_, _| {}),
+            None if matches!(
+                frame.record_type,
+                RecordType::COMPRESSED | RecordType::COMPRESSED2
+            ) =>
+            {
+                Err("its data size runs past the record".to_string())
+            }
+            None => Ok(()),
+        };
+        if let Err(m) = inflated {
+            self.buf.clear();
+            self.finish(FrameEnd::Corrupt(Error::record(
+                index,
+                Some(offset),
+                format!("{} record: {m}", frame.record_type),
+            )));
+            return Ok(());
+        }
         self.next = offset.saturating_add(frame.total);
         if let Ok(mut l) = self.log.lock() {
+            l.inflated_records = self.zstd.records;
             l.records += 1;
             *l.counts.entry(frame.record_type).or_insert(0) += 1;
             l.clean_end = self.next;

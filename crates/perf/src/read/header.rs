@@ -284,7 +284,13 @@ pub(crate) fn plan(data: &[u8]) -> Result<Plan, Error> {
             ),
         ));
     }
-    let new_size = frames.clean_end - d.offset;
+    // Whole records inflated from a COMPRESSED record the file cuts follow the clean data.
+    let tail = std::mem::take(&mut frames.tail);
+    let tail_len = tail.len() as u64;
+    if !tail.is_empty() {
+        patches.push((frames.clean_end, tail));
+    }
+    let new_size = frames.clean_end - d.offset + tail_len;
     if new_size != d.size {
         patches.push((48, e.u64_bytes(new_size).to_vec()));
     }
@@ -356,7 +362,7 @@ pub(crate) fn plan(data: &[u8]) -> Result<Plan, Error> {
                 table.extend_from_slice(&e.u64_bytes(s.offset));
                 table.extend_from_slice(&e.u64_bytes(s.size));
             }
-            patches.push((frames.clean_end, table));
+            patches.push((frames.clean_end + tail_len, table));
         }
     }
     if simpleperf

@@ -26,7 +26,7 @@ pub use events::{
     jitdump_file_pid, misc_is_kernel, Callchain, Comm, Context, Event, EventData, Events, Frame,
     Frames, Lost, Mmap, MmapBuildId, Outcome, Sample, SplitChain, Task, UserRegs, UserStack,
 };
-pub use frame::{FrameEnd, FrameLog};
+pub use frame::{FrameEnd, FrameLog, MAX_WINDOW_INFLATED, MAX_WINDOW_RECORDS};
 pub use header::{FeatureSection, Header, Mode, Section};
 pub use meta::{section_bytes, Attr, BuildId, ClockData, Features, Meta};
 
@@ -182,8 +182,8 @@ impl<'a> PerfData<'a> {
     }
 
     /// The jitdump marker mmaps (`(pid, path)`) the check of the file's framing came across,
-    /// before any event is read (a file's first [`frame::MAX_MARKERS`]; none for pipe mode
-    /// and inside compressed blocks): where a walk can start loading dumps early.
+    /// before any event is read (a file's first [`frame::MAX_MARKERS`], inside COMPRESSED
+    /// records too; none for pipe mode): where a walk can start loading dumps early.
     pub fn jitdump_markers(&self) -> &[(u32, Vec<u8>)] {
         &self.plan.frames.jitdump_markers
     }

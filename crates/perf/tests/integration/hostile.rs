@@ -224,3 +224,184 @@ fn fuzz_regressions_stay_fixed() {
     }
     assert!(n > 0, "no regression inputs in {}", dir.display());
 }
+
+/// The records of the data section of a file-mode `bytes`: `(offset, bytes)`.
+fn records(bytes: &[u8]) -> Vec<(usize, Vec<u8>)> {
+    let (d_off, d_size) = data_section(bytes);
+    let mut out = Vec::new();
+    let mut off = d_off;
+    while off < d_off + d_size {
+        let size = u16::from_le_bytes(bytes[off + 6..off + 8].try_into().unwrap()) as usize;
+        out.push((off, bytes[off..off + size].to_vec()));
+        off += size;
+    }
+    out
+}
+
+/// `good` (file mode) with `data` as its data section and no feature sections.
+fn with_data(good: &[u8], data: &[u8]) -> Vec<u8> {
+    let (d_off, _) = data_section(good);
+    let mut b = good[..d_off].to_vec();
+    put64(&mut b, 48, data.len() as u64);
+    b[72..104].fill(0);
+    b.extend_from_slice(data);
+    b
+}
+
+/// A PERF_RECORD_COMPRESSED record holding `payload`.
+fn compressed_record(payload: &[u8]) -> Vec<u8> {
+    let mut r = 81u32.to_le_bytes().to_vec();
+    r.extend_from_slice(&0u16.to_le_bytes());
+    r.extend_from_slice(&u16::try_from(payload.len() + 8).unwrap().to_le_bytes());
+    r.extend_from_slice(payload);
+    r
+}
+
+/// `raw` as COMPRESSED records as `perf record -z` writes them: zstd frames of `piece` bytes
+/// (cut anywhere: a record continues in the next frame), `per_record` frames a record.
+fn compress(raw: &[u8], piece: usize, per_record: usize) -> Vec<u8> {
+    let frames: Vec<Vec<u8>> = raw
+        .chunks(piece)
+        .map(|c| {
+            let mut z = vec![0u8; zstd_safe::compress_bound(c.len())];
+            let n = zstd_safe::compress(&mut z[..], c, 1).unwrap();
+            z.truncate(n);
+            z
+        })
+        .collect();
+    frames
+        .chunks(per_record)
+        .flat_map(|fs| compressed_record(&fs.concat()))
+        .collect()
+}
+
+/// A zstd frame of `n` bytes `b` in RLE blocks: 4 bytes per 128 KiB.
+fn zstd_rle(n: u64, b: u8) -> Vec<u8> {
+    let mut z = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38];
+    let mut left = n;
+    while left > 0 {
+        let size = left.min(128 << 10) as u32;
+        left -= u64::from(size);
+        let head = u32::from(left == 0) | (1 << 1) | (size << 3);
+        z.extend_from_slice(&head.to_le_bytes()[..3]);
+        z.push(b);
+    }
+    z
+}
+
+/// `(type, time, body)` of events.
+type EventList = Vec<(u32, Option<u64>, Vec<u8>)>;
+
+/// Every event of `bytes` as `(type, time, body)`, sorted, and whether a cut was reported.
+fn all_events(bytes: &[u8]) -> (EventList, bool, Option<String>) {
+    let pd = PerfData::parse(bytes).unwrap();
+    let mut ev = pd.events().unwrap();
+    let mut out = Vec::new();
+    let mut err = None;
+    while let Some(e) = ev.next_event() {
+        match e {
+            Ok(e) if e.record_type.0 != 68 => out.push((e.record_type.0, e.time, e.body.to_vec())),
+            Ok(_) => {}
+            Err(e) => err = Some(e.to_string()),
+        }
+    }
+    out.sort();
+    (out, ev.truncation().is_some(), err)
+}
+
+#[test]
+fn compressed_records_read_as_their_inflated_records() {
+    let good = fixture("node-fp.data");
+    let recs = records(&good);
+    let raw: Vec<u8> = recs.iter().flat_map(|r| r.1.clone()).collect();
+    let plain = all_events(&with_data(&good, &raw));
+    assert!(plain.0.len() > 100 && !plain.1 && plain.2.is_none());
+    // The first records plain (as perf writes its synthesized ones), the rest compressed.
+    let head: Vec<u8> = recs[..20].iter().flat_map(|r| r.1.clone()).collect();
+    let z = compress(&raw[head.len()..], 2000, 8);
+    let file = with_data(&good, &[head.clone(), z.clone()].concat());
+    assert_eq!(all_events(&file), plain);
+
+    // A cut inside the last COMPRESSED record keeps what zstd decodes before it (B12).
+    let mut last = head.len();
+    let mut at = head.len();
+    while at < head.len() + z.len() {
+        last = at;
+        at += u16::from_le_bytes(
+            z[at - head.len() + 6..at - head.len() + 8]
+                .try_into()
+                .unwrap(),
+        ) as usize;
+    }
+    let (d_off, _) = data_section(&file);
+    let at_start = all_events(&file[..d_off + last]);
+    let size = at - last;
+    let mid = all_events(&file[..d_off + last + size * 3 / 4]);
+    assert!(at_start.1 && mid.1, "both cuts are reported");
+    assert!(
+        mid.0.len() > at_start.0.len(),
+        "{} events at the record's start, {} at 3/4 of it",
+        at_start.0.len(),
+        mid.0.len()
+    );
+    assert!(mid.0.iter().all(|e| plain.0.contains(e)));
+}
+
+#[test]
+fn zstd_bombs_are_refused_with_their_offset() {
+    let good = fixture("node-fp.data");
+    let recs = records(&good);
+    let head: Vec<u8> = recs[..20].iter().flat_map(|r| r.1.clone()).collect();
+    let (d_off, _) = data_section(&good);
+    let bombs: Vec<(&str, Vec<u8>)> = vec![
+        // 1 GiB of zeros in 32 KiB.
+        ("zeros", zstd_rle(1 << 30, 0)),
+        // 128 MiB of one 17,476-byte record kind repeated (0x44 bytes).
+        ("window bytes", zstd_rle(128 << 20, 0x44)),
+        // 1,048,577 FINISHED_ROUNDs.
+        ("window records", {
+            let rounds: Vec<u8> = [68u32.to_le_bytes(), [0, 0, 8, 0]]
+                .concat()
+                .repeat((1 << 20) + 1);
+            let mut z = vec![0u8; zstd_safe::compress_bound(rounds.len())];
+            let n = zstd_safe::compress(&mut z[..], &rounds, 1).unwrap();
+            z.truncate(n);
+            z
+        }),
+    ];
+    for (what, payload) in bombs {
+        let rec = compressed_record(&payload);
+        let file = with_data(&good, &[head.clone(), rec].concat());
+        let v = validate(&file);
+        let f = v
+            .findings
+            .iter()
+            .find(|f| f.message.contains("COMPRESSED record"))
+            .unwrap_or_else(|| panic!("{what}: {:?}", v.findings));
+        assert_eq!(f.offset as usize, d_off + head.len(), "{what}");
+        assert_eq!(f.record, Some(20), "{what}");
+        // The records before it are read.
+        let (events, _, err) = all_events(&file);
+        assert!(events.len() >= 15, "{what}: {}", events.len());
+        assert!(err.unwrap().contains("COMPRESSED record"), "{what}");
+        exercise(&file);
+    }
+}
+
+/// A pipe's HEADER_ATTR whose attr size is larger than the record: an error of `validate` at
+/// its offset (it passed with 0 errors, and `inject` then failed blaming its output: B10).
+#[test]
+fn a_pipe_attr_larger_than_its_record_is_an_error() {
+    let mut b = fixture("node-pipe.data");
+    assert_eq!(u32::from_le_bytes(b[16..20].try_into().unwrap()), 64);
+    b[16 + 8 + 4..16 + 8 + 8].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
+    let v = validate(&b);
+    assert!(v.has_errors(), "{:?}", v.findings);
+    let f = v
+        .findings
+        .iter()
+        .find(|f| f.message.contains("HEADER_ATTR"))
+        .unwrap();
+    assert_eq!(f.offset, 16, "{f:?}");
+    exercise(&b);
+}

@@ -28,6 +28,12 @@ pub struct BasicChunk {
     /// Indices into [`BasicLayout::threads`] of the threads with function records in it, in
     /// order of first appearance in the chunk.
     pub threads: Vec<u32>,
+    /// Where each thread's records are: `(thread, first record, end record)` (record indices
+    /// from `start`), a run per stretch of one thread's calls, sorted by thread. A thread's
+    /// calls are decoded from its runs only, so decoding every thread of a chunk reads each
+    /// record once however many threads it holds (real basic logs have a run per flushed
+    /// per-thread buffer; a file that alternates threads at every record has a run each).
+    pub runs: Vec<(u32, u32, u32)>,
 }
 
 /// The chunks and threads of a basic log. See the [module docs](self).
@@ -136,31 +142,49 @@ impl BasicLayout {
             ..BasicLayout::default()
         };
         let mut index_of = std::collections::HashMap::<ThreadKey, u32>::new();
-        for (start, end) in Self::chunk_bounds(data, header, chunk_records) {
+        // By thread: the last chunk (+1) it was seen in, so a chunk lists it once.
+        let mut seen_in: Vec<usize> = Vec::new();
+        for (n, (start, end)) in Self::chunk_bounds(data, header, chunk_records).enumerate() {
             let mut chunk = BasicChunk {
                 start,
                 end,
                 threads: Vec::new(),
+                runs: Vec::new(),
             };
             // The last record's thread, to skip the map while a run of one thread lasts.
             let mut last: Option<(ThreadKey, u32)> = None;
+            let rec = |off: u64| ((off as usize).saturating_sub(start) / BASIC_RECORD_SIZE) as u32;
             Self::visit_chunk(data, header, start, end, |item| match item {
-                ChunkItem::Call { key, tsc, .. } => {
-                    if last.is_some_and(|(k, _)| k == key) {
+                ChunkItem::Call {
+                    key,
+                    tsc,
+                    offset,
+                    ref args,
+                    ..
+                } => {
+                    let item_end = rec(offset) + 1 + (args.byte_len() / BASIC_RECORD_SIZE) as u32;
+                    if let Some((_, t)) = last.filter(|(k, _)| *k == key) {
+                        if let Some(run) = chunk.runs.last_mut().filter(|r| r.0 == t) {
+                            run.2 = item_end;
+                        }
                         return;
                     }
                     let next = out.threads.len() as u32;
                     let t = *index_of.entry(key).or_insert(next);
                     if t == next {
                         out.threads.push((key, tsc));
+                        seen_in.push(0);
                     }
-                    if !chunk.threads.contains(&t) {
+                    if let Some(s) = seen_in.get_mut(t as usize).filter(|s| **s != n + 1) {
+                        *s = n + 1;
                         chunk.threads.push(t);
                     }
+                    chunk.runs.push((t, rec(offset), item_end));
                     last = Some((key, t));
                 }
                 ChunkItem::Problem(e) => out.problems.push(e),
             });
+            chunk.runs.sort_by_key(|r| r.0);
             scanned(start as u64, end as u64);
             out.chunks.push(chunk);
         }
@@ -274,28 +298,42 @@ impl BasicLayout {
     }
 
     /// Hands `f` the kind, function id, TSC and arguments of every valid function record of
-    /// thread `key` in `chunk`, in file order.
+    /// thread `key` (index `thread` of [`BasicLayout::threads`]) in `chunk`, in file order.
+    /// Only the thread's runs are read.
     pub fn visit_calls<'a>(
         data: &'a [u8],
         header: &FileHeader,
         chunk: &BasicChunk,
+        thread: u32,
         key: ThreadKey,
         mut f: impl FnMut(EventKind, u32, u64, Args<'a>),
     ) {
-        Self::visit_chunk(data, header, chunk.start, chunk.end, |item| {
-            if let ChunkItem::Call {
-                key: k,
-                kind,
-                func_id,
-                tsc,
-                args,
-                ..
-            } = item
-            {
-                if k == key {
-                    f(kind, func_id, tsc, args);
-                }
+        let from = chunk.runs.partition_point(|r| r.0 < thread);
+        for &(t, a, b) in chunk.runs.get(from..).unwrap_or_default() {
+            if t != thread {
+                break;
             }
-        });
+            let at = |r: u32| {
+                chunk
+                    .start
+                    .saturating_add(r as usize * BASIC_RECORD_SIZE)
+                    .min(chunk.end)
+            };
+            Self::visit_chunk(data, header, at(a), at(b), |item| {
+                if let ChunkItem::Call {
+                    key: k,
+                    kind,
+                    func_id,
+                    tsc,
+                    args,
+                    ..
+                } = item
+                {
+                    if k == key {
+                        f(kind, func_id, tsc, args);
+                    }
+                }
+            });
+        }
     }
 }

@@ -75,6 +75,11 @@ pub struct Args<'a> {
 
 impl<'a> Args<'a> {
     /// The arguments of the basic-mode arg-payload records in `bytes` (whole records).
+    /// The bytes of the records the arguments came from.
+    pub(crate) fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
     pub(crate) fn basic(bytes: &'a [u8], endian: Endian) -> Self {
         Args {
             bytes,

@@ -29,7 +29,8 @@ use crate::read::events::{Event, ThreadKey, Trace};
 /// Output bytes gathered before a `write`.
 const FLUSH_AT: usize = 1 << 20;
 
-/// One thread of the log: the chunks it has records in.
+/// One thread of the log: its runs of records (byte ranges, none across a chunk's end), so
+/// that reading every thread reads each record once however many threads a chunk holds.
 struct Thread {
     key: ThreadKey,
     chunks: Vec<(usize, usize)>,
@@ -58,8 +59,17 @@ pub(crate) fn write_basic(
     let mut last: Option<(ThreadKey, usize)> = None;
     for (start, end) in BasicLayout::chunk_bounds(data, header, chunk_records) {
         BasicLayout::visit_chunk(data, header, start, end, |item| match item {
-            ChunkItem::Call { key, tsc, .. } => {
+            ChunkItem::Call {
+                key,
+                tsc,
+                offset,
+                ref args,
+                ..
+            } => {
                 events += 1;
+                let at = offset as usize;
+                let item_end = at + crate::raw::BASIC_RECORD_SIZE + args.byte_len();
+                let same = matches!(last, Some((k, _)) if k == key);
                 let i = match last {
                     Some((k, i)) if k == key => i,
                     _ => *index_of.entry(key).or_insert_with(|| {
@@ -78,8 +88,9 @@ pub(crate) fn write_basic(
                         t.monotonic = false;
                     }
                     t.last_tsc = tsc;
-                    if t.chunks.last() != Some(&(start, end)) {
-                        t.chunks.push((start, end));
+                    match t.chunks.last_mut() {
+                        Some(run) if same && run.0 >= start => run.1 = item_end,
+                        _ => t.chunks.push((at, item_end)),
                     }
                 }
             }

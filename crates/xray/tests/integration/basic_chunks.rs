@@ -61,8 +61,8 @@ proptest! {
         let layout = BasicLayout::scan(&data, &trace.header, chunk, &mut |_, _| {});
         let mut got: Calls = layout.threads.iter().map(|(k, _)| (*k, Vec::new())).collect();
         for c in &layout.chunks {
-            for (key, calls) in got.iter_mut() {
-                BasicLayout::visit_calls(&data, &trace.header, c, *key, |k, f, t, a| calls.push((k, f, t, a.to_vec())));
+            for (i, (key, calls)) in got.iter_mut().enumerate() {
+                BasicLayout::visit_calls(&data, &trace.header, c, i as u32, *key, |k, f, t, a| calls.push((k, f, t, a.to_vec())));
             }
         }
         prop_assert_eq!(&got, &expected);
@@ -123,4 +123,31 @@ proptest! {
         let trace = Trace::parse(&data).unwrap();
         profkit_xray::harness::check_yaml_paths(&trace);
     }
+}
+
+/// 30,000 threads of one enter/exit each in one chunk: a thread's calls are read from its own
+/// run, so decoding them all reads each record once (it read the whole chunk per thread, and
+/// the scan searched the chunk's thread list per thread: 66 s for 100k threads, B4). A
+/// quadratic walk would take minutes here.
+#[test]
+fn many_threads_are_linear() {
+    let n = 30_000u32;
+    let records: Vec<(u16, u8, u32, u32)> = (1..=n)
+        .flat_map(|t| [(0u16, 0u8, 1u32, t), (0, 1, 1, t)])
+        .collect();
+    let data = file(&records, 0);
+    let trace = Trace::parse(&data).unwrap();
+    let started = std::time::Instant::now();
+    let layout = BasicLayout::scan(&data, &trace.header, 1 << 16, &mut |_, _| {});
+    assert_eq!(layout.threads.len(), n as usize);
+    let mut calls = 0usize;
+    for c in &layout.chunks {
+        assert_eq!(c.runs.len(), c.threads.len());
+        for &t in &c.threads {
+            let key = layout.threads[t as usize].0;
+            BasicLayout::visit_calls(&data, &trace.header, c, t, key, |_, _, _, _| calls += 1);
+        }
+    }
+    assert_eq!(calls, 2 * n as usize);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }

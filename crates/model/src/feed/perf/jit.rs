@@ -185,7 +185,8 @@ pub struct LoadedDump {
 pub fn load_jitdump(path: &Path) -> Result<LoadedDump, String> {
     // Mapped: the code map copies what it keeps, and most of a dump (the code bytes) is never
     // read.
-    let bytes = FileBytes::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // A regular file only, never read as a stream (a recording names the path).
+    let bytes = FileBytes::open_regular(path, 1).map_err(|e| format!("{}: {e}", path.display()))?;
     let dump = JitDump::parse(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     let header = dump.header();
     let map = CodeMap::from_jitdump(&dump);
