@@ -237,7 +237,11 @@ fn openjdk_perf_map() {
         .flat_map(|l| l.rsplit_once(' ').unwrap().0.split(';'))
         // (Thunks are described, not named: `{virtual override thunk({offset(-8)}, f)}`.)
         .filter(|f| !f.contains("thunk("))
-        .filter(|f| f.contains("::") && f.replace("(anonymous namespace)", "").contains('('))
+        // A parameter list ends a name (template arguments may hold casts: `<(unsigned long)5>`).
+        .filter(|f| {
+            f.contains("::")
+                && (f.ends_with(") const") || (f.ends_with(')') && !f.ends_with("operator()")))
+        })
         .collect();
     assert!(
         with_params.is_empty(),
