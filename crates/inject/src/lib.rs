@@ -375,168 +375,38 @@ pub fn inject_bytes(options: &Options, shown: &str, bytes: &[u8]) -> Result<Repo
         }
         let pid = u32::try_from(p.pid).unwrap_or(0);
         let found = search.jitdump(pid, marker.as_deref());
-        let path = match (found, &marker) {
-            (Ok(path), _) => path,
+        let image = match (found, &marker) {
+            (Ok(path), _) => jitdump_image(
+                &path,
+                p.pid,
+                clock_ok,
+                sample_times,
+                &mut pr,
+                &mut report.warnings,
+            ),
             (Err(tried), Some(_)) => {
                 pr.status = "jitdump not found".into();
-                pr.reason = Some(format!(
-                    "tried {}",
-                    tried
-                        .iter()
-                        .map(|t| t.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
+                pr.reason = Some(format!("tried {}", list(&tried)));
                 report.warnings.push(format!(
                     "pid {}: jitdump not found ({}); its JIT frames stay unnamed (use --jit-dir)",
                     p.pid,
                     pr.reason.clone().unwrap_or_default()
                 ));
-                report.processes.push(pr);
-                continue;
+                None
             }
             (Err(_), None) => {
-                match search.perf_map(pid) {
-                    Ok(map_path) => {
-                        pr.perf_map = Some(map_path.display().to_string());
-                        match profkit_model::feed::perf::jit::load_perf_map(
-                            &map_path,
-                            search.any_map_owner,
-                        ) {
-                            Ok(loaded) => {
-                                // Each function from just after the last recorded mapping of
-                                // anonymous memory it is in (perf would let that mapping
-                                // replace the ELF's otherwise).
-                                let after_mapping = |start: u64, end: u64| {
-                                    f.anon_times
-                                        .iter()
-                                        .filter(|&&(a, b, _)| a < end.max(start + 1) && start < b)
-                                        .map(|&(_, _, t)| t.saturating_add(1))
-                                        .max()
-                                        .unwrap_or(0)
-                                };
-                                let image =
-                                    dump::from_perf_map(&loaded, pid, machine, after_mapping);
-                                if loaded.bad_lines > 0 {
-                                    report.warnings.push(format!(
-                                        "pid {}: {}: {} lines are not `START SIZE name`",
-                                        p.pid,
-                                        map_path.display(),
-                                        loaded.bad_lines
-                                    ));
-                                }
-                                if !dir_ready {
-                                    elf_dir_abs = prepare_elf_dir(&elf_dir, &mut made_dir)?;
-                                    dir_ready = true;
-                                }
-                                inject_process(
-                                    &image,
-                                    p.pid,
-                                    &f,
-                                    &elf_dir_abs,
-                                    &out,
-                                    attr,
-                                    endian,
-                                    &mut pr,
-                                    &mut inserts,
-                                    &mut build_ids,
-                                    &mut report.warnings,
-                                )?;
-                                pr.status = "perf map injected".into();
-                                pr.reason = Some(
-                                    "no jitdump; the perf map's functions are in the ELFs (no code bytes: their .text is zeros)".into(),
-                                );
-                            }
-                            Err(e) => {
-                                pr.status = "perf map not read".into();
-                                pr.reason = Some(e.clone());
-                                report.warnings.push(format!("pid {}: {e}", p.pid));
-                            }
-                        }
-                    }
-                    Err(tried) => {
-                        pr.status = "no JIT metadata".into();
-                        pr.reason = Some(format!(
-                            "anonymous executable memory and no jitdump or perf map (tried {})",
-                            tried
-                                .iter()
-                                .map(|t| t.display().to_string())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ));
-                        if pr.samples_in_anon_exec > 0 {
-                            report.warnings.push(format!(
-                                "pid {}: {} samples in anonymous executable memory and no jitdump or perf map: they stay unnamed ({})",
-                                p.pid,
-                                pr.samples_in_anon_exec,
-                                pr.reason.clone().unwrap_or_default()
-                            ));
-                        }
-                    }
-                }
-                report.processes.push(pr);
-                continue;
+                perf_map_image(&search, p.pid, &f, machine, &mut pr, &mut report.warnings)
             }
         };
-        pr.jitdump = Some(path.display().to_string());
-        if !clock_ok {
-            pr.status = "refused".into();
-            pr.reason = Some(
-                "the recording is not on CLOCK_MONOTONIC (record with perf record -k 1): its samples cannot be aligned with the jitdump's times".into(),
-            );
-            report.warnings.push(format!(
-                "pid {}: no -k 1 clock: cannot align jitdump {} (perf record -k 1 uses CLOCK_MONOTONIC, the jitdump's clock)",
-                p.pid,
-                path.display()
-            ));
+        let Some((image, status)) = image else {
             report.processes.push(pr);
             continue;
-        }
-        let image = match dump::load(&path) {
-            Ok(i) => i,
-            Err(e) => {
-                pr.status = "refused".into();
-                pr.reason = Some(e.clone());
-                report.warnings.push(format!("pid {}: {e}", p.pid));
-                report.processes.push(pr);
-                continue;
-            }
         };
-        report.warnings.extend(image.problems.iter().cloned());
-        if image.arch_timestamp {
-            pr.status = "refused".into();
-            pr.reason = Some("the jitdump's times are TSC ticks (JITDUMP_FLAGS_ARCH_TIMESTAMP), not CLOCK_MONOTONIC".into());
-            report.warnings.push(format!(
-                "pid {}: {}: {}",
-                p.pid,
-                path.display(),
-                pr.reason.clone().unwrap_or_default()
-            ));
-            report.processes.push(pr);
-            continue;
-        }
-        if image.pid != pid {
-            report.warnings.push(format!(
-                "pid {}: {} says it is pid {}'s",
-                p.pid,
-                path.display(),
-                image.pid
-            ));
-        }
-        if let (Some((a, b)), Some((c, d))) = (image.time_range, sample_times) {
-            if b < c || d < a {
-                report.warnings.push(format!(
-                    "pid {}: {}'s times ({a}..{b}) do not overlap the samples' ({c}..{d}): another clock?",
-                    p.pid,
-                    path.display()
-                ));
-            }
-        }
         if !dir_ready {
             elf_dir_abs = prepare_elf_dir(&elf_dir, &mut made_dir)?;
             dir_ready = true;
         }
-        let done = inject_process(
+        inject_process(
             &image,
             p.pid,
             &f,
@@ -548,9 +418,8 @@ pub fn inject_bytes(options: &Options, shown: &str, bytes: &[u8]) -> Result<Repo
             &mut inserts,
             &mut build_ids,
             &mut report.warnings,
-        );
-        done?;
-        pr.status = "injected".into();
+        )?;
+        pr.status = status.into();
         report.processes.push(pr);
     }
 
@@ -629,6 +498,148 @@ impl Drop for MadeDir {
             let _ = std::fs::remove_dir(d);
         }
     }
+}
+
+/// Paths as one comma-separated list.
+fn list(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|t| t.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The jitdump at `path` of process `pid`, ready to inject, and the status to report; `None`
+/// (with `pr`'s status and reason set) when it cannot be aligned with the samples or read.
+fn jitdump_image(
+    path: &Path,
+    pid: i32,
+    clock_ok: bool,
+    sample_times: Option<(u64, u64)>,
+    pr: &mut ProcessReport,
+    warnings: &mut Vec<String>,
+) -> Option<(JitImage, &'static str)> {
+    pr.jitdump = Some(path.display().to_string());
+    if !clock_ok {
+        pr.status = "refused".into();
+        pr.reason = Some(
+            "the recording is not on CLOCK_MONOTONIC (record with perf record -k 1): its samples cannot be aligned with the jitdump's times".into(),
+        );
+        warnings.push(format!(
+            "pid {pid}: no -k 1 clock: cannot align jitdump {} (perf record -k 1 uses CLOCK_MONOTONIC, the jitdump's clock)",
+            path.display()
+        ));
+        return None;
+    }
+    let image = match dump::load(path) {
+        Ok(i) => i,
+        Err(e) => {
+            pr.status = "refused".into();
+            pr.reason = Some(e.clone());
+            warnings.push(format!("pid {pid}: {e}"));
+            return None;
+        }
+    };
+    warnings.extend(image.problems.iter().cloned());
+    if image.arch_timestamp {
+        pr.status = "refused".into();
+        pr.reason = Some(
+            "the jitdump's times are TSC ticks (JITDUMP_FLAGS_ARCH_TIMESTAMP), not CLOCK_MONOTONIC"
+                .into(),
+        );
+        warnings.push(format!(
+            "pid {pid}: {}: {}",
+            path.display(),
+            pr.reason.clone().unwrap_or_default()
+        ));
+        return None;
+    }
+    if i64::from(image.pid) != i64::from(pid) {
+        warnings.push(format!(
+            "pid {pid}: {} says it is pid {}'s",
+            path.display(),
+            image.pid
+        ));
+    }
+    if let (Some((a, b)), Some((c, d))) = (image.time_range, sample_times) {
+        if b < c || d < a {
+            warnings.push(format!(
+                "pid {pid}: {}'s times ({a}..{b}) do not overlap the samples' ({c}..{d}): another clock?",
+                path.display()
+            ));
+        }
+    }
+    Some((image, "injected"))
+}
+
+/// The perf map of process `pid` (a process with no jitdump), ready to inject: its functions
+/// without code, each live from just after the last recorded mapping of anonymous memory it
+/// is in (perf would let that mapping replace the ELF's otherwise). `None` (with `pr`'s status
+/// and reason set) when there is no readable map.
+fn perf_map_image(
+    search: &JitSearch,
+    pid: i32,
+    facts: &ProcFacts,
+    machine: u32,
+    pr: &mut ProcessReport,
+    warnings: &mut Vec<String>,
+) -> Option<(JitImage, &'static str)> {
+    let map_path = match search.perf_map(u32::try_from(pid).unwrap_or(0)) {
+        Ok(p) => p,
+        Err(tried) => {
+            pr.status = "no JIT metadata".into();
+            pr.reason = Some(format!(
+                "anonymous executable memory and no jitdump or perf map (tried {})",
+                list(&tried)
+            ));
+            if pr.samples_in_anon_exec > 0 {
+                warnings.push(format!(
+                    "pid {pid}: {} samples in anonymous executable memory and no jitdump or perf map: they stay unnamed ({})",
+                    pr.samples_in_anon_exec,
+                    pr.reason.clone().unwrap_or_default()
+                ));
+            }
+            return None;
+        }
+    };
+    pr.perf_map = Some(map_path.display().to_string());
+    let loaded =
+        match profkit_model::feed::perf::jit::load_perf_map(&map_path, search.any_map_owner) {
+            Ok(l) => l,
+            Err(e) => {
+                pr.status = "perf map not read".into();
+                pr.reason = Some(e.clone());
+                warnings.push(format!("pid {pid}: {e}"));
+                return None;
+            }
+        };
+    if loaded.bad_lines > 0 {
+        warnings.push(format!(
+            "pid {pid}: {}: {} lines are not `START SIZE name`",
+            map_path.display(),
+            loaded.bad_lines
+        ));
+    }
+    let after_mapping = |start: u64, end: u64| {
+        facts
+            .anon_times
+            .iter()
+            .filter(|&&(a, b, _)| a < end.max(start + 1) && start < b)
+            .map(|&(_, _, t)| t.saturating_add(1))
+            .max()
+            .unwrap_or(0)
+    };
+    let image = dump::from_perf_map(
+        &loaded,
+        u32::try_from(pid).unwrap_or(0),
+        machine,
+        after_mapping,
+    );
+    pr.reason = Some(
+        "no jitdump; the perf map's functions are in the ELFs (no code bytes: their .text is zeros)"
+            .into(),
+    );
+    Some((image, "perf map injected"))
 }
 
 /// Builds and writes the ELFs of one process and queues its MMAP2s and build ids.
