@@ -315,23 +315,31 @@ fn erlc(erlc: &Path) -> impl FnOnce(&Path) + '_ {
     }
 }
 
-#[test]
-fn erlang_jitdump() {
-    let test = "runtimes::erlang_jitdump";
+/// Records busy.erl under `erl +JPperf MODE` and checks it against perf; the lock and the
+/// /tmp guard (the dump or map stays until they are dropped), or `None` when a tool is missing.
+fn erlang_run(test: &str, mode: &str) -> Option<(std::sync::MutexGuard<'static, ()>, TmpGuard)> {
     let (Some(perf), Some((erl, erlc_path))) = (profkit_testkit::perf(test), erlang(test)) else {
-        return;
+        return None;
     };
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = TmpGuard::new();
-    let args = ["-noshell", "+JPperf", "dump", "-s", "busy", "main", "2000"];
+    let args = ["-noshell", "+JPperf", mode, "-s", "busy", "main", "2000"];
     check_runtime(
-        "Erlang (+JPperf dump)",
+        &format!("Erlang (+JPperf {mode})"),
         &perf,
         "erlang/busy.erl",
         &erl,
         &args,
         erlc(&erlc_path),
     );
+    Some((one, tmp))
+}
+
+#[test]
+fn erlang_jitdump() {
+    let Some((_one, tmp)) = erlang_run("runtimes::erlang_jitdump", "dump") else {
+        return;
+    };
     // The dump: its errors are only OTP's early first entries; the terminators are one
     // named warning; every entry keeps its own line at its own address.
     let dump = tmp
@@ -445,21 +453,7 @@ fn check_entries_symbolize_to_their_lines(dump: &Path) {
 
 #[test]
 fn erlang_perf_map() {
-    let test = "runtimes::erlang_perf_map";
-    let (Some(perf), Some((erl, erlc_path))) = (profkit_testkit::perf(test), erlang(test)) else {
-        return;
-    };
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let _tmp = TmpGuard::new();
-    let args = ["-noshell", "+JPperf", "map", "-s", "busy", "main", "2000"];
-    check_runtime(
-        "Erlang (+JPperf map)",
-        &perf,
-        "erlang/busy.erl",
-        &erl,
-        &args,
-        erlc(&erlc_path),
-    );
+    erlang_run("runtimes::erlang_perf_map", "map");
 }
 
 /// opcache's JIT on the command line; `file_update_protection=0` because opcache does not
