@@ -567,28 +567,33 @@ fn qemu_perf_map() {
     qemu("runtimes::qemu_perf_map", "-perfmap");
 }
 
+/// Builds scripts/fixtures/native/SOURCE with `cc FLAGS` and records it: perf, the directory and
+/// the recording (`None` when perf or a compiler is missing).
+fn record_c(
+    test: &str,
+    source: &str,
+    flags: &[&str],
+) -> Option<(PathBuf, tempfile::TempDir, PathBuf)> {
+    let perf = profkit_testkit::perf(test)?;
+    let cc = tool(test, "cc", "a C compiler (gcc)")?;
+    let build = |dir: &Path| {
+        let mut args = flags.to_vec();
+        args.extend(["-o", "program", source]);
+        build_in(dir, &cc, &args);
+    };
+    let script = format!("native/{source}");
+    let (dir, data) = record_live(&perf, &[], &script, Path::new("./program"), &[], build);
+    Some((perf, dir, data))
+}
+
 /// glibc's aliases (one address, several names: `__memmove_*`/`__memcpy_*`, `free`/`cfree@…`,
 /// versioned `pthread_rwlock_*@GLIBC_2.2.5`/`@@GLIBC_2.34`) are named as perf names them.
 #[test]
 fn glibc_aliases_named_as_perf_names_them() {
     let test = "runtimes::glibc_aliases_named_as_perf_names_them";
-    let (Some(perf), Some(cc)) = (
-        profkit_testkit::perf(test),
-        tool(test, "cc", "a C compiler (gcc)"),
-    ) else {
+    let Some((perf, _dir, data)) = record_c(test, "glibc-aliases.c", &["-O1"]) else {
         return;
     };
-    let build = |dir: &Path| {
-        build_in(dir, &cc, &["-O1", "-o", "aliases", "glibc-aliases.c"]);
-    };
-    let (_dir, data) = record_live(
-        &perf,
-        &[],
-        "native/glibc-aliases.c",
-        Path::new("./aliases"),
-        &[],
-        build,
-    );
     let ours = folded_self_shares(&convert_folded(&data));
     // perf 6.1 names the first PLT stub `_init` (its `_init` is unsized and stretched over
     // `.plt`); profkit names it `free@plt`, as objdump does.
@@ -611,34 +616,10 @@ fn glibc_aliases_named_as_perf_names_them() {
 #[test]
 fn a_noreturn_call_names_its_true_caller() {
     let test = "runtimes::a_noreturn_call_names_its_true_caller";
-    let (Some(perf), Some(cc)) = (
-        profkit_testkit::perf(test),
-        tool(test, "cc", "a C compiler (gcc)"),
-    ) else {
+    let flags = ["-O1", "-fno-omit-frame-pointer", "-fno-align-functions"];
+    let Some((_perf, _dir, data)) = record_c(test, "noreturn-call.c", &flags) else {
         return;
     };
-    let build = |dir: &Path| {
-        build_in(
-            dir,
-            &cc,
-            &[
-                "-O1",
-                "-fno-omit-frame-pointer",
-                "-fno-align-functions",
-                "-o",
-                "noreturn",
-                "noreturn-call.c",
-            ],
-        );
-    };
-    let (_dir, data) = record_live(
-        &perf,
-        &[],
-        "native/noreturn-call.c",
-        Path::new("./noreturn"),
-        &[],
-        build,
-    );
     let folded = convert_folded(&data);
     assert!(
         folded.lines().any(|l| l.contains(";main;begin;finish ")),
