@@ -8,7 +8,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use profkit_mlpd::{EventKind, File};
-use profkit_model::mono_report::{self as report, Find, Options};
+use profkit_analysis::mono_report::{self as report, Find, Options};
 
 fuzz_target!(|data: &[u8]| {
     stream_source_agrees(data);

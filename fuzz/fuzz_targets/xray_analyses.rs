@@ -6,11 +6,11 @@
 use std::io;
 
 use libfuzzer_sys::fuzz_target;
-use profkit_model::account::Accounting;
-use profkit_model::diff;
+use profkit_analysis::account::Accounting;
+use profkit_analysis::diff;
 use profkit_model::feed::{xray, FoldOptions};
-use profkit_model::graph::dot::{write_graph, write_graph_diff, Named, Style};
-use profkit_model::graph::{CallGraph, GraphStat};
+use profkit_analysis::graph::dot::{write_graph, write_graph_diff, Named, Style};
+use profkit_analysis::graph::{CallGraph, GraphStat};
 use profkit_model::replay::Mode;
 use profkit_model::stack::StackSink;
 use profkit_model::FunctionTable;

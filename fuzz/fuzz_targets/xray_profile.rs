@@ -7,7 +7,7 @@
 //! the totals the folds (stack tree, accounting) get.
 
 use libfuzzer_sys::fuzz_target;
-use profkit_model::account::Accounting;
+use profkit_analysis::account::Accounting;
 use profkit_model::events::{Recorded, RecordedEvent};
 use profkit_model::feed::xray_profile;
 use profkit_model::stack::StackTree;

@@ -1,9 +1,9 @@
 //! Call graphs of opened inputs (`graph`, `diff --graph`).
 
 use anyhow::{anyhow, Result};
+use profkit_analysis::graph::dot::Named;
+use profkit_analysis::graph::{CallGraph, GraphStats};
 use profkit_model::feed::FoldOptions;
-use profkit_model::graph::dot::Named;
-use profkit_model::graph::{CallGraph, GraphStats};
 use profkit_model::{Clock, FunctionTable, MismatchPolicy};
 
 use crate::output;

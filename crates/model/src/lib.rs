@@ -11,14 +11,8 @@
 //!   [`SpanBuilder`] that turns them into [`Span`]s with self time, coping with exits that have no
 //!   enter (threshold elision, a trace started mid-call), enters that never exit (trace ended),
 //!   tail exits, recursion and missing exits ([`MismatchPolicy`], llvm-xray's `-d` rule).
-//! * [`account`]: exact per-function accounting (count, min, median, p90, p99, max, sum) with
-//!   llvm-xray's percentile definitions, and its text / CSV / JSON writers.
-//! * [`graph`]: call graphs (per caller → callee edge and per function, the durations of the
-//!   calls) and their DOT output, llvm-xray graph's and graph-diff's.
-//! * [`diff`]: per-function differences of two profiles' stacks (self, total, calls).
 //! * [`stack`]: aggregated call stacks (inclusive and exclusive time, counts, per thread) and
-//!   the one folded-stacks writer.
-//! * [`llvm`]: helpers that reproduce llvm-xray's formatting and hash-map iteration order.
+//!   the one folded-stacks writer (the folded, SVG and diff outputs are built on it).
 //! * [`events`]: the event vocabulary exporters consume ([`events::EventSink`]: calls, instants,
 //!   counters, samples, code regions, in ns since the trace's origin).
 //! * [`replay`]: the buffer-parallel replay of calls every format with buffers goes through.
@@ -26,34 +20,28 @@
 //!   [`events::EventSink`], or a [`replay::Fold`] run on every core.
 //! * [`source`]: [`source::Source`], an opened input of any format, the one dispatch to the
 //!   drivers.
-//! * [`llvm_stack`]: `llvm-xray stack` reproduced.
-//! * [`mono_report`]: mprof-report's sections of a Mono log profiler file.
+//!
+//! The analyses over this pipeline (accounting, llvm-xray's stack, call graphs, diffs, Mono's
+//! report) are profkit-analysis; the writers (profkit-export) need only this crate.
 //!
 //! ```
-//! use profkit_model::{CallKind, FuncId, SpanBuilder, MismatchPolicy, account::Accounting};
-//! let mut acc = Accounting::default();
+//! use profkit_model::{CallKind, FuncId, SpanBuilder, MismatchPolicy, Span};
+//! let mut spans = Vec::new();
 //! let mut b = SpanBuilder::new(0, MismatchPolicy::Unwind);
-//! b.event(CallKind::Enter, FuncId(1), 10, &mut acc);
-//! b.event(CallKind::Enter, FuncId(2), 12, &mut acc);
-//! b.event(CallKind::Exit, FuncId(2), 15, &mut acc);
-//! b.event(CallKind::Exit, FuncId(1), 20, &mut acc);
-//! let rows = acc.rows();
-//! assert_eq!(rows[1].func, FuncId(1)); // rows come in order of first completion
-//! assert_eq!(rows[1].sum, 10);
+//! let mut sink = |s: &Span| spans.push(*s);
+//! b.event(CallKind::Enter, FuncId(1), 10, &mut sink);
+//! b.event(CallKind::Enter, FuncId(2), 12, &mut sink);
+//! b.event(CallKind::Exit, FuncId(2), 15, &mut sink);
+//! b.event(CallKind::Exit, FuncId(1), 20, &mut sink);
+//! assert_eq!((spans[1].func, spans[1].duration(), spans[1].self_time), (FuncId(1), 10, 7));
 //! ```
 
-pub mod account;
 pub mod clock;
 pub mod codemap;
 pub mod detect;
-pub mod diff;
 pub mod events;
 pub mod feed;
 pub mod func;
-pub mod graph;
-pub mod llvm;
-pub mod llvm_stack;
-pub mod mono_report;
 pub mod replay;
 pub mod source;
 pub mod span;

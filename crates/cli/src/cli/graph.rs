@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use profkit_model::graph::GraphStat;
+use profkit_analysis::graph::GraphStat;
 
 use super::{InputOpts, ProfileClockOpts};
 
@@ -69,8 +69,8 @@ pub struct GraphStyleArgs {
 
 impl GraphStyleArgs {
     /// The model's style.
-    pub fn style(&self) -> profkit_model::graph::dot::Style {
-        profkit_model::graph::dot::Style {
+    pub fn style(&self) -> profkit_analysis::graph::dot::Style {
+        profkit_analysis::graph::dot::Style {
             edge_label: self.edge_label.into(),
             edge_color: self.color_edges.into(),
             vertex_label: self.vertex_label.into(),

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
-use profkit_model::account::{self, Accounting, Report, SortKey};
+use profkit_analysis::account::{self, Accounting, Report, SortKey};
 use profkit_model::feed::{FeedSummary, FoldOptions};
 use profkit_model::{Clock, FunctionTable, MismatchPolicy};
 

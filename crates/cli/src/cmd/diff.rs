@@ -9,10 +9,10 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
+use profkit_analysis::diff::{self, DiffKey, DiffReport, DiffUnit};
+use profkit_analysis::graph::dot;
 use profkit_export::folded::{differential, write_differential_svg};
 use profkit_export::Output;
-use profkit_model::diff::{self, DiffKey, DiffReport, DiffUnit};
-use profkit_model::graph::dot;
 use profkit_model::stack::{StackSink, Value};
 
 use crate::cli::{DiffArgs, DiffFormat, DiffSort};

@@ -4,8 +4,8 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
+use profkit_analysis::graph::dot;
 use profkit_export::Output;
-use profkit_model::graph::dot;
 
 use crate::cli::GraphArgs;
 use crate::graphs::call_graph;

@@ -6,7 +6,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Result};
-use profkit_model::mono_report::{self as report, AllocSort, Find, MethodSort, Options, SECTIONS};
+use profkit_analysis::mono_report::{
+    self as report, AllocSort, Find, MethodSort, Options, SECTIONS,
+};
 
 use crate::cli::ReportArgs;
 use crate::detect::{detect, Format};

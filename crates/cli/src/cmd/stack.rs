@@ -5,9 +5,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Result};
-use profkit_model::account::human_time;
+use profkit_analysis::account::human_time;
+use profkit_analysis::llvm_stack::{Aggregation, LlvmStackTrie, LlvmThreadStack};
 use profkit_model::feed::FoldOptions;
-use profkit_model::llvm_stack::{Aggregation, LlvmStackTrie, LlvmThreadStack};
 use profkit_model::replay::Mode;
 use profkit_model::stack::{StackSink, StackTree, Value};
 use profkit_model::{MismatchPolicy, Source};
@@ -90,7 +90,7 @@ fn samples(args: &StackArgs, opened: &Opened, src: &Source<'_>) -> Result<ExitCo
     let mut out = output::stdout();
     let ident = |v: u64| v;
     // Values are sample weights; the table has always shown them as nanoseconds.
-    let time = |v: u64| profkit_model::account::human_ns(v);
+    let time = |v: u64| profkit_analysis::account::human_ns(v);
     if args.folded {
         sink.tree()
             .write_folded(&mut out, src.functions(), Value::Exclusive, None, &ident)?;

@@ -416,7 +416,7 @@ fn report_closes_open_frames_lists_every_thread_and_pairs_gcs_across_threads() {
 }
 
 /// Plain `account` on a Mono file: the function column is at most
-/// profkit_model::account::FUNCTION_COLUMN wide (Mono's wrapper names run to 280 characters);
+/// profkit_analysis::account::FUNCTION_COLUMN wide (Mono's wrapper names run to 280 characters);
 /// JSON keeps the names whole.
 #[test]
 fn account_table_caps_the_function_column() {

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use profkit_analysis::account::Accounting;
 use profkit_export::parquet::{table_paths, ParquetSink};
 use profkit_export::{Format, Options, Output};
-use profkit_model::account::Accounting;
 use profkit_model::events::{CodeEvent, CodeRegion, EventSink, Recorded, RecordedEvent, TraceInfo};
 use profkit_model::{Clock, FunctionTable};
 use serde_json::Value;

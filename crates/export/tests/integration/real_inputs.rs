@@ -457,8 +457,8 @@ fn r_xray_addresses() -> usize {
 #[cfg(feature = "parquet")]
 #[test]
 fn parquet_real_inputs_in_duckdb() {
+    use profkit_analysis::account::Accounting;
     use profkit_export::parquet::ParquetSink;
-    use profkit_model::account::Accounting;
 
     use crate::parquet::{duckdb, duckdb_python};
 

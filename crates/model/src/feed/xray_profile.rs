@@ -284,7 +284,6 @@ pub fn feed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::account::Accounting;
     use crate::events::{Recorded, RecordedEvent};
     use crate::stack::StackTree;
     use profkit_xray::profile::write::{PathRecord, ProfileWriter};
@@ -336,19 +335,6 @@ mod tests {
                 (vec![1, 2, 3], 5, 25, 25),
             ]
         );
-    }
-
-    #[test]
-    fn accounting_gets_counts_and_sums() {
-        let bytes = sample();
-        let p = Profile::parse(&bytes).unwrap();
-        let folded = fold(&p, |_| Accounting::new());
-        assert!(folded.summary.problems.is_empty());
-        let mut acc = folded.merged(Accounting::merge).unwrap();
-        let mut rows = acc.rows();
-        rows.sort_by_key(|r| r.func.0);
-        let got: Vec<(u32, u64, u64)> = rows.iter().map(|r| (r.func.0, r.count, r.sum)).collect();
-        assert_eq!(got, [(1, 2, 110), (2, 5, 69), (3, 5, 25)]);
     }
 
     #[test]

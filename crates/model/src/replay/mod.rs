@@ -70,6 +70,3 @@ impl Fold for () {
     type Part = ();
     fn resolve(&mut self, _part: ()) {}
 }
-
-#[cfg(test)]
-mod tests;

@@ -4,10 +4,10 @@
 
 use std::io::Read;
 
+use profkit_analysis::mono_report::{self as report, Options, Report};
 use profkit_mlpd::stream::StreamReader;
 use profkit_mlpd::write::Writer;
 use profkit_mlpd::{File, Header};
-use profkit_model::mono_report::{self as report, Options, Report};
 use proptest::prelude::*;
 
 use super::{fixtures, load, mlpd_files};

@@ -133,7 +133,7 @@ pub(crate) struct Piece {
     /// The buffer's thread.
     pub(crate) thread: u64,
     /// The buffer's calls (replayed in it, or passed on in order) and its ordered items.
-    pub(crate) calls: crate::replay::Piece<MethodPart, Item>,
+    pub(crate) calls: profkit_model::replay::Piece<MethodPart, Item>,
     /// Values the items' spans point into.
     pub(crate) arena: Vec<u64>,
     /// A problem of the buffer scan, passed on in order (a piece with nothing else).
@@ -774,12 +774,12 @@ fn name(b: &[u8]) -> Box<str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::func::FuncId;
-    use crate::replay::{Call, Item as RItem, Phase};
-    use crate::span::{CallKind, Frame};
     use profkit_mlpd::read::{File, Metadata};
     use profkit_mlpd::write::{BufferWriter, Writer};
     use profkit_mlpd::Header;
+    use profkit_model::func::FuncId;
+    use profkit_model::replay::{Call, Item as RItem, Phase};
+    use profkit_model::span::{CallKind, Frame};
 
     const A: u64 = 0x5000;
     const B: u64 = 0x5008;

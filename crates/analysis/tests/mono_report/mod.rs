@@ -1,4 +1,4 @@
-//! mprof-report's sections (profkit_model::mono_report) on the real Mono fixtures: parity with
+//! mprof-report's sections (profkit_analysis::mono_report) on the real Mono fixtures: parity with
 //! mprof-report's committed outputs, its options, traces, streams, malformed input.
 
 mod malformed;
@@ -34,7 +34,7 @@ pub fn load(path: &std::path::Path) -> Vec<u8> {
 /// classes too, and the numbers are the ones the writer put there.
 #[test]
 fn report_on_every_synthetic_version() {
-    use profkit_model::mono_report::{compute, Options};
+    use profkit_analysis::mono_report::{compute, Options};
     for v in [1u8, 4, 8, 11, 13, 14, 15, 16, 17] {
         let bytes = load(&fixtures().join(format!("synthetic/v{v}.mlpd")));
         let f = profkit_mlpd::File::parse(&bytes).expect("header");

@@ -1,11 +1,11 @@
 //! Malformed input: truncation at every offset of a small real file, hostile fields, unknown
 //! events and bad magics. Nothing panics; problems carry offsets; the file goes on.
 
+use profkit_analysis::mono_report::{self as report, Options};
 use profkit_mlpd::stream::StreamReader;
 use profkit_mlpd::validate::validate;
 use profkit_mlpd::write::Writer;
 use profkit_mlpd::{ErrorKind, EventKind, File, Header};
-use profkit_model::mono_report::{self as report, Options};
 
 use super::{fixtures, load};
 

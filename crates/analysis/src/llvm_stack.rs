@@ -4,10 +4,10 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::func::{FuncId, FunctionTable};
 use crate::llvm::densemap_order;
-use crate::replay::Fold;
-use crate::span::{Span, SpanSink};
+use profkit_model::func::{FuncId, FunctionTable};
+use profkit_model::replay::Fold;
+use profkit_model::span::{Span, SpanSink};
 
 #[derive(Clone, Debug, Default)]
 struct LNode {
@@ -20,8 +20,8 @@ struct LNode {
     inter_sum: u64,
 }
 
-/// `llvm-xray stack` of one thread, a [`Fold`] in [`Mode::Ordered`](crate::replay::Mode)
-/// with [`MismatchPolicy::UnwindAll`](crate::MismatchPolicy::UnwindAll) (llvm's rules: an exit
+/// `llvm-xray stack` of one thread, a [`Fold`] in [`Mode::Ordered`](profkit_model::replay::Mode)
+/// with [`MismatchPolicy::UnwindAll`](profkit_model::MismatchPolicy::UnwindAll) (llvm's rules: an exit
 /// closes the frames up to its function's, or every frame when its function is on none).
 ///
 /// Each closed frame is charged `|exit - enter|`: as a *leaf* ("terminal") duration when it is

@@ -2,8 +2,8 @@
 //! each golden with the options that made it): `--method-sort`, `--alloc-sort`, `--traces
 //! --maxframes`, `--find` and `--track`.
 
+use profkit_analysis::mono_report::{self as report, AllocSort, Find, MethodSort, Options, Report};
 use profkit_mlpd::File;
-use profkit_model::mono_report::{self as report, AllocSort, Find, MethodSort, Options, Report};
 
 use super::{fixtures, load};
 

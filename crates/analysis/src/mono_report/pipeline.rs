@@ -1,5 +1,5 @@
 //! The pass over the buffers, on the model's ordered parallel pipeline
-//! ([`crate::replay::pipeline`]):
+//! ([`profkit_model::replay::pipeline`]):
 //!
 //! * the **source** (its own thread) yields jobs in file order: slices of a mapped file, or
 //!   buffers read one by one from a stream (gzip inflates there, overlapping the decoding),
@@ -17,11 +17,11 @@ use super::calls::MethodIds;
 use super::stitcher::Stitcher;
 use super::worker::{Agg, Piece, Worker};
 use super::Options;
-use crate::replay::pipeline::{self, Workers};
 use profkit_mlpd::read::Buffer;
 use profkit_mlpd::stream::OwnedBuffer;
 use profkit_mlpd::Error;
 use profkit_mlpd::Header;
+use profkit_model::replay::pipeline::{self, Workers};
 
 /// Batches in flight (bounds memory; more than the workers, so none waits for work).
 pub(crate) const TOKENS: usize = 6;

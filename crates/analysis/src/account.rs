@@ -7,11 +7,11 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::clock::Clock;
-use crate::func::{FuncId, FunctionTable};
 use crate::llvm::{densemap_order, format_e};
-use crate::replay::Fold;
-use crate::span::{Span, SpanSink};
+use profkit_model::clock::Clock;
+use profkit_model::func::{FuncId, FunctionTable};
+use profkit_model::replay::Fold;
+use profkit_model::span::{Span, SpanSink};
 
 /// Function ids below this index a dense table; larger ones go through a hash map.
 const DENSE_LIMIT: u32 = 1 << 20;
@@ -221,7 +221,7 @@ impl Fold for Accounting {
     }
 
     /// The path's calls and inclusive time count for its last function.
-    fn call_path(&mut self, path: &crate::events::CallPath<'_>) -> bool {
+    fn call_path(&mut self, path: &profkit_model::events::CallPath<'_>) -> bool {
         if let Some(&f) = path.stack.last() {
             self.record_totals(f, path.calls, path.inclusive);
         }

@@ -17,8 +17,8 @@ use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
 use crate::account::human_ns;
-use crate::func::FunctionTable;
-use crate::stack::StackTree;
+use profkit_model::func::FunctionTable;
+use profkit_model::stack::StackTree;
 
 /// Per-function totals of one input (in the report's [`DiffUnit`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -38,7 +38,7 @@ pub fn totals(
     to_units: &dyn Fn(u64) -> u64,
 ) -> HashMap<String, Totals> {
     let mut out: HashMap<String, Totals> = HashMap::new();
-    let mut cache: HashMap<crate::func::FuncId, String> = HashMap::new();
+    let mut cache: HashMap<profkit_model::func::FuncId, String> = HashMap::new();
     let mut seen: HashSet<&str> = HashSet::new();
     let paths = tree.paths();
     for p in &paths {
@@ -320,7 +320,7 @@ pub fn write_json(out: &mut dyn Write, r: &DiffReport<'_>) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::func::{FuncId, FuncInfo};
+    use profkit_model::func::{FuncId, FuncInfo};
 
     fn names(list: &[&str]) -> FunctionTable {
         let mut t = FunctionTable::new();

@@ -13,8 +13,8 @@ use std::io::{self, Write};
 use super::color::Scale;
 use super::{Caller, GraphStat, GraphStats};
 use crate::account::Row;
-use crate::clock::Clock;
-use crate::func::FunctionTable;
+use profkit_model::clock::Clock;
+use profkit_model::func::FunctionTable;
 
 /// What labels and colours a graph's edges and vertices (llvm-xray's `-e`, `-c`, `-v`, `-b`).
 #[derive(Clone, Copy, Debug, Default)]

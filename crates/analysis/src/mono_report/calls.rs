@@ -1,5 +1,5 @@
 //! The call section: per-method call statistics ([`MethodStats`]) from ENTER / LEAVE /
-//! EXC_LEAVE, through the model's buffer-parallel [`replay`](crate::replay) — the same
+//! EXC_LEAVE, through the model's buffer-parallel [`replay`](profkit_model::replay) — the same
 //! mechanism that accounts XRay and Mono calls for `account` and `stack`.
 //!
 //! * Method pointers become [`FuncId`]s through one [`MethodIds`] table shared by the workers.
@@ -7,8 +7,8 @@
 //!   slot per method holds its id and its numbers, so an ENTER finds both in one probe, and
 //!   only a method the worker has never met takes the shared lock.
 //! * Worker side, [`LocalCalls`]: each buffer's calls are replayed as the generic
-//!   [`PieceBuilder`](crate::replay::PieceBuilder) replays them in
-//!   [`Mode::Local`](crate::replay::Mode::Local) (or all passed on in order with `--traces`,
+//!   [`PieceBuilder`](profkit_model::replay::PieceBuilder) replays them in
+//!   [`Mode::Local`](profkit_model::replay::Mode::Local) (or all passed on in order with `--traces`,
 //!   whose backtraces need the real stack at every event), in a loop of the report's own (the
 //!   hot loop of a `calls` file: [`LocalCalls::run_all`] decodes and replays a run of calls
 //!   and ALLOCs with its state in registers, and leaves anything rarer — a method new to the
@@ -32,11 +32,11 @@ use std::sync::{Arc, RwLock};
 use rustc_hash::FxHashMap as FxMap;
 
 use super::MethodStats;
-use crate::func::FuncId;
-use crate::replay::{Call, Fold, Item, Phase, Piece, ThreadReplay};
-use crate::span::{BuilderStats, CallKind, Frame, MismatchPolicy, Span, SpanSink};
 use profkit_mlpd::raw::event::{METHOD_ENTER, METHOD_LEAVE};
 use profkit_mlpd::read::{ClassRef, Events};
+use profkit_model::func::FuncId;
+use profkit_model::replay::{Call, Fold, Item, Phase, Piece, ThreadReplay};
+use profkit_model::span::{BuilderStats, CallKind, Frame, MismatchPolicy, Span, SpanSink};
 
 /// Method pointers ↔ dense [`FuncId`]s, shared by every worker (ids from 1, in the order the
 /// workers first meet the methods; nothing depends on that order).
@@ -316,8 +316,8 @@ pub(crate) fn size_slot(byte: u8, size: u32) -> usize {
 
 /// A worker's call replay: one buffer at a time, into a [`Piece`] for the stitcher.
 ///
-/// This is [`PieceBuilder`](crate::replay::PieceBuilder)'s replay
-/// ([`Mode::Local`](crate::replay::Mode::Local), [`MismatchPolicy::Unwind`]) written for the
+/// This is [`PieceBuilder`](profkit_model::replay::PieceBuilder)'s replay
+/// ([`Mode::Local`](profkit_model::replay::Mode::Local), [`MismatchPolicy::Unwind`]) written for the
 /// report's hot loop (a 256 MB `calls` file has 46 M calls): frames carry the method pointer
 /// (a LEAVE of the top frame needs no id lookup) and the per-method numbers go straight to
 /// the worker's slots instead of through a completed [`Span`]. The pieces are the builder's
@@ -1007,7 +1007,7 @@ mod tests {
     /// `calls` (enter?, time, method) replayed by a worker make the generic builder's piece,
     /// and cut at `cut` give the sequential numbers.
     fn same_as_the_builder(calls: &[(bool, u64, u64)], cut: [usize; 2]) {
-        use crate::replay::{Mode, PieceBuilder};
+        use profkit_model::replay::{Mode, PieceBuilder};
         let ids = Arc::new(MethodIds::default());
         let mut local: LocalCalls<()> = LocalCalls::new(ids.clone(), false);
         let mut pb: PieceBuilder<MethodPart, ()> =

@@ -3,13 +3,14 @@
 
 use proptest::prelude::*;
 
-use super::pipeline::{self, Workers};
-use super::*;
 use crate::account::Accounting;
-use crate::func::FuncId;
 use crate::graph::{CallGraph, GraphStats};
-use crate::span::{BuilderStats, CallKind, MismatchPolicy, SpanBuilder};
-use crate::stack::{PathStats, StackTree};
+use profkit_model::func::FuncId;
+use profkit_model::replay::pipeline::{self, Workers};
+use profkit_model::replay::*;
+use profkit_model::span::SpanSink;
+use profkit_model::span::{BuilderStats, CallKind, MismatchPolicy, SpanBuilder};
+use profkit_model::stack::{PathStats, StackTree};
 
 /// Both folds at once.
 #[derive(Default)]
@@ -24,7 +25,7 @@ impl SpanSink for Both {
         self.tree.enter(func, time, depth);
         self.graph.enter(func, time, depth);
     }
-    fn span(&mut self, span: &crate::span::Span) {
+    fn span(&mut self, span: &profkit_model::span::Span) {
         self.acc.span(span);
         self.tree.span(span);
         self.graph.span(span);

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use profkit_analysis::mono_report::{self as report, Options, Report};
 use profkit_mlpd::File;
-use profkit_model::mono_report::{self as report, Options, Report};
 
 use super::{fixtures, load, mlpd_files};
 

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use profkit_analysis::mono_report::{self as report, Options, Report};
 use profkit_mlpd::File;
-use profkit_model::mono_report::{self as report, Options, Report};
 
 use super::{load, mlpd_files};
 

@@ -15,10 +15,10 @@ pub mod dot;
 use std::collections::{HashMap, HashSet};
 
 use crate::account::{Accounting, Durations, Row};
-use crate::clock::Clock;
-use crate::func::FuncId;
-use crate::replay::Fold;
-use crate::span::{Span, SpanSink};
+use profkit_model::clock::Clock;
+use profkit_model::func::FuncId;
+use profkit_model::replay::Fold;
+use profkit_model::span::{Span, SpanSink};
 
 /// The caller side of an edge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
