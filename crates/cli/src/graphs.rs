@@ -36,7 +36,7 @@ pub fn call_graph(opened: &Opened, instr_maps: &[String], deduce: bool) -> Resul
             opened.name()
         ));
     }
-    let src = opened.source(instr_maps, None, "graph")?;
+    let src = opened.source(instr_maps, None, None, "graph")?;
     let policy = if deduce {
         MismatchPolicy::Unwind
     } else {

@@ -144,11 +144,13 @@ impl Opened {
     }
 
     /// The model's view of the input for command `what`; `instr_maps` (`-m`) name XRay
-    /// function ids; `tsc_hz` (`--tsc-hz`) is the clock of an XRay profile's ticks.
+    /// function ids; `tsc_hz` (`--tsc-hz`) is the clock of an XRay profile's ticks; `event`
+    /// (`--event`) picks a perf.data recording's sampled event.
     pub fn source(
         &self,
         instr_maps: &[String],
         tsc_hz: Option<u64>,
+        event: Option<&str>,
         what: &str,
     ) -> Result<Source<'_>> {
         if tsc_hz.is_some() && self.format != Format::XrayProfile {
@@ -172,6 +174,7 @@ impl Opened {
                 PerfOptions {
                     jit: self.jit_search()?,
                     kallsyms: self.jit.kallsyms.clone(),
+                    event: event.map(str::to_string),
                     ..PerfOptions::default()
                 },
             ),

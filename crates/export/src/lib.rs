@@ -176,15 +176,15 @@ pub fn open(
         #[cfg(feature = "parquet")]
         Format::Parquet => parquet::sink(output, options),
         #[cfg(not(feature = "parquet"))]
-        Format::Parquet => Err(io::Error::new(
-            io::ErrorKind::Unsupported,
+        Format::Parquet => Err(unsupported(
             "this profkit was built without the `parquet` feature",
         )),
         Format::PerfMap => perfmap::sink(output, options),
     }
 }
 
-/// The error a writer returns for input its format cannot represent.
+/// The error a writer returns for input its format cannot represent (a
+/// [`CannotShow`](profkit_model::events::CannotShow)).
 pub fn unsupported(what: impl Into<String>) -> io::Error {
-    io::Error::new(io::ErrorKind::Unsupported, what.into())
+    profkit_model::events::CannotShow::error(what)
 }

@@ -56,6 +56,15 @@ pub struct ProcessInfo<'a> {
     pub name: &'a str,
 }
 
+/// A thread as every format can name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct ThreadId {
+    /// Process id (0 when the format records none).
+    pub pid: u32,
+    /// Thread id as the format records it.
+    pub tid: u64,
+}
+
 /// A thread. Events name a thread by its `index`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ThreadInfo<'a> {
@@ -264,8 +273,8 @@ pub trait EventSink {
         Ok(())
     }
     /// The totals of one call path (XRay profiling mode). Unlike the other events, the
-    /// default is an error of kind [`io::ErrorKind::Unsupported`]: an output that cannot show
-    /// them must not silently write an empty file.
+    /// default is a [`CannotShow`] error: an output that cannot show them must not silently
+    /// write an empty file.
     fn call_path(&mut self, _path: &CallPath<'_>) -> io::Result<()> {
         Err(call_paths_unsupported())
     }
@@ -273,10 +282,38 @@ pub trait EventSink {
     fn finish(&mut self) -> io::Result<()>;
 }
 
+/// Why an output cannot show what its input holds (call-path totals on a timeline, Parquet on
+/// stdout, a flame graph without the `svg` feature): the one error a writer returns for input
+/// its format cannot represent. It travels inside the `io::Error` every [`EventSink`] method
+/// returns (kind [`io::ErrorKind::Unsupported`]); [`CannotShow::of`] finds it again, so a
+/// caller tells it from a failed write by its type, not by an error kind a library may also
+/// use.
+#[derive(Debug)]
+pub struct CannotShow(pub String);
+
+impl CannotShow {
+    /// The `io::Error` carrying `why`.
+    pub fn error(why: impl Into<String>) -> io::Error {
+        io::Error::new(io::ErrorKind::Unsupported, CannotShow(why.into()))
+    }
+
+    /// The [`CannotShow`] inside `e`, if that is what `e` is.
+    pub fn of(e: &io::Error) -> Option<&CannotShow> {
+        e.get_ref()?.downcast_ref()
+    }
+}
+
+impl std::fmt::Display for CannotShow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CannotShow {}
+
 /// The error of an output that cannot show [`CallPath`]s.
 pub fn call_paths_unsupported() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Unsupported,
+    CannotShow::error(
         "this output cannot show call-path totals (an XRay profiling-mode file has no single calls or times); convert to folded, svg, speedscope, pprof or firefox",
     )
 }

@@ -48,6 +48,7 @@ pub mod span;
 pub mod stack;
 
 pub use clock::Clock;
+pub use events::ThreadId;
 pub use func::{FuncId, FuncInfo, FuncKind, FuncTier, FunctionTable};
-pub use source::{Source, ThreadId};
+pub use source::Source;
 pub use span::{BuilderStats, CallKind, MismatchPolicy, Span, SpanBuilder, SpanSink};

@@ -8,20 +8,11 @@ use profkit_xray::profile::Profile;
 use profkit_xray::Trace;
 
 use crate::clock::Clock;
-use crate::events::EventSink;
+use crate::events::{EventSink, ThreadId};
 use crate::feed::{self, FeedSummary, FoldOptions, Folded};
 use crate::func::FunctionTable;
 use crate::replay::pipeline::Workers;
 use crate::replay::Fold;
-
-/// A thread as every format can name it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct ThreadId {
-    /// Process id (0 when the format records none).
-    pub pid: u32,
-    /// Thread id as the format records it.
-    pub tid: u64,
-}
 
 /// An input with calls or code, ready to be replayed.
 pub enum Source<'a> {
@@ -55,8 +46,6 @@ pub enum Source<'a> {
         data: &'a [u8],
         /// How to read it (`--jit-dir` …; boxed: the other variants are small).
         opts: Box<feed::perf::PerfOptions>,
-        /// What the last [`Source::feed`] found (JIT metadata, clocks, warnings).
-        report: std::sync::Mutex<Option<feed::perf::PerfReport>>,
         /// No functions up front: the symbolizer declares them as it finds them.
         functions: FunctionTable,
     },
@@ -110,16 +99,7 @@ impl<'a> Source<'a> {
         Source::Perf {
             data,
             opts: Box::new(opts),
-            report: std::sync::Mutex::new(None),
             functions: FunctionTable::new(),
-        }
-    }
-
-    /// What the last [`Source::feed`] of a perf.data recording found.
-    pub fn perf_report(&self) -> Option<feed::perf::PerfReport> {
-        match self {
-            Source::Perf { report, .. } => report.lock().ok()?.take(),
-            _ => None,
         }
     }
 
@@ -208,6 +188,7 @@ impl<'a> Source<'a> {
     }
 
     /// Feeds the whole input to `sink` as a stream; `name` names the trace (and its process).
+    /// A perf.data recording's findings come back in [`FeedSummary::perf`].
     pub fn feed(
         &self,
         name: &str,
@@ -227,13 +208,9 @@ impl<'a> Source<'a> {
             } => feed::xray_profile::feed(profile, functions, *clock, name, sink),
             Source::Mlpd { file, methods } => feed::mlpd::feed(file, methods, name, workers, sink),
             Source::Jitdump { data, .. } => feed::jitdump::feed(data, name, sink),
-            Source::Perf {
-                data, opts, report, ..
-            } => {
-                let (summary, r) = feed::perf::feed(data, name, opts, release, sink)?;
-                if let Ok(mut slot) = report.lock() {
-                    *slot = Some(r);
-                }
+            Source::Perf { data, opts, .. } => {
+                let (mut summary, report) = feed::perf::feed(data, name, opts, release, sink)?;
+                summary.perf = Some(Box::new(report));
                 Ok(summary)
             }
         }

@@ -15,7 +15,7 @@ use crate::source::Opened;
 
 pub fn run(args: &AccountArgs) -> Result<ExitCode> {
     let opened = Opened::open(&args.file, &args.input)?;
-    let src = opened.source(&args.instr_map, args.clock.tsc_hz, "account")?;
+    let src = opened.source(&args.instr_map, args.clock.tsc_hz, None, "account")?;
     let paths_only = src.has_only_call_paths();
     if paths_only && args.llvm {
         bail!(

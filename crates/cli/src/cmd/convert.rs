@@ -16,7 +16,7 @@ use profkit_jitdump::convert::{
     pid_from_file_name, reencode, ConvertStats,
 };
 use profkit_jitdump::{Endian, HeaderOptions, JitDumpWriter};
-use profkit_model::events::{EventSink, Threaded};
+use profkit_model::events::{CannotShow, EventSink, Threaded};
 use profkit_model::feed::{Filter, Selection};
 use profkit_model::{FuncId, Source};
 use profkit_xray::yaml::{write_yaml, YamlOptions};
@@ -172,15 +172,17 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
     if let Some(why) = unsupported_pair(o.format, target) {
         bail!("{}: cannot convert to {target}: {why}", o.name());
     }
-    let mut src = o.source(&args.instr_map, args.clock.tsc_hz, "convert")?;
+    let src = o.source(
+        &args.instr_map,
+        args.clock.tsc_hz,
+        args.event.as_deref(),
+        "convert",
+    )?;
     if src.has_only_call_paths() && args.time.is_some() {
         bail!(
             "{}: --time selects a time window, and an XRay profiling-mode file has no times (only call-path totals)",
             o.name()
         );
-    }
-    if let Source::Perf { opts, .. } = &mut src {
-        opts.event = args.event.clone();
     }
     if target == Out::PerfMap
         && matches!(src, Source::Xray { .. } | Source::XrayProfile { .. })
@@ -241,7 +243,7 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
     let summary = src
         .feed(&pname, None, Some(&release), &mut *sink)
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::Unsupported => anyhow!("{out_name}: {e}"),
+            _ if CannotShow::of(&e).is_some() => anyhow!("{out_name}: {e}"),
             // What the input cannot give (perf.data: an --event it did not record; nothing to
             // draw), or what it holds that cannot be read.
             std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData => {
@@ -253,7 +255,7 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
     if src.has_only_call_paths() && src.clock().ticks_per_second == 0 && target != Out::PerfMap {
         output::print_ticks_note(&name);
     }
-    if let Some(report) = src.perf_report() {
+    if let Some(report) = &summary.perf {
         for w in report.warnings() {
             output::print_warning(&format!("{name}: {w}"));
         }

@@ -132,7 +132,7 @@ struct Stacks {
 /// The stacks of `opened`: calls or call paths with their times (in ns, or in ticks when the
 /// clock is unknown: a profiling-mode file without `tsc_hz`), else samples with their weights.
 fn stacks(opened: &Opened, instr_maps: &[String], tsc_hz: Option<u64>) -> Result<Stacks> {
-    let src = opened.source(instr_maps, tsc_hz, "diff")?;
+    let src = opened.source(instr_maps, tsc_hz, None, "diff")?;
     let release = |s, e| opened.release(s, e);
     let mut sink = StackSink::new();
     let summary = src.feed(opened.name(), None, Some(&release), &mut sink)?;

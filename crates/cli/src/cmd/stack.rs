@@ -18,7 +18,7 @@ use crate::source::Opened;
 
 pub fn run(args: &StackArgs) -> Result<ExitCode> {
     let opened = Opened::open(&args.file, &args.input)?;
-    let src = opened.source(&args.instr_map, args.clock.tsc_hz, "stack")?;
+    let src = opened.source(&args.instr_map, args.clock.tsc_hz, None, "stack")?;
     if args.llvm {
         if src.has_only_call_paths() {
             return Err(anyhow!(

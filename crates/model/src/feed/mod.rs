@@ -49,6 +49,9 @@ pub struct FeedSummary {
     pub problems: Vec<String>,
     /// Set when the file was cut off (everything before the cut was used).
     pub truncation: Option<profkit_common::Truncation>,
+    /// What the perf.data driver found (JIT metadata, clocks, binaries, warnings); `None` for
+    /// the other formats.
+    pub perf: Option<Box<perf::PerfReport>>,
 }
 
 /// The result of a driver's `fold`: one fold per thread.
