@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant as Clock};
 
 use profkit_model::events::{
-    CallPath, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo, TraceInfo,
+    CallPath, CodeRegion, Counter, Enter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo,
+    TraceInfo,
 };
 use profkit_model::{FuncId, FuncInfo, Span};
 
@@ -68,16 +69,9 @@ impl<S: EventSink> EventSink for Progress<S> {
         }
         self.inner.thread(t)
     }
-    fn enter(
-        &mut self,
-        thread: u32,
-        func: FuncId,
-        time: u64,
-        depth: u32,
-        args: &[u64],
-    ) -> std::io::Result<()> {
+    fn enter(&mut self, call: &Enter<'_>) -> std::io::Result<()> {
         self.tick();
-        self.inner.enter(thread, func, time, depth, args)
+        self.inner.enter(call)
     }
     fn exit(&mut self, span: &Span) -> std::io::Result<()> {
         self.tick();

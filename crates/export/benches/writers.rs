@@ -26,7 +26,7 @@ use profkit_export::folded::FoldedWriter;
 use profkit_export::parquet::ParquetSink;
 use profkit_export::perfetto::PerfettoWriter;
 use profkit_export::{Format, Options, Output};
-use profkit_model::events::{EventSink, ThreadInfo, TraceInfo};
+use profkit_model::events::{Enter, EventSink, ThreadInfo, TraceInfo};
 use profkit_model::feed;
 use profkit_model::{Clock as TraceClock, FuncId, FuncInfo, FunctionTable, Span};
 
@@ -74,8 +74,12 @@ fn drive(sink: &mut dyn EventSink) -> f64 {
     for i in 0..N / 2 {
         let thread = (i & 1) as u32;
         let (outer, inner) = (FuncId(1 + (i % 3) as u32), FuncId(4));
-        sink.enter(thread, outer, time, 0, &[]).unwrap();
-        sink.enter(thread, inner, time + 10, 1, &[7]).unwrap();
+        sink.enter(&Enter::new(thread, outer, time, 0)).unwrap();
+        sink.enter(&Enter {
+            args: &[7],
+            ..Enter::new(thread, inner, time + 10, 1)
+        })
+        .unwrap();
         let s = Span {
             func: inner,
             thread,
@@ -128,7 +132,7 @@ fn parquet() {
     for th in 0..4u32 {
         for i in 0..N {
             let (start, f) = (i * 10, FuncId((i % 1000) as u32));
-            s.enter(th, f, start, 0, &[]).unwrap();
+            s.enter(&Enter::new(th, f, start, 0)).unwrap();
             s.exit(&Span {
                 func: f,
                 thread: th,

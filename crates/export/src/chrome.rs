@@ -38,8 +38,8 @@ pub(crate) mod shared;
 use std::io::{self, Write};
 
 use profkit_model::events::{
-    ArgValue, CodeEvent, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo,
-    TraceInfo,
+    ArgValue, CodeEvent, CodeRegion, Counter, Enter, EventSink, Instant, ProcessInfo, Sample,
+    ThreadInfo, TraceInfo,
 };
 use profkit_model::func::{FuncId, FuncInfo};
 use profkit_model::span::Span;
@@ -278,14 +278,14 @@ impl<W: Write + Send> EventSink for ChromeWriter<W> {
         Ok(())
     }
 
-    fn enter(
-        &mut self,
-        thread: u32,
-        func: FuncId,
-        time: u64,
-        depth: u32,
-        args: &[u64],
-    ) -> io::Result<()> {
+    fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
+        let Enter {
+            thread,
+            func,
+            time,
+            depth,
+            args,
+        } = *call;
         let stack = self.open_calls.get_or_insert_with(thread, Vec::new);
         stack.truncate(depth as usize);
         let caller_same_ns = stack.last().is_some_and(|o| o.start == time && !o.begun);

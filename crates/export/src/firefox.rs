@@ -107,8 +107,8 @@ use fx::{
 };
 use fxprof_processed_profile as fx;
 use profkit_model::events::{
-    ArgValue, CallPath, CodeEvent, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample,
-    ThreadInfo, TraceInfo,
+    ArgValue, CallPath, CodeEvent, CodeRegion, Counter, Enter, EventSink, Instant, ProcessInfo,
+    Sample, ThreadInfo, TraceInfo,
 };
 use profkit_model::span::Span;
 use profkit_model::{Clock, FuncId, FuncInfo, FuncKind, FunctionTable};
@@ -1151,14 +1151,14 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
         Ok(())
     }
 
-    fn enter(
-        &mut self,
-        thread: u32,
-        func: FuncId,
-        time: u64,
-        _depth: u32,
-        _args: &[u64],
-    ) -> io::Result<()> {
+    fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
+        let Enter {
+            thread,
+            func,
+            time,
+            depth: _,
+            args: _,
+        } = *call;
         let th = self.traced_thread(thread)?;
         self.advance(thread, th, time)?;
         let frame = self.frame(thread, th, func)?;

@@ -26,7 +26,7 @@
 use std::io::{self, Write};
 
 use profkit_model::events::{
-    CallPath, CodeRegion, Counter, EventSink, Instant, Sample, ThreadInfo, TraceInfo,
+    CallPath, CodeRegion, Counter, Enter, EventSink, Instant, Sample, ThreadInfo, TraceInfo,
 };
 use profkit_model::func::{FuncId, FuncInfo};
 use profkit_model::span::Span;
@@ -176,15 +176,8 @@ impl<W: Write + Send> EventSink for FoldedWriter<W> {
     fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
         self.stacks.function(id, info)
     }
-    fn enter(
-        &mut self,
-        thread: u32,
-        func: FuncId,
-        time: u64,
-        depth: u32,
-        args: &[u64],
-    ) -> io::Result<()> {
-        self.stacks.enter(thread, func, time, depth, args)
+    fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
+        self.stacks.enter(call)
     }
     fn exit(&mut self, span: &Span) -> io::Result<()> {
         self.stacks.exit(span)

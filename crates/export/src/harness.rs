@@ -13,7 +13,8 @@ use std::io::{self, Read, Write};
 
 use profkit_model::detect::{detect, Format};
 use profkit_model::events::{
-    CallPath, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo, TraceInfo,
+    CallPath, CodeRegion, Counter, Enter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo,
+    TraceInfo,
 };
 use profkit_model::feed::perf::PerfOptions;
 use profkit_model::replay::pipeline::Workers;
@@ -164,15 +165,8 @@ impl EventSink for Tee<'_> {
     fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
         self.each(|s| s.function(id, info))
     }
-    fn enter(
-        &mut self,
-        thread: u32,
-        func: FuncId,
-        time: u64,
-        depth: u32,
-        args: &[u64],
-    ) -> io::Result<()> {
-        self.each(|s| s.enter(thread, func, time, depth, args))
+    fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
+        self.each(|s| s.enter(call))
     }
     fn exit(&mut self, span: &Span) -> io::Result<()> {
         self.each(|s| s.exit(span))

@@ -48,7 +48,7 @@ use parquet::file::properties::{WriterProperties, WriterVersion};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
 use profkit_model::events::{
-    ArgValue, CodeEvent, CodeRegion, EventSink, Instant, Sample, ThreadInfo, TraceInfo,
+    ArgValue, CodeEvent, CodeRegion, Enter, EventSink, Instant, Sample, ThreadInfo, TraceInfo,
 };
 use profkit_model::span::Span;
 use profkit_model::{FuncId, FuncInfo, FuncKind, FunctionTable};
@@ -630,14 +630,14 @@ impl EventSink for ParquetSink {
         Ok(())
     }
 
-    fn enter(
-        &mut self,
-        thread: u32,
-        _func: FuncId,
-        _time: u64,
-        _depth: u32,
-        args: &[u64],
-    ) -> io::Result<()> {
+    fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
+        let Enter {
+            thread,
+            func: _,
+            time: _,
+            depth: _,
+            args,
+        } = *call;
         self.open
             .entry(thread)
             .or_default()

@@ -30,8 +30,8 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use profkit_model::events::{
-    ArgValue, CodeEvent, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo,
-    TraceInfo,
+    ArgValue, CodeEvent, CodeRegion, Counter, Enter, EventSink, Instant, ProcessInfo, Sample,
+    ThreadInfo, TraceInfo,
 };
 use profkit_model::func::{FuncId, FuncInfo};
 use profkit_model::span::Span;
@@ -386,14 +386,14 @@ impl<W: Write + Send> EventSink for PerfettoWriter<W> {
         self.ensure_thread(t.index, Some(t))
     }
 
-    fn enter(
-        &mut self,
-        thread: u32,
-        func: FuncId,
-        time: u64,
-        _depth: u32,
-        args: &[u64],
-    ) -> io::Result<()> {
+    fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
+        let Enter {
+            thread,
+            func,
+            time,
+            depth: _,
+            args,
+        } = *call;
         self.ensure_thread(thread, None)?;
         match self.func_iid.get(func.0) {
             Some(&iid) if !self.first && args.is_empty() => {

@@ -29,7 +29,7 @@ use std::io::{self, Write};
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
-use profkit_model::events::{CallPath, EventSink, Sample, ThreadInfo, TraceInfo};
+use profkit_model::events::{CallPath, Enter, EventSink, Sample, ThreadInfo, TraceInfo};
 use profkit_model::span::Span;
 use profkit_model::{FuncId, FuncInfo, FunctionTable};
 
@@ -379,14 +379,14 @@ impl<W: Write + Send> EventSink for PprofSink<W> {
         Ok(())
     }
 
-    fn enter(
-        &mut self,
-        thread: u32,
-        func: FuncId,
-        time: u64,
-        _depth: u32,
-        _args: &[u64],
-    ) -> io::Result<()> {
+    fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
+        let Enter {
+            thread,
+            func,
+            time,
+            depth: _,
+            args: _,
+        } = *call;
         self.traced = true;
         self.last_time = self.last_time.max(time);
         let root = self.root(thread);

@@ -29,7 +29,9 @@
 
 use std::io::{self, Write};
 
-use profkit_model::events::{CallPath, EventSink, ProcessInfo, Sample, ThreadInfo, TraceInfo};
+use profkit_model::events::{
+    CallPath, Enter, EventSink, ProcessInfo, Sample, ThreadInfo, TraceInfo,
+};
 use profkit_model::func::{FuncId, FuncInfo, FunctionTable};
 use profkit_model::span::Span;
 
@@ -360,14 +362,14 @@ impl<W: Write + Send> EventSink for SpeedscopeWriter<W> {
         Ok(())
     }
 
-    fn enter(
-        &mut self,
-        thread: u32,
-        func: FuncId,
-        time: u64,
-        _depth: u32,
-        _args: &[u64],
-    ) -> io::Result<()> {
+    fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
+        let Enter {
+            thread,
+            func,
+            time,
+            depth: _,
+            args: _,
+        } = *call;
         let frame = self.frame(func);
         let t = self.thread_mut(thread);
         t.push_event(frame, false, time);

@@ -65,6 +65,35 @@ pub struct ThreadId {
     pub tid: u64,
 }
 
+/// A call entered: `func` on `thread` at `time`, at `depth` (0 = outermost), with the
+/// arguments the format logged for this call (XRay's `xray_log_args`; usually empty).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Enter<'a> {
+    /// The thread's [`ThreadInfo::index`].
+    pub thread: u32,
+    /// The function entered.
+    pub func: FuncId,
+    /// When, in ns since the trace's origin.
+    pub time: u64,
+    /// How many calls are open under it on its thread.
+    pub depth: u32,
+    /// The call's logged arguments.
+    pub args: &'a [u64],
+}
+
+impl Enter<'static> {
+    /// A call with no logged arguments.
+    pub fn new(thread: u32, func: FuncId, time: u64, depth: u32) -> Self {
+        Enter {
+            thread,
+            func,
+            time,
+            depth,
+            args: &[],
+        }
+    }
+}
+
 /// A thread. Events name a thread by its `index`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ThreadInfo<'a> {
@@ -239,16 +268,8 @@ pub trait EventSink {
     fn function(&mut self, _id: FuncId, _info: &FuncInfo) -> io::Result<()> {
         Ok(())
     }
-    /// `func` was entered on `thread` at `time`, at `depth` (0 = outermost), with the
-    /// arguments the format logged for this call (XRay's `xray_log_args`; usually empty).
-    fn enter(
-        &mut self,
-        _thread: u32,
-        _func: FuncId,
-        _time: u64,
-        _depth: u32,
-        _args: &[u64],
-    ) -> io::Result<()> {
+    /// A call was entered (see [`Enter`]).
+    fn enter(&mut self, _call: &Enter<'_>) -> io::Result<()> {
         Ok(())
     }
     /// The innermost open call of `span.thread` returned; `span` holds its start, end, depth
@@ -334,15 +355,8 @@ macro_rules! forward_sink {
             fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
                 (**self).function(id, info)
             }
-            fn enter(
-                &mut self,
-                thread: u32,
-                func: FuncId,
-                time: u64,
-                depth: u32,
-                args: &[u64],
-            ) -> io::Result<()> {
-                (**self).enter(thread, func, time, depth, args)
+            fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
+                (**self).enter(call)
             }
             fn exit(&mut self, span: &Span) -> io::Result<()> {
                 (**self).exit(span)
@@ -534,14 +548,14 @@ impl EventSink for Recorded {
         });
         Ok(())
     }
-    fn enter(
-        &mut self,
-        thread: u32,
-        func: FuncId,
-        time: u64,
-        depth: u32,
-        args: &[u64],
-    ) -> io::Result<()> {
+    fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
+        let Enter {
+            thread,
+            func,
+            time,
+            depth,
+            args,
+        } = *call;
         self.events.push(RecordedEvent::Enter {
             thread,
             func,

@@ -13,7 +13,7 @@
 use rustc_hash::FxHashMap;
 use std::io::{self, Write};
 
-use crate::events::{CallPath, EventSink, Sample, TraceInfo};
+use crate::events::{CallPath, Enter, EventSink, Sample, TraceInfo};
 use crate::func::{FuncId, FuncInfo, FunctionTable};
 use crate::replay::Fold;
 use crate::span::{Span, SpanSink};
@@ -326,14 +326,14 @@ impl EventSink for StackSink {
         Ok(())
     }
 
-    fn enter(
-        &mut self,
-        thread: u32,
-        func: FuncId,
-        _time: u64,
-        depth: u32,
-        _args: &[u64],
-    ) -> io::Result<()> {
+    fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
+        let Enter {
+            thread,
+            func,
+            time: _,
+            depth,
+            args: _,
+        } = *call;
         let mut stack = std::mem::take(self.stack(thread));
         // Trust the driver's depth if the stack disagrees (it never should).
         stack.truncate(depth as usize);

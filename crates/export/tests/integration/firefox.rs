@@ -13,7 +13,7 @@ use std::io::Read;
 use profkit_export::firefox::FirefoxSink;
 use profkit_export::{Format, Options, Output};
 use profkit_model::events::{
-    ArgValue, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo, TraceInfo,
+    ArgValue, Counter, Enter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo, TraceInfo,
 };
 use profkit_model::span::Span;
 use profkit_model::{Clock, FuncId, FuncInfo, FunctionTable};
@@ -340,7 +340,7 @@ fn small_profile(
     for (time, enter, i) in evs {
         let (func, start, end, depth, self_time) = spans[i];
         if enter {
-            s.enter(0, FuncId(func), time, depth, &[]).unwrap();
+            s.enter(&Enter::new(0, FuncId(func), time, depth)).unwrap();
         } else {
             s.exit(&Span {
                 func: FuncId(func),
@@ -799,7 +799,7 @@ fn traced_on_clock(format: &'static str, ticks_per_second: u64, time_ns: u64) ->
         name: "t",
     })
     .unwrap();
-    s.enter(0, FuncId(1), 0, 0, &[]).unwrap();
+    s.enter(&Enter::new(0, FuncId(1), 0, 0)).unwrap();
     s.exit(&Span {
         func: FuncId(1),
         thread: 0,

@@ -105,7 +105,7 @@ fn profiles_are_balanced_and_complete() {
 
 #[test]
 fn unbalanced_input_stays_balanced() {
-    use profkit_model::events::EventSink;
+    use profkit_model::events::{Enter, EventSink};
     use profkit_model::func::{FuncId, FunctionTable};
     use profkit_model::span::Span;
     let mut w = SpeedscopeWriter::new(Vec::new());
@@ -128,7 +128,7 @@ fn unbalanced_input_stays_balanced() {
         self_time: 5,
     })
     .unwrap();
-    w.enter(0, FuncId(2), 10, 0, &[]).unwrap();
+    w.enter(&Enter::new(0, FuncId(2), 10, 0)).unwrap();
     w.finish().unwrap();
     let doc: Value = serde_json::from_slice(w.get_ref()).unwrap();
     let events = doc["profiles"][0]["events"].as_array().unwrap();

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use profkit_model::events::{
-    Arg, ArgValue, CodeEvent, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample,
+    Arg, ArgValue, CodeEvent, CodeRegion, Counter, Enter, EventSink, Instant, ProcessInfo, Sample,
     ThreadInfo, TraceInfo,
 };
 use profkit_model::func::{FuncId, FuncInfo, FunctionTable};
@@ -325,7 +325,9 @@ pub fn feed(sink: &mut dyn EventSink) -> io::Result<()> {
         evs.sort_by_key(|e| e.0);
         for (time, e) in evs {
             match e {
-                Ev::Enter(func, depth) => sink.enter(thread, FuncId(func), time, depth, &[])?,
+                Ev::Enter(func, depth) => {
+                    sink.enter(&Enter::new(thread, FuncId(func), time, depth))?
+                }
                 Ev::Exit(span) => sink.exit(&span)?,
                 Ev::Instant(n) => sink.instant(&instants[n])?,
                 Ev::Sample(n) => {

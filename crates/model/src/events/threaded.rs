@@ -17,8 +17,8 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
 use super::{
-    ArgValue, CallPath, CodeEvent, CodeRegion, CodeTier, Counter, EventSink, Instant, ProcessInfo,
-    Sample, ThreadInfo, TraceInfo,
+    ArgValue, CallPath, CodeEvent, CodeRegion, CodeTier, Counter, Enter, EventSink, Instant,
+    ProcessInfo, Sample, ThreadInfo, TraceInfo,
 };
 use crate::clock::Clock;
 use crate::func::{FuncId, FuncInfo, FuncTier, FunctionTable};
@@ -262,13 +262,13 @@ fn deliver<S: EventSink>(
             name: &name,
         }),
         Event::Function(id, info) => inner.function(id, &info),
-        Event::Enter(thread, func, time, depth, args) => inner.enter(
+        Event::Enter(thread, func, time, depth, args) => inner.enter(&Enter {
             thread,
             func,
             time,
             depth,
-            all_args.get(args.0..args.1).unwrap_or_default(),
-        ),
+            args: all_args.get(args.0..args.1).unwrap_or_default(),
+        }),
         Event::Exit(span) => inner.exit(&span),
         Event::Instant {
             thread,
@@ -379,14 +379,14 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
     fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
         self.push(Event::Function(id, info.clone()))
     }
-    fn enter(
-        &mut self,
-        thread: u32,
-        func: FuncId,
-        time: u64,
-        depth: u32,
-        args: &[u64],
-    ) -> io::Result<()> {
+    fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
+        let Enter {
+            thread,
+            func,
+            time,
+            depth,
+            args,
+        } = *call;
         let b = &mut self.batch;
         let at = (b.args.len(), b.args.len() + args.len());
         b.args.extend_from_slice(args);

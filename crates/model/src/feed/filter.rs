@@ -5,7 +5,8 @@
 use std::io;
 
 use crate::events::{
-    CallPath, CodeRegion, Counter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo, TraceInfo,
+    CallPath, CodeRegion, Counter, Enter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo,
+    TraceInfo,
 };
 use crate::func::{FuncId, FuncInfo};
 use crate::span::Span;
@@ -96,8 +97,13 @@ impl<S: EventSink> Filter<S> {
             if !c.emitted {
                 c.emitted = true;
                 let args = std::mem::take(&mut c.args);
-                self.inner
-                    .enter(thread, c.func, c.time.max(from), depth as u32, &args)?;
+                self.inner.enter(&Enter {
+                    thread,
+                    func: c.func,
+                    time: c.time.max(from),
+                    depth: depth as u32,
+                    args: &args,
+                })?;
             }
         }
         Ok(())
@@ -133,14 +139,14 @@ impl<S: EventSink> EventSink for Filter<S> {
             Ok(())
         }
     }
-    fn enter(
-        &mut self,
-        thread: u32,
-        func: FuncId,
-        time: u64,
-        _depth: u32,
-        args: &[u64],
-    ) -> io::Result<()> {
+    fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
+        let Enter {
+            thread,
+            func,
+            time,
+            depth: _,
+            args,
+        } = *call;
         if !self.kept(thread) {
             return Ok(());
         }
@@ -161,7 +167,7 @@ impl<S: EventSink> EventSink for Filter<S> {
         });
         t.held += usize::from(!inside);
         if inside {
-            self.inner.enter(thread, func, time, depth, args)?;
+            self.inner.enter(&Enter { depth, ..*call })?;
         }
         Ok(())
     }
@@ -268,8 +274,8 @@ mod tests {
             })
             .unwrap();
             // a(0..100) { b(10..20) c(50..150?) } — c ends at 90
-            f.enter(index, FuncId(1), 0, 0, &[]).unwrap();
-            f.enter(index, FuncId(2), 10, 1, &[]).unwrap();
+            f.enter(&Enter::new(index, FuncId(1), 0, 0)).unwrap();
+            f.enter(&Enter::new(index, FuncId(2), 10, 1)).unwrap();
             let sp = |func, start, end, depth, self_time| Span {
                 func: FuncId(func),
                 thread: index,
@@ -279,7 +285,7 @@ mod tests {
                 self_time,
             };
             f.exit(&sp(2, 10, 20, 1, 10)).unwrap();
-            f.enter(index, FuncId(3), 50, 1, &[]).unwrap();
+            f.enter(&Enter::new(index, FuncId(3), 50, 1)).unwrap();
             f.exit(&sp(3, 50, 90, 1, 40)).unwrap();
             f.exit(&sp(1, 0, 100, 0, 50)).unwrap();
         }

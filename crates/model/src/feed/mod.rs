@@ -20,7 +20,7 @@ use std::cell::RefCell;
 use std::io;
 
 use crate::clock::Clock;
-use crate::events::{EventSink, ThreadInfo};
+use crate::events::{Enter, EventSink, ThreadInfo};
 use crate::func::FuncId;
 use crate::replay::{Fold, ThreadReplay};
 use crate::span::{BuilderStats, MismatchPolicy, Span, SpanSink};
@@ -210,7 +210,15 @@ impl SpanSink for Forward<'_, '_> {
     fn enter(&mut self, func: FuncId, time: u64, depth: u32) {
         let (thread, t) = (self.thread, self.to_ns.ns(time));
         let args = std::mem::take(&mut self.next_args);
-        self.with(|s| s.enter(thread, func, t, depth, &args));
+        self.with(|s| {
+            s.enter(&Enter {
+                thread,
+                func,
+                time: t,
+                depth,
+                args: &args,
+            })
+        });
         self.next_args = args;
         self.next_args.clear();
     }
