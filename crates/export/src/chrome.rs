@@ -279,24 +279,19 @@ impl<W: Write + Send> EventSink for ChromeWriter<W> {
     }
 
     fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
-        let Enter {
-            thread,
-            func,
-            time,
-            depth,
-            args,
-        } = *call;
-        let stack = self.open_calls.get_or_insert_with(thread, Vec::new);
-        stack.truncate(depth as usize);
-        let caller_same_ns = stack.last().is_some_and(|o| o.start == time && !o.begun);
+        let stack = self.open_calls.get_or_insert_with(call.thread, Vec::new);
+        stack.truncate(call.depth as usize);
+        let caller_same_ns = stack
+            .last()
+            .is_some_and(|o| o.start == call.time && !o.begun);
         stack.push(Open {
-            func,
-            start: time,
+            func: call.func,
+            start: call.time,
             begun: false,
-            args: args.to_vec(),
+            args: call.args.to_vec(),
         });
         if caller_same_ns {
-            self.begin_callers(thread, time)?;
+            self.begin_callers(call.thread, call.time)?;
         }
         Ok(())
     }

@@ -1152,20 +1152,13 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
     }
 
     fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
-        let Enter {
-            thread,
-            func,
-            time,
-            depth: _,
-            args: _,
-        } = *call;
-        let th = self.traced_thread(thread)?;
-        self.advance(thread, th, time)?;
-        let frame = self.frame(thread, th, func)?;
-        let parent = self.state(thread).stack.last().copied();
+        let th = self.traced_thread(call.thread)?;
+        self.advance(call.thread, th, call.time)?;
+        let frame = self.frame(call.thread, th, call.func)?;
+        let parent = self.state(call.thread).stack.last().copied();
         let p = self.profile.as_mut().ok_or_else(not_begun)?;
         let stack = p.intern_stack(th, parent, frame);
-        self.state(thread).stack.push(stack);
+        self.state(call.thread).stack.push(stack);
         Ok(())
     }
 

@@ -630,14 +630,7 @@ impl EventSink for ParquetSink {
         Ok(())
     }
 
-    fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
-        let Enter {
-            thread,
-            func: _,
-            time: _,
-            depth: _,
-            args,
-        } = *call;
+    fn enter(&mut self, &Enter { thread, args, .. }: &Enter<'_>) -> io::Result<()> {
         self.open
             .entry(thread)
             .or_default()

@@ -387,35 +387,31 @@ impl<W: Write + Send> EventSink for PerfettoWriter<W> {
     }
 
     fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
-        let Enter {
-            thread,
-            func,
-            time,
-            depth: _,
-            args,
-        } = *call;
-        self.ensure_thread(thread, None)?;
-        match self.func_iid.get(func.0) {
-            Some(&iid) if !self.first && args.is_empty() => {
-                self.slice_packet(field::TYPE_SLICE_BEGIN, uuid::thread(thread), time, iid)
-            }
+        self.ensure_thread(call.thread, None)?;
+        match self.func_iid.get(call.func.0) {
+            Some(&iid) if !self.first && call.args.is_empty() => self.slice_packet(
+                field::TYPE_SLICE_BEGIN,
+                uuid::thread(call.thread),
+                call.time,
+                iid,
+            ),
             _ => {
                 self.start_packet(true);
-                let iid = self.func_name_iid(func);
+                let iid = self.func_name_iid(call.func);
                 self.inner.clear();
                 self.inner.uint64(field::TE_TYPE, field::TYPE_SLICE_BEGIN);
                 self.inner
-                    .uint64(field::TE_TRACK_UUID, uuid::thread(thread));
+                    .uint64(field::TE_TRACK_UUID, uuid::thread(call.thread));
                 self.inner.uint64(field::TE_NAME_IID, iid);
                 let mut name = String::from("arg");
-                for (i, &a) in args.iter().enumerate() {
+                for (i, &a) in call.args.iter().enumerate() {
                     name.truncate(3);
                     name.push_str(itoa::Buffer::new().format(i));
                     annotation(&mut self.inner, &name, |v| {
                         v.uint64(field::DA_UINT_VALUE, a)
                     });
                 }
-                self.track_event_packet(time)
+                self.track_event_packet(call.time)
             }
         }
     }

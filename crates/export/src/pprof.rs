@@ -380,23 +380,16 @@ impl<W: Write + Send> EventSink for PprofSink<W> {
     }
 
     fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
-        let Enter {
-            thread,
-            func,
-            time,
-            depth: _,
-            args: _,
-        } = *call;
         self.traced = true;
-        self.last_time = self.last_time.max(time);
-        let root = self.root(thread);
+        self.last_time = self.last_time.max(call.time);
+        let root = self.root(call.thread);
         let parent = self
             .threads
-            .get(&thread)
+            .get(&call.thread)
             .and_then(|t| t.stack.last().map(|e| e.0))
             .unwrap_or(root);
-        let node = self.child(parent, func, 0, thread);
-        if let Some(t) = self.threads.get_mut(&thread) {
+        let node = self.child(parent, call.func, 0, call.thread);
+        if let Some(t) = self.threads.get_mut(&call.thread) {
             t.stack.push((node, 0));
         }
         Ok(())

@@ -363,16 +363,9 @@ impl<W: Write + Send> EventSink for SpeedscopeWriter<W> {
     }
 
     fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
-        let Enter {
-            thread,
-            func,
-            time,
-            depth: _,
-            args: _,
-        } = *call;
-        let frame = self.frame(func);
-        let t = self.thread_mut(thread);
-        t.push_event(frame, false, time);
+        let frame = self.frame(call.func);
+        let t = self.thread_mut(call.thread);
+        t.push_event(frame, false, call.time);
         t.open.push(frame);
         Ok(())
     }

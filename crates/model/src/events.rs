@@ -549,19 +549,12 @@ impl EventSink for Recorded {
         Ok(())
     }
     fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
-        let Enter {
-            thread,
-            func,
-            time,
-            depth,
-            args,
-        } = *call;
         self.events.push(RecordedEvent::Enter {
-            thread,
-            func,
-            time,
-            depth,
-            args: args.to_vec(),
+            thread: call.thread,
+            func: call.func,
+            time: call.time,
+            depth: call.depth,
+            args: call.args.to_vec(),
         });
         Ok(())
     }

@@ -327,20 +327,13 @@ impl EventSink for StackSink {
     }
 
     fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
-        let Enter {
-            thread,
-            func,
-            time: _,
-            depth,
-            args: _,
-        } = *call;
-        let mut stack = std::mem::take(self.stack(thread));
+        let mut stack = std::mem::take(self.stack(call.thread));
         // Trust the driver's depth if the stack disagrees (it never should).
-        stack.truncate(depth as usize);
+        stack.truncate(call.depth as usize);
         let parent = stack.last().map_or(0, |f| f.node);
-        let node = self.tree.child(parent, func);
+        let node = self.tree.child(parent, call.func);
         stack.push(OpenCall { node, callees: 0 });
-        *self.stack(thread) = stack;
+        *self.stack(call.thread) = stack;
         Ok(())
     }
 

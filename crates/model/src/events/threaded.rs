@@ -380,17 +380,16 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
         self.push(Event::Function(id, info.clone()))
     }
     fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
-        let Enter {
-            thread,
-            func,
-            time,
-            depth,
-            args,
-        } = *call;
         let b = &mut self.batch;
-        let at = (b.args.len(), b.args.len() + args.len());
-        b.args.extend_from_slice(args);
-        self.push(Event::Enter(thread, func, time, depth, at))
+        let at = (b.args.len(), b.args.len() + call.args.len());
+        b.args.extend_from_slice(call.args);
+        self.push(Event::Enter(
+            call.thread,
+            call.func,
+            call.time,
+            call.depth,
+            at,
+        ))
     }
     fn exit(&mut self, span: &Span) -> io::Result<()> {
         self.push(Event::Exit(*span))

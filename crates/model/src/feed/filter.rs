@@ -140,13 +140,7 @@ impl<S: EventSink> EventSink for Filter<S> {
         }
     }
     fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
-        let Enter {
-            thread,
-            func,
-            time,
-            depth: _,
-            args,
-        } = *call;
+        let (thread, func, time, args) = (call.thread, call.func, call.time, call.args);
         if !self.kept(thread) {
             return Ok(());
         }
