@@ -141,6 +141,10 @@ pub fn print_feed_problems(name: &str, s: &profkit_model::feed::FeedSummary) {
             s.problems.len()
         ));
     }
+    // perf.data: what left frames unnamed (JIT metadata, binaries, kernel symbols).
+    for w in s.perf.iter().flat_map(|r| r.warnings()) {
+        print_warning(&format!("{name}: {w}"));
+    }
 }
 
 #[cfg(test)]

@@ -255,11 +255,6 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
     if src.has_only_call_paths() && src.clock().ticks_per_second == 0 && target != Out::PerfMap {
         output::print_ticks_note(&name);
     }
-    if let Some(report) = &summary.perf {
-        for w in report.warnings() {
-            output::print_warning(&format!("{name}: {w}"));
-        }
-    }
     if summary.calls.unmatched_exits > 0 || summary.calls.unfinished > 0 {
         output::print_note(&format!(
             "{name}: {} exit(s) without an enter were left out; {} call(s) still open at the end were closed at their thread's last event",

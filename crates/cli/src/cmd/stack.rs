@@ -79,8 +79,10 @@ pub fn run(args: &StackArgs) -> Result<ExitCode> {
 
 /// A file without calls: the stacks of its samples (Mono sample hits), values = samples.
 fn samples(args: &StackArgs, opened: &Opened, src: &Source<'_>) -> Result<ExitCode> {
+    let release = |s, e| opened.release(s, e);
     let mut sink = StackSink::new();
-    src.feed(opened.name(), None, None, &mut sink)?;
+    let summary = src.feed(opened.name(), None, Some(&release), &mut sink)?;
+    output::print_feed_problems(opened.name(), &summary);
     if sink.samples == 0 {
         return Err(anyhow!(
             "{}: no function calls and no sampled stacks (XRay: an empty trace; Mono: profile with `log:calls` or `log:sample`)",
@@ -93,10 +95,9 @@ fn samples(args: &StackArgs, opened: &Opened, src: &Source<'_>) -> Result<ExitCo
     let time = |v: u64| profkit_analysis::account::human_ns(v);
     if args.folded {
         sink.tree()
-            .write_folded(&mut out, src.functions(), Value::Exclusive, None, &ident)?;
+            .write_folded(&mut out, &sink.functions, Value::Exclusive, None, &ident)?;
     } else {
-        sink.tree()
-            .write_top(&mut out, src.functions(), 20, &time)?;
+        sink.tree().write_top(&mut out, &sink.functions, 20, &time)?;
     }
     out.flush()?;
     output::print_note(&format!(

@@ -241,6 +241,28 @@ fn fp_self_shares_match_perf_inject_and_report() {
     assert_same_shares(&perf_report_shares(&perf, &injected), &ours, 12);
 }
 
+/// `stack` of a recording names its frames as `convert` does (it printed function ids,
+/// `#8 > #9`, before: the names a perf.data declares while it is read were not used), and the
+/// same stacks carry the same sample counts.
+#[test]
+fn stack_of_a_recording_names_frames_as_convert_does() {
+    let (_dir, data) = recording("node-fp", Some(("node-fp.jit-30519.dump.gz", 30519)));
+    let o = profkit()
+        .args(["stack", "--folded", "--short-names"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stack = String::from_utf8(o.stdout).unwrap();
+    assert!(!stack.contains('#'), "unnamed frames: {stack}");
+    let sorted = |text: &str| {
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines.sort();
+        lines
+    };
+    assert_eq!(sorted(&stack), sorted(&convert_folded(&data)));
+}
+
 #[test]
 fn perf_map_self_shares_match_perf_report() {
     let test = "perf::perf_map_self_shares_match_perf_report";
