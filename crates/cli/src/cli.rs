@@ -15,8 +15,10 @@ pub use graph::{DiffArgs, DiffFormat, DiffSort, GraphArgs};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Read, validate, analyze and convert the files JIT runtimes and instrumented programs hand
-/// to profilers: perf jitdump and perf maps, LLVM XRay traces (basic and FDR) with their
-/// instrumentation maps, and Mono log profiler files (.mlpd).
+/// to profilers: perf jitdump and perf maps, LLVM XRay traces (basic, FDR and profiling mode)
+/// with their instrumentation maps, Mono log profiler files (.mlpd), and perf.data recordings,
+/// whose samples are named through all of these and the native binaries. `inject` writes a
+/// perf.data that unmodified perf report resolves.
 ///
 /// Input formats are detected from content; gzip is unwrapped transparently; `-` reads stdin.
 #[derive(Debug, Parser)]
@@ -50,7 +52,7 @@ pub enum Command {
     /// Per-function latencies of the calls of an XRay trace or a Mono `calls` file (`--llvm`:
     /// llvm-xray account's exact layout).
     Account(AccountArgs),
-    /// Aggregated call stacks of an XRay trace or a Mono file (`--folded`: exclusive-time
+    /// Aggregated call stacks of an XRay trace, a Mono file or a perf.data recording (`--folded`:
     /// flame graph input).
     Stack(StackArgs),
     /// The call graph of an XRay trace or Mono `calls` file as DOT, with per-edge latency

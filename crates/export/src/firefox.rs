@@ -39,7 +39,7 @@
 //! * **instants as markers**: the instant's name, one marker type per category and argument
 //!   layout, the arguments as marker fields (numbers as numbers, bytes as UTF-8 or hex text);
 //! * **counters** as counter tracks of their process — but of Mono's ~240 performance
-//!   counters only a handful ([`MONO_COUNTER_TRACKS`]: GC heap, working set, allocations, JIT
+//!   counters only a handful (`firefox/counters.rs`: GC heap, working set, allocations, JIT
 //!   compiled methods, GC collections); the others are `counter` markers (name: the counter's,
 //!   field `value`) on their process's busiest thread, in the marker chart and table, so the
 //!   threads are not buried under 240 tracks;
@@ -99,11 +99,11 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use fx::{
-    CategoryColor, CategoryHandle, CategoryPairHandle, CounterHandle, CpuDelta, Frame, FrameFlags,
-    FrameHandle, FrameInfo, LibraryInfo, MarkerFieldFlags, MarkerFieldFormat, MarkerLocations,
-    MarkerTiming, MarkerTypeHandle, ProcessHandle, Profile, ReferenceTimestamp,
-    RuntimeSchemaMarkerField, RuntimeSchemaMarkerSchema, SamplingInterval, StackHandle,
-    StringHandle, Symbol, SymbolTable, ThreadHandle, Timestamp, WeightType,
+    CategoryHandle, CategoryPairHandle, CounterHandle, CpuDelta, Frame, FrameFlags, FrameHandle,
+    FrameInfo, LibraryInfo, MarkerFieldFlags, MarkerFieldFormat, MarkerLocations, MarkerTiming,
+    MarkerTypeHandle, ProcessHandle, Profile, ReferenceTimestamp, RuntimeSchemaMarkerField,
+    RuntimeSchemaMarkerSchema, SamplingInterval, StackHandle, StringHandle, Symbol, SymbolTable,
+    ThreadHandle, Timestamp, WeightType,
 };
 use fxprof_processed_profile as fx;
 use profkit_model::events::{
@@ -111,14 +111,21 @@ use profkit_model::events::{
     Sample, ThreadInfo, TraceInfo,
 };
 use profkit_model::span::Span;
-use profkit_model::{Clock, FuncId, FuncInfo, FuncKind, FunctionTable};
+use profkit_model::{Clock, FuncId, FuncInfo, FunctionTable};
 
 use crate::{Dest, Options, Output};
 
+mod categories;
+mod code;
+mod counters;
 mod gzip;
 mod lines;
 mod sampled;
 mod synthetic;
+
+pub use categories::{classify, CodeKind, JsTier};
+use categories::{classify_func, tier_color, tier_flags, Categories};
+use counters::counter_is_track;
 
 use sampled::SampledStacks;
 use synthetic::{SampledFunc, Synthetic};
@@ -138,222 +145,6 @@ pub fn sink(output: &Output, options: &Options) -> io::Result<Box<dyn EventSink 
 
 /// Default sampling period of sampled stacks when it cannot be estimated: 1 ms.
 const DEFAULT_PERIOD_NS: u64 = 1_000_000;
-
-/// The kind of code a frame runs, which picks its category.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CodeKind {
-    /// JavaScript, with its V8 tier when the name says it.
-    JavaScript(Option<JsTier>),
-    /// V8 builtins, bytecode handlers, stubs, regexp code.
-    Builtin,
-    /// Python (CPython's perf trampolines, `py::`).
-    Python,
-    /// WebAssembly.
-    Wasm,
-    /// .NET / Mono managed code.
-    Managed,
-    /// Native code (C, C++, Rust: XRay-instrumented programs, ELF symbols of perf.data).
-    Native,
-    /// The kernel (perf.data).
-    Kernel,
-    /// JIT code the name does not classify (perf maps, jitdumps of other runtimes).
-    Jit,
-    /// Anything else.
-    Other,
-}
-
-/// A V8 compilation tier, from the marker after `JS:` (or `LazyCompile:` …).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum JsTier {
-    /// `*`: optimized (TurboFan).
-    Optimized,
-    /// `^`: baseline (Sparkplug).
-    Baseline,
-    /// `+`: mid-tier (Maglev).
-    Maglev,
-    /// `~`: interpreted (Ignition).
-    Interpreted,
-}
-
-/// The kind of code a function named `name` from an input of format `format` (`"xray"`,
-/// `"mlpd"`, `"jitdump"` …) is.
-///
-/// ```
-/// use profkit_export::firefox::{classify, CodeKind, JsTier};
-/// assert_eq!(classify("JS:*fib file.js:1:1", "jitdump"), CodeKind::JavaScript(Some(JsTier::Optimized)));
-/// assert_eq!(classify("LazyCompile:~main x.js:2", "jitdump"), CodeKind::JavaScript(Some(JsTier::Interpreted)));
-/// assert_eq!(classify("Builtin:ArrayMap", "jitdump"), CodeKind::Builtin);
-/// assert_eq!(classify("main", "xray"), CodeKind::Native);
-/// ```
-pub fn classify(name: &str, format: &str) -> CodeKind {
-    const JS: [&str; 6] = [
-        "JS:",
-        "LazyCompile:",
-        "Function:",
-        "Script:",
-        "Eval:",
-        "InterpretedFunction:",
-    ];
-    const BUILTIN: [&str; 6] = [
-        "Builtin:",
-        "BytecodeHandler:",
-        "Stub:",
-        "Handler:",
-        "RegExp:",
-        "InlinedBuiltin:",
-    ];
-    for p in JS {
-        if let Some(rest) = name.strip_prefix(p) {
-            let tier = match rest.as_bytes().first() {
-                Some(b'*') => Some(JsTier::Optimized),
-                Some(b'^') => Some(JsTier::Baseline),
-                Some(b'+') => Some(JsTier::Maglev),
-                Some(b'~') => Some(JsTier::Interpreted),
-                _ => None,
-            };
-            return CodeKind::JavaScript(tier);
-        }
-    }
-    if BUILTIN.iter().any(|p| name.starts_with(p)) {
-        return CodeKind::Builtin;
-    }
-    if name.starts_with("py::") {
-        return CodeKind::Python;
-    }
-    if name.starts_with("wasm") || name.contains("wasm-function[") {
-        return CodeKind::Wasm;
-    }
-    match format {
-        "mlpd" => CodeKind::Managed,
-        "xray" => CodeKind::Native,
-        _ => CodeKind::Other,
-    }
-}
-
-/// The kind of `info`'s code: by its name ([`classify`]) when the name says, else by what the
-/// driver knows ([`FuncKind`]).
-fn classify_func(name: &str, info: Option<&FuncInfo>, format: &str) -> CodeKind {
-    match classify(name, format) {
-        CodeKind::Other => match info.map(|f| f.kind) {
-            Some(FuncKind::Native) => CodeKind::Native,
-            Some(FuncKind::Kernel) => CodeKind::Kernel,
-            Some(FuncKind::Jit) => CodeKind::Jit,
-            _ => CodeKind::Other,
-        },
-        kind => kind,
-    }
-}
-
-/// Frame flags of code of a tier that runs JavaScript-like source (or not).
-fn tier_flags(js: bool) -> FrameFlags {
-    if js {
-        FrameFlags::IS_JS
-    } else {
-        FrameFlags::empty()
-    }
-}
-
-/// The Firefox Profiler colour of a JIT_TIER colour index (docs/extension-records.md's list;
-/// past the list: grey).
-fn tier_color(index: u32) -> CategoryColor {
-    const COLORS: [CategoryColor; 14] = [
-        CategoryColor::Transparent,
-        CategoryColor::LightBlue,
-        CategoryColor::Red,
-        CategoryColor::LightRed,
-        CategoryColor::Orange,
-        CategoryColor::Blue,
-        CategoryColor::Green,
-        CategoryColor::Purple,
-        CategoryColor::Yellow,
-        CategoryColor::Brown,
-        CategoryColor::Magenta,
-        CategoryColor::LightGreen,
-        CategoryColor::Gray,
-        CategoryColor::DarkGray,
-    ];
-    COLORS
-        .get(index as usize)
-        .copied()
-        .unwrap_or(CategoryColor::Gray)
-}
-
-/// The profile's categories.
-#[derive(Clone, Copy, Debug)]
-struct Categories {
-    js: CategoryHandle,
-    js_optimized: CategoryPairHandle,
-    js_baseline: CategoryPairHandle,
-    js_maglev: CategoryPairHandle,
-    js_interpreted: CategoryPairHandle,
-    builtin: CategoryHandle,
-    python: CategoryHandle,
-    wasm: CategoryHandle,
-    managed: CategoryHandle,
-    native: CategoryHandle,
-    kernel: CategoryHandle,
-    jit: CategoryHandle,
-    gc: CategoryHandle,
-    exception: CategoryHandle,
-}
-
-impl Categories {
-    fn new(p: &mut Profile) -> Self {
-        let js = p.add_category("JavaScript", CategoryColor::Yellow);
-        let js_optimized = p.add_subcategory(js, "Optimized");
-        let js_baseline = p.add_subcategory(js, "Baseline");
-        let js_maglev = p.add_subcategory(js, "Maglev");
-        let js_interpreted = p.add_subcategory(js, "Interpreted");
-        Categories {
-            js,
-            js_optimized,
-            js_baseline,
-            js_maglev,
-            js_interpreted,
-            builtin: p.add_category("Builtin", CategoryColor::Orange),
-            python: p.add_category("Python", CategoryColor::Blue),
-            wasm: p.add_category("Wasm", CategoryColor::Brown),
-            managed: p.add_category("Managed", CategoryColor::Green),
-            native: p.add_category("Native", CategoryColor::LightBlue),
-            kernel: p.add_category("Kernel", CategoryColor::Orange),
-            jit: p.add_category("JIT", CategoryColor::Purple),
-            gc: p.add_category("GC", CategoryColor::Orange),
-            exception: p.add_category("Exception", CategoryColor::Red),
-        }
-    }
-
-    fn frame(&self, kind: CodeKind) -> (CategoryPairHandle, FrameFlags) {
-        match kind {
-            CodeKind::JavaScript(tier) => (
-                match tier {
-                    Some(JsTier::Optimized) => self.js_optimized,
-                    Some(JsTier::Baseline) => self.js_baseline,
-                    Some(JsTier::Maglev) => self.js_maglev,
-                    Some(JsTier::Interpreted) => self.js_interpreted,
-                    None => self.js.into(),
-                },
-                FrameFlags::IS_JS,
-            ),
-            CodeKind::Builtin => (self.builtin.into(), FrameFlags::IS_RELEVANT_FOR_JS),
-            CodeKind::Python => (self.python.into(), FrameFlags::empty()),
-            CodeKind::Wasm => (self.wasm.into(), FrameFlags::empty()),
-            CodeKind::Managed => (self.managed.into(), FrameFlags::empty()),
-            CodeKind::Native => (self.native.into(), FrameFlags::empty()),
-            CodeKind::Kernel => (self.kernel.into(), FrameFlags::empty()),
-            CodeKind::Jit => (self.jit.into(), FrameFlags::empty()),
-            CodeKind::Other => (CategoryHandle::OTHER.into(), FrameFlags::empty()),
-        }
-    }
-
-    fn marker(&self, category: &str) -> CategoryHandle {
-        match category {
-            "gc" => self.gc,
-            "exception" => self.exception,
-            "jit" => self.jit,
-            _ => CategoryHandle::OTHER,
-        }
-    }
-}
 
 /// A marker field value.
 #[derive(Clone, Copy, Debug)]
@@ -769,118 +560,6 @@ impl<W: Write + Send> FirefoxSink<W> {
         Ok(h)
     }
 
-    /// Builds the JIT libraries and the code markers.
-    fn finish_code(&mut self) -> io::Result<()> {
-        let code = std::mem::take(&mut self.code);
-        if code.is_empty() {
-            return Ok(());
-        }
-        let cats = self.cats.ok_or_else(not_begun)?;
-        let mut by_pid: HashMap<u32, Vec<(u64, u64, String)>> = HashMap::new();
-        for c in &code {
-            by_pid
-                .entry(c.pid)
-                .or_default()
-                .push((c.address, c.size.max(1), c.name.clone()));
-        }
-        let mut pids: Vec<u32> = by_pid.keys().copied().collect();
-        pids.sort_unstable();
-        for pid in pids {
-            let Some(mut regions) = by_pid.remove(&pid) else {
-                continue;
-            };
-            regions.sort();
-            let process = self.process_handle(pid)?;
-            // Group regions into libraries whose relative addresses fit in 31 bits: those from
-            // `lines::SYNTHETIC_BASE` up are the sampled functions' lines.
-            let mut groups: Vec<(u64, u64, Vec<Symbol>)> = Vec::new();
-            for (addr, size, name) in regions {
-                let end = addr.saturating_add(size);
-                let fits = groups
-                    .last()
-                    .is_some_and(|(base, _, _)| end - base <= i32::MAX as u64);
-                if !fits {
-                    groups.push((addr, end, Vec::new()));
-                }
-                if let Some((base, gend, syms)) = groups.last_mut() {
-                    *gend = (*gend).max(end);
-                    syms.push(Symbol {
-                        address: u32::try_from(addr - *base).unwrap_or(u32::MAX),
-                        size: u32::try_from(size).ok(),
-                        name,
-                    });
-                }
-            }
-            let p = self.profile.as_mut().ok_or_else(not_begun)?;
-            for (i, (base, end, syms)) in groups.into_iter().enumerate() {
-                let path = if i == 0 {
-                    format!("jit-{pid}")
-                } else {
-                    format!("jit-{pid}-{i}")
-                };
-                let lib = p.add_lib(LibraryInfo {
-                    name: "JIT".to_string(),
-                    debug_name: "JIT".to_string(),
-                    path: path.clone(),
-                    debug_path: path,
-                    debug_id: fx::debugid::DebugId::nil(),
-                    code_id: None,
-                    arch: None,
-                    symbol_table: Some(Arc::new(SymbolTable::new(syms))),
-                });
-                p.add_lib_mapping(process, lib, base, end, 0);
-            }
-        }
-        let layout = vec![
-            ("name".to_string(), false),
-            ("address".to_string(), false),
-            ("size".to_string(), true),
-            ("event".to_string(), false),
-        ];
-        let ty = self.marker_type("JIT code", layout)?;
-        for c in code {
-            let th = match c.thread.filter(|t| self.threads.contains_key(t)) {
-                Some(t) => self.marker_thread(t)?,
-                None => match self.code_threads.get(&c.pid) {
-                    Some(h) => *h,
-                    None => {
-                        let h = self.new_fx_thread(c.pid, u64::from(c.pid), "JIT", false)?;
-                        self.code_threads.insert(c.pid, h);
-                        h
-                    }
-                },
-            };
-            let (category, flags) = match &c.tier {
-                Some((name, color, js)) => (self.tier_category(name, *color)?, tier_flags(*js)),
-                None => (cats.jit, FrameFlags::empty()),
-            };
-            let p = self.profile.as_mut().ok_or_else(not_begun)?;
-            let marker = FxMarker {
-                ty,
-                name: p.intern_string("JIT code"),
-                category,
-                empty: p.intern_string(""),
-                fields: vec![
-                    FieldValue::Str(p.intern_string(&c.name)),
-                    FieldValue::Str(p.intern_string(&format!("{:#x}", c.address))),
-                    FieldValue::Num(c.size as f64),
-                    FieldValue::Str(p.intern_string(if c.moved { "move" } else { "load" })),
-                ],
-            };
-            let mh = p.add_marker(th, MarkerTiming::Instant(ts(c.time)), marker);
-            let stack = p.intern_stack_frames(
-                th,
-                std::iter::once(FrameInfo {
-                    frame: Frame::InstructionPointer(c.address),
-                    category_pair: category.into(),
-                    flags,
-                }),
-            );
-            p.set_marker_stack(th, mh, stack);
-        }
-        Ok(())
-    }
-
     /// Declares sampled function `func` to the synthetic libraries (on its first sample).
     fn declare_sampled(&mut self, func: FuncId) -> io::Result<()> {
         let (name, category, flags) = self.func(func)?;
@@ -1012,73 +691,6 @@ impl<W: Write + Send> FirefoxSink<W> {
                 .collect(),
         )
     }
-
-    /// Writes the counters that are not tracks as `counter` markers (name: the counter's;
-    /// fields: its value) on the busiest thread of their process, shown in the marker chart
-    /// and table only.
-    fn finish_other_counters(&mut self, per_pid: &HashMap<u32, ThreadHandle>) -> io::Result<()> {
-        let samples = std::mem::take(&mut self.other_counters);
-        if samples.is_empty() {
-            return Ok(());
-        }
-        let names = std::mem::take(&mut self.other_counter_names);
-        let schema = RuntimeSchemaMarkerSchema {
-            type_name: "counter".to_string(),
-            description: Some("counter values (counters that are not tracks)".to_string()),
-            locations: MarkerLocations::MARKER_CHART | MarkerLocations::MARKER_TABLE,
-            chart_label: Some("{marker.data.value}".to_string()),
-            tooltip_label: Some("{marker.name} = {marker.data.value}".to_string()),
-            table_label: Some("{marker.name} = {marker.data.value}".to_string()),
-            fields: vec![RuntimeSchemaMarkerField {
-                key: "value".to_string(),
-                label: "Value".to_string(),
-                format: MarkerFieldFormat::Decimal,
-                flags: MarkerFieldFlags::SEARCHABLE,
-            }],
-            graphs: Vec::new(),
-        };
-        let p = self.profile.as_mut().ok_or_else(not_begun)?;
-        let ty = p.register_marker_type(schema);
-        let mut threads: HashMap<u32, ThreadHandle> = per_pid.clone();
-        for (pid, name, time, value) in samples {
-            let th = match threads.get(&pid) {
-                Some(h) => *h,
-                None => {
-                    let h = self.new_fx_thread(pid, u64::from(pid), "counters", false)?;
-                    threads.insert(pid, h);
-                    h
-                }
-            };
-            let p = self.profile.as_mut().ok_or_else(not_begun)?;
-            let name = names.get(name as usize).map_or("counter", String::as_str);
-            let marker = FxMarker {
-                ty,
-                name: p.intern_string(name),
-                category: CategoryHandle::OTHER,
-                empty: p.intern_string(""),
-                fields: vec![FieldValue::Num(value)],
-            };
-            p.add_marker(th, MarkerTiming::Instant(ts(time)), marker);
-        }
-        Ok(())
-    }
-}
-
-/// Mono performance counters kept as counter tracks: the GC heap (from GC resizes), the
-/// process's memory, allocations, JIT-compiled methods, GC collections. Mono writes some 240
-/// counters; the others become `counter` markers (marker chart and table), so that the
-/// threads stay at the top of the timeline.
-const MONO_COUNTER_TRACKS: [&str; 5] = [
-    "GC heap size",
-    "Working Set",
-    "Event: GC allocations",
-    "Methods JITted using mono JIT",
-    "Major GC collections",
-];
-
-/// Whether counter `name` of an input of `format` is a counter track (else a marker).
-fn counter_is_track(format: &str, name: &str) -> bool {
-    format != "mlpd" || MONO_COUNTER_TRACKS.contains(&name)
 }
 
 /// The source path a function's file is written as: exactly as the input recorded it (the

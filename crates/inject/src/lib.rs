@@ -25,8 +25,9 @@
 //! run-time code addresses. Functions without FDEs unwind by frame pointer, as after
 //! `perf inject`.
 //!
-//! Processes with only a `perf-<pid>.map` are left alone: perf reads `/tmp/perf-<pid>.map`
-//! itself. The recording must be on CLOCK_MONOTONIC (`perf record -k 1`), the jitdumps'
+//! A process with only a `perf-<pid>.map` gets one ELF of the map's functions (symbols over
+//! zero-filled text) mapped after its anonymous executable mapping, so perf names them whether
+//! or not the map is still in /tmp. The recording must be on CLOCK_MONOTONIC (`perf record -k 1`), the jitdumps'
 //! clock; otherwise no dump is injected (perf inject refuses too).
 
 pub mod dump;

@@ -18,33 +18,16 @@ mod elf;
 #[path = "inject/oracle.rs"]
 mod oracle;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// `tests/fixtures/perf/<name>`, gunzipped when it is gzip.
 pub fn fixture(name: &str) -> Vec<u8> {
-    let bytes = profkit_testkit::read_fixture(format!("perf/{name}"));
-    if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&bytes[..])
-            .read_to_end(&mut out)
-            .unwrap();
-        out
-    } else {
-        bytes
-    }
+    profkit_testkit::read_fixture_gunzipped(format!("perf/{name}"))
 }
 
-/// The committed fixture whose name starts with `prefix` (jitdumps carry the pid).
+/// The committed fixture whose name starts with `prefix` (jitdumps and maps carry the pid).
 pub fn fixture_named(prefix: &str) -> String {
-    let dir = profkit_testkit::fixture("perf");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(prefix))
-        .collect();
-    names.sort();
-    names.into_iter().next().unwrap()
+    profkit_testkit::fixture_named("perf", prefix)
 }
 
 /// A recording and its jitdump copied into a fresh directory under /tmp, the recording's

@@ -301,25 +301,40 @@ impl Binaries {
     /// Where the kernel's symbols are: the build-id cache's
     /// `[kernel.kallsyms]/<hex>/kallsyms` (perf record copies /proc/kallsyms there), else
     /// `/proc/kallsyms` when no build id is given or it is the running kernel's (read from
-    /// `/sys/kernel/notes`).
-    pub fn kallsyms_path(&self, kernel_build_id: Option<&BuildId>) -> Option<PathBuf> {
+    /// `/sys/kernel/notes`). `Err` says why there are none.
+    ///
+    /// A cache entry of another kernel that holds exactly this machine's /proc/kallsyms is not
+    /// that kernel's: `perf inject` (perf 6.1) of a recording made on another kernel caches the
+    /// *running* kernel's kallsyms under the *recorded* kernel's build id, and perf report then
+    /// names every kernel frame from the wrong symbol table. Such an entry is passed over.
+    pub fn kallsyms_path(&self, kernel_build_id: Option<&BuildId>) -> Result<PathBuf, String> {
+        let running = crate::kernel::running_kernel_build_id();
+        let is_running = |want: &BuildId| running.as_ref().is_some_and(|r| want.matches(r));
+        let proc = Path::new("/proc/kallsyms");
+        let mut passed_over = None;
         if let (Some(dir), Some(id)) = (&self.buildid_dir, kernel_build_id) {
             let p = dir
                 .join("[kernel.kallsyms]")
                 .join(id.to_hex())
                 .join("kallsyms");
             if p.is_file() {
-                return Some(p);
+                if is_running(id) || !same_contents(&p, proc) {
+                    return Ok(p);
+                }
+                passed_over = Some(p);
             }
         }
-        let running = crate::kernel::running_kernel_build_id();
-        let ok = match (kernel_build_id, running) {
-            (None, _) => true,
-            (Some(want), Some(have)) => want.matches(&have),
-            (Some(_), None) => false,
-        };
-        let proc = PathBuf::from("/proc/kallsyms");
-        (ok && proc.is_file()).then_some(proc)
+        let ok = kernel_build_id.is_none_or(is_running);
+        if ok && proc.is_file() {
+            return Ok(proc.to_path_buf());
+        }
+        Err(match passed_over {
+            Some(p) => format!(
+                "{} is this machine's /proc/kallsyms filed under the recorded kernel's build id (perf inject writes such a copy for a recording from another kernel), not the recorded kernel's symbols; pass that kernel's kallsyms with --kallsyms FILE",
+                p.display()
+            ),
+            None => "no kallsyms of the recorded kernel (not in ~/.debug, and not the running kernel); pass --kallsyms FILE".into(),
+        })
     }
 
     fn candidates(&self, path: &Path, build_id: Option<&BuildId>) -> Vec<PathBuf> {
@@ -440,5 +455,39 @@ impl Binaries {
             }
         }
         b
+    }
+}
+
+/// Whether two files hold the same bytes (read in pieces; false if either cannot be read).
+fn same_contents(a: &Path, b: &Path) -> bool {
+    use std::io::Read;
+    let (Ok(fa), Ok(fb)) = (std::fs::File::open(a), std::fs::File::open(b)) else {
+        return false;
+    };
+    let (mut ra, mut rb) = (std::io::BufReader::new(fa), std::io::BufReader::new(fb));
+    let (mut ba, mut bb) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
+    loop {
+        // /proc files return short reads: fill each buffer as far as the file goes.
+        let fill = |r: &mut dyn Read, buf: &mut [u8]| -> Option<usize> {
+            let mut n = 0;
+            while n < buf.len() {
+                match r.read(buf.get_mut(n..)?) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => return None,
+                }
+            }
+            Some(n)
+        };
+        let (Some(na), Some(nb)) = (fill(&mut ra, &mut ba), fill(&mut rb, &mut bb)) else {
+            return false;
+        };
+        if na != nb || ba.get(..na) != bb.get(..nb) {
+            return false;
+        }
+        if na == 0 {
+            return true;
+        }
     }
 }

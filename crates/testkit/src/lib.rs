@@ -1,6 +1,7 @@
 //! What every profkit test binary shares (a dev-dependency, never published):
 //!
-//! * [`fixture`] and [`root`]: paths of the committed real files (`tests/fixtures/…`).
+//! * [`fixture`] and [`root`]: paths of the committed real files (`tests/fixtures/…`);
+//!   [`read_fixture_gunzipped`] reads one inflated, [`fixture_named`] finds one by prefix.
 //! * [`golden`]: compares an output with a committed golden file; `PROFKIT_BLESS=1` rewrites
 //!   the file instead (the one bless switch of the workspace). A mismatch leaves the actual
 //!   output beside the test's scratch files and says where.
@@ -31,6 +32,36 @@ pub fn fixture(rel: impl AsRef<Path>) -> PathBuf {
 pub fn read_fixture(rel: impl AsRef<Path>) -> Vec<u8> {
     let p = fixture(rel);
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Reads a fixture, gunzipped when it is gzip (by its magic, whatever its name).
+pub fn read_fixture_gunzipped(rel: impl AsRef<Path>) -> Vec<u8> {
+    use std::io::Read;
+    let bytes = read_fixture(&rel);
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return bytes;
+    }
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(&bytes[..])
+        .read_to_end(&mut out)
+        .unwrap_or_else(|e| panic!("{}: {e}", rel.as_ref().display()));
+    out
+}
+
+/// The name of the first (in sorted order) fixture in `tests/fixtures/<dir>` whose name starts
+/// with `prefix` (jitdumps and perf maps carry a pid in their names).
+pub fn fixture_named(dir: &str, prefix: &str) -> String {
+    let path = fixture(dir);
+    let mut names: Vec<String> = std::fs::read_dir(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no fixture {dir}/{prefix}*"))
 }
 
 /// Whether golden files are being rewritten (`PROFKIT_BLESS=1`).

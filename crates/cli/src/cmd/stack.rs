@@ -97,7 +97,8 @@ fn samples(args: &StackArgs, opened: &Opened, src: &Source<'_>) -> Result<ExitCo
         sink.tree()
             .write_folded(&mut out, &sink.functions, Value::Exclusive, None, &ident)?;
     } else {
-        sink.tree().write_top(&mut out, &sink.functions, 20, &time)?;
+        sink.tree()
+            .write_top(&mut out, &sink.functions, 20, &time)?;
     }
     out.flush()?;
     output::print_note(&format!(

@@ -163,10 +163,16 @@ fn perf_inject(perf: &Path, data: &Path, dump: &Path, pid: u32) -> PathBuf {
     run_perf_inject(perf, data)
 }
 
-/// `perf inject --jit -i data -o data.jit.data` (the dump where the recording says it is).
+/// `perf inject --jit -i data -o data.jit.data` (the dump where the recording says it is),
+/// with a build-id cache of its own beside `data`: perf inject files this machine's
+/// /proc/kallsyms under the recorded kernel's build id, which would make every later perf
+/// report (and profkit) name that kernel's frames from the wrong table.
 pub(crate) fn run_perf_inject(perf: &Path, data: &Path) -> PathBuf {
     let out = data.with_extension("jit.data");
+    let cache = data.with_extension("buildid");
     let o = Command::new(perf)
+        .arg("--buildid-dir")
+        .arg(&cache)
         .args(["inject", "--jit", "-i"])
         .arg(data)
         .arg("-o")

@@ -39,6 +39,14 @@
 //! (`preprocessedProfileVersion`): `line: (number|null)[]`, `name: IndexIntoStringTable[]` and
 //! `fileName: (IndexIntoStringTable|null)[]` into the thread's own `stringArray`,
 //! `lineNumber: (number|null)[]` (the function's start line).
+//!
+//! **Why this module exists.** fxprof-processed-profile 0.8.1 is the newest release (the
+//! crates.io index, checked 2026-11-28: 0.6.0, 0.7.0, 0.8.0, 0.8.1). Its `FrameInfo` has no line
+//! and its func table no file or start line, so a profile written through its API alone loses
+//! every JIT and DWARF line profkit knows. Upstream's development branch has grown a source
+//! table, but nothing released writes `frameTable.line` or `funcTable.fileName`, and a git
+//! dependency on an unreleased branch would make the build depend on a moving target. When a
+//! release writes lines and function files, the sink should hand them to it and this module go.
 
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::HashMap;

@@ -153,10 +153,18 @@ fn kallsyms_path_prefers_the_cache() {
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(&p, "ffffffff81000000 T _stext\n").unwrap();
     let f = Binaries::empty().with_buildid_dir(Some(tmp.path().to_path_buf()));
-    assert_eq!(f.kallsyms_path(Some(&id)), Some(p));
+    assert_eq!(f.kallsyms_path(Some(&id)), Ok(p.clone()));
     // Another kernel's id: not /proc/kallsyms either (unless it is the running kernel's).
     let other = BuildId::from_hex("ff").unwrap();
-    assert_eq!(f.kallsyms_path(Some(&other)), None);
+    assert!(f.kallsyms_path(Some(&other)).is_err());
+    // perf inject's copy of this machine's /proc/kallsyms under another kernel's id is not
+    // that kernel's symbols.
+    let Ok(running) = std::fs::read("/proc/kallsyms") else {
+        return;
+    };
+    std::fs::write(&p, running).unwrap();
+    let why = f.kallsyms_path(Some(&id)).unwrap_err();
+    assert!(why.contains("this machine's /proc/kallsyms"), "{why}");
 }
 
 /// One binary named by many spellings (`dir/./sub/../small-pie`) is searched and held once:

@@ -11,35 +11,14 @@ mod hostile;
 mod truncation;
 mod write;
 
-use std::io::Read;
-
-/// `tests/fixtures/perf/<name>`, gunzipped when it ends in `.gz`.
+/// `tests/fixtures/perf/<name>`, gunzipped when it is gzip.
 pub fn fixture(name: &str) -> Vec<u8> {
-    let bytes = profkit_testkit::read_fixture(format!("perf/{name}"));
-    if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&bytes[..])
-            .read_to_end(&mut out)
-            .unwrap();
-        out
-    } else {
-        bytes
-    }
+    profkit_testkit::read_fixture_gunzipped(format!("perf/{name}"))
 }
 
 /// The committed fixture whose name starts with `prefix` (jitdumps and maps carry the pid).
 pub fn fixture_named(prefix: &str) -> String {
-    let dir = profkit_testkit::fixture("perf");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(prefix))
-        .collect();
-    names.sort();
-    names
-        .into_iter()
-        .next()
-        .unwrap_or_else(|| panic!("no fixture {prefix}*"))
+    profkit_testkit::fixture_named("perf", prefix)
 }
 
 /// perf's own count of `kind` records (`perf report --stats`), from `<name>.stats.txt`.

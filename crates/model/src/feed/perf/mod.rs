@@ -419,18 +419,12 @@ fn kernel_names(
         .iter()
         .find(|b| b.is_kernel())
         .map(|b| BuildId::new(&b.build_id));
-    let path = opts
-        .kallsyms
-        .clone()
-        .or_else(|| binaries.kallsyms_path(kernel_id.as_ref()));
-    let Some(path) = path else {
-        return (
-            KernelNames::Unavailable(
-                "no kallsyms of the recorded kernel (not in ~/.debug, and not the running kernel); pass --kallsyms FILE"
-                    .into(),
-            ),
-            false,
-        );
+    let path = match &opts.kallsyms {
+        Some(p) => p.clone(),
+        None => match binaries.kallsyms_path(kernel_id.as_ref()) {
+            Ok(p) => p,
+            Err(why) => return (KernelNames::Unavailable(why), false),
+        },
     };
     let unproven =
         kernel_id.is_none() && opts.kallsyms.is_none() && path == Path::new("/proc/kallsyms");
