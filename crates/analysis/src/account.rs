@@ -355,14 +355,8 @@ impl Accounting {
 pub fn stats(func: FuncId, durations: &mut [u64]) -> Row {
     let n = durations.len();
     let mut row = Row {
-        func,
         count: n as u64,
-        min: 0,
-        median: 0,
-        p90: 0,
-        p99: 0,
-        max: 0,
-        sum: 0,
+        ..Row::empty(func)
     };
     if n == 0 {
         return row;
