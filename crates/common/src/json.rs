@@ -105,6 +105,159 @@ pub fn push_string(out: &mut String, s: &str) {
     out.push_str(&quoted(s));
 }
 
+/// One JSON object written key by key into a buffer (NDJSON dumps build a line with it). Keys
+/// are written in the order given: callers give them sorted. Up to two "pending" numbers (a
+/// record's `index` and `offset`, which every record of a format has) go in among the keys
+/// where they sort ([`Object::with_pending`]).
+///
+/// ```
+/// let mut b = Vec::new();
+/// let mut o = profkit_common::json::Object::with_pending(&mut b, [("index", 3), ("offset", 64)]);
+/// o.str("kind", "load").num("size", 8u32).bool("valid", true);
+/// o.end_line();
+/// assert_eq!(b, b"{\"index\":3,\"kind\":\"load\",\"offset\":64,\"size\":8,\"valid\":true}\n");
+/// ```
+pub struct Object<'b> {
+    buf: &'b mut Vec<u8>,
+    first: bool,
+    pending: [Option<(&'static str, u64)>; 2],
+}
+
+impl<'b> Object<'b> {
+    /// Opens an object at the end of `buf`.
+    pub fn new(buf: &'b mut Vec<u8>) -> Object<'b> {
+        buf.push(b'{');
+        Object {
+            buf,
+            first: true,
+            pending: [None; 2],
+        }
+    }
+
+    /// Opens an object whose `pending` numbers (in key order) go in before the first key that
+    /// sorts after them, or at the end.
+    pub fn with_pending(buf: &'b mut Vec<u8>, pending: [(&'static str, u64); 2]) -> Object<'b> {
+        let mut o = Object::new(buf);
+        o.pending = pending.map(Some);
+        o
+    }
+
+    /// Writes the pending numbers whose keys sort before `key` (all of them with `None`).
+    fn flush_pending(&mut self, key: Option<&str>) {
+        for slot in &mut self.pending {
+            if let Some((k, v)) = *slot {
+                if key.is_none_or(|key| k < key) {
+                    *slot = None;
+                    push_key(self.buf, &mut self.first, k);
+                    self.buf
+                        .extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+                }
+            }
+        }
+    }
+
+    /// Writes `"k":` and returns the buffer for the value.
+    pub fn key(&mut self, k: &str) -> &mut Vec<u8> {
+        if self.pending[0].is_some() || self.pending[1].is_some() {
+            self.flush_pending(Some(k));
+        }
+        push_key(self.buf, &mut self.first, k);
+        self.buf
+    }
+
+    /// A value written by `value`.
+    pub fn raw(&mut self, k: &str, value: impl FnOnce(&mut Vec<u8>)) -> &mut Self {
+        value(self.key(k));
+        self
+    }
+
+    /// An integer.
+    pub fn num(&mut self, k: &str, v: impl itoa::Integer) -> &mut Self {
+        let b = self.key(k);
+        b.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+        self
+    }
+
+    /// An integer, or `null`.
+    pub fn opt(&mut self, k: &str, v: Option<impl itoa::Integer>) -> &mut Self {
+        match v {
+            Some(v) => self.num(k, v),
+            None => {
+                self.key(k).extend_from_slice(b"null");
+                self
+            }
+        }
+    }
+
+    /// A string.
+    pub fn str(&mut self, k: &str, v: &str) -> &mut Self {
+        push_str(self.key(k), v);
+        self
+    }
+
+    /// `true` or `false`.
+    pub fn bool(&mut self, k: &str, v: bool) -> &mut Self {
+        self.key(k)
+            .extend_from_slice(if v { b"true" } else { b"false" });
+        self
+    }
+
+    /// An array of integers.
+    pub fn nums<T: itoa::Integer>(&mut self, k: &str, v: impl IntoIterator<Item = T>) -> &mut Self {
+        let b = self.key(k);
+        b.push(b'[');
+        let mut itoa = itoa::Buffer::new();
+        for (i, x) in v.into_iter().enumerate() {
+            if i > 0 {
+                b.push(b',');
+            }
+            b.extend_from_slice(itoa.format(x).as_bytes());
+        }
+        b.push(b']');
+        self
+    }
+
+    /// Bytes as a string of lowercase hex digits.
+    pub fn hex(&mut self, k: &str, v: &[u8]) -> &mut Self {
+        let b = self.key(k);
+        b.push(b'"');
+        push_hex(b, v);
+        b.push(b'"');
+        self
+    }
+
+    /// Closes the object.
+    pub fn end(mut self) {
+        self.flush_pending(None);
+        self.buf.push(b'}');
+    }
+
+    /// Closes the object and ends the line.
+    pub fn end_line(mut self) {
+        self.flush_pending(None);
+        self.buf.extend_from_slice(b"}\n");
+    }
+}
+
+/// Appends `"key":`, after a comma unless it is the object's first.
+fn push_key(buf: &mut Vec<u8>, first: &mut bool, key: &str) {
+    if !*first {
+        buf.push(b',');
+    }
+    *first = false;
+    push_str(buf, key);
+    buf.push(b':');
+}
+
+/// Appends `bytes` as lowercase hex digits.
+pub fn push_hex(buf: &mut Vec<u8>, bytes: &[u8]) {
+    buf.reserve(bytes.len() * 2);
+    for &b in bytes {
+        buf.push(hex_digit(b >> 4));
+        buf.push(hex_digit(b));
+    }
+}
+
 #[cfg(test)]
 mod controls_tests {
     #[test]

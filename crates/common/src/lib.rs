@@ -11,9 +11,15 @@
 //! * [`bytes`]: [`FileBytes`], the one way files are mapped (or read) whole.
 //! * [`anon`]: [`anon::is_anonymous_memory`], which recorded mapping names are anonymous memory.
 //! * [`release`]: letting go of a run's large structures (freed, or left to the process's exit).
+//! * [`error`]: [`Error`], the one-word parse error (offset, record, [`ErrorKind`], message).
+//! * [`open_tag!`]: on-disk tags as open newtypes (unknown values pass through).
+//! * [`endian`]: [`Endian`] and the bounds-checked field reads over borrowed bytes.
+//! * [`json::Object`]: the NDJSON object builder of every `dump --json`.
+//! * [`format`]: [`InputFormat`], the trait every format crate implements (detect, summary,
+//!   validate, dump) and the CLI's registry lists.
 //!
-//! This crate is a leaf: it depends on nothing but `memmap2`, and the format crates depend on
-//! it alone.
+//! This crate is a leaf: it depends on nothing but `memmap2`, `libc`, `memchr` and `itoa`, and
+//! the format crates depend on it alone.
 //!
 //! ```
 //! use profkit_common::{Findings, Severity, Truncation};
@@ -27,13 +33,20 @@
 
 pub mod anon;
 pub mod bytes;
+pub mod endian;
+pub mod error;
 pub mod finding;
+pub mod format;
 pub mod json;
 pub mod release;
 pub mod summary;
+pub mod tag;
 pub mod truncation;
 
 pub use bytes::FileBytes;
+pub use endian::Endian;
+pub use error::{Error, ErrorKind};
 pub use finding::{Finding, Findings, Severity, Validation};
+pub use format::InputFormat;
 pub use summary::{Summary, ThreadSummary, TimeSpan, Value};
 pub use truncation::Truncation;

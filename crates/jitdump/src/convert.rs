@@ -12,6 +12,61 @@ use crate::raw::{Endian, RecordType};
 use crate::read::{DebugWalkEnd, JitDump, RawRecord, Record};
 use crate::write::{CodeLoadData, DebugInfo2Data, HeaderOptions, JitDumpWriter, Tier, Unwinding};
 
+/// A jitdump or a perf map, ready to be written in the other encoding (or re-encoded).
+pub enum Encoded<'a> {
+    /// A parsed jitdump.
+    Jitdump(JitDump<'a>),
+    /// A perf map's text, and the pid a jitdump made of it records (its file name's, see
+    /// [`pid_from_file_name`]; 0 when the name has none).
+    PerfMap {
+        /// The map's text.
+        text: &'a [u8],
+        /// The pid for the jitdump's header and CODE_LOADs.
+        pid: u32,
+    },
+}
+
+/// What [`convert`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// A jitdump (`endian`: the byte order; `None` keeps a jitdump's and takes the host's for a
+    /// perf map).
+    Jitdump {
+        /// The byte order to write.
+        endian: Option<Endian>,
+    },
+    /// A perf map (the code live at the end, [`perfmap::MapBuilder`]'s meaning).
+    PerfMap,
+}
+
+/// The one table of jitdump ↔ perf-map conversions: a jitdump to a perf map or re-encoded, a
+/// perf map to a jitdump or cleaned up as a perf map.
+pub fn convert(
+    input: &Encoded<'_>,
+    to: Encoding,
+    mut out: &mut dyn Write,
+) -> io::Result<ConvertStats> {
+    match (input, to) {
+        (Encoded::Jitdump(dump), Encoding::Jitdump { endian }) => {
+            let header = header_like(dump, endian.unwrap_or(dump.endian()));
+            let mut w = JitDumpWriter::new(out, &header)?;
+            reencode(dump, &mut w)
+        }
+        (Encoded::Jitdump(dump), Encoding::PerfMap) => jitdump_to_perf_map(dump, &mut out),
+        (Encoded::PerfMap { text, pid }, Encoding::Jitdump { endian }) => {
+            let header = HeaderOptions {
+                endian: endian.unwrap_or(Endian::NATIVE),
+                pid: *pid,
+                timestamp: 0,
+                ..HeaderOptions::default()
+            };
+            let mut w = JitDumpWriter::new(out, &header)?;
+            perf_map_to_jitdump(text, *pid, &mut w)
+        }
+        (Encoded::PerfMap { text, .. }, Encoding::PerfMap) => perf_map_to_perf_map(text, &mut out),
+    }
+}
+
 /// What a conversion did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConvertStats {

@@ -18,7 +18,7 @@
 
 use std::io::{self, Write};
 
-use profkit_common::json;
+use profkit_common::json::{self, push_hex, Object as Obj};
 
 use crate::error::{Error, Truncation};
 use crate::perfmap::{self, PerfMapEntry, PerfMapLineError};
@@ -118,20 +118,6 @@ fn lossy(b: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(b)
 }
 
-fn hex_digit(n: u8) -> u8 {
-    b"0123456789abcdef"
-        .get(usize::from(n & 15))
-        .copied()
-        .unwrap_or(b'0')
-}
-
-fn push_hex(buf: &mut Vec<u8>, bytes: &[u8]) {
-    buf.reserve(bytes.len() * 2);
-    for &b in bytes {
-        buf.extend_from_slice(&[hex_digit(b >> 4), hex_digit(b)]);
-    }
-}
-
 /// Writes `bytes` as lowercase hex.
 fn write_hex(out: &mut dyn Write, bytes: &[u8]) -> io::Result<()> {
     let mut buf = Vec::with_capacity(bytes.len().min(1 << 16) * 2);
@@ -170,60 +156,6 @@ fn debug_entries(d: &DebugInfo<'_>) -> (Vec<(u64, u32, u32, String)>, &'static s
             ),
             None => (walked(), "corrupt"),
         },
-    }
-}
-
-/// A JSON object being written into a buffer; keys are written in the order given (callers
-/// give them alphabetically).
-struct Obj<'b> {
-    buf: &'b mut Vec<u8>,
-    first: bool,
-}
-
-impl<'b> Obj<'b> {
-    fn new(buf: &'b mut Vec<u8>) -> Obj<'b> {
-        buf.push(b'{');
-        Obj { buf, first: true }
-    }
-
-    fn key(&mut self, k: &str) -> &mut Vec<u8> {
-        if !self.first {
-            self.buf.push(b',');
-        }
-        self.first = false;
-        json::push_str(self.buf, k);
-        self.buf.push(b':');
-        self.buf
-    }
-
-    fn num(&mut self, k: &str, v: impl Into<u64>) -> &mut Self {
-        let v = v.into();
-        push_u64(self.key(k), v);
-        self
-    }
-
-    fn str(&mut self, k: &str, v: &str) -> &mut Self {
-        let b = self.key(k);
-        json::push_str(b, v);
-        self
-    }
-
-    fn bool(&mut self, k: &str, v: bool) -> &mut Self {
-        let b = self.key(k);
-        b.extend_from_slice(if v { b"true" } else { b"false" });
-        self
-    }
-
-    fn hex(&mut self, k: &str, v: &[u8]) -> &mut Self {
-        let b = self.key(k);
-        b.push(b'"');
-        push_hex(b, v);
-        b.push(b'"');
-        self
-    }
-
-    fn end(self) {
-        self.buf.push(b'}');
     }
 }
 

@@ -26,6 +26,8 @@
 //!   meaning of a perf map profkit writes (the code live at the end).
 //! * [`convert`]: jitdump ↔ perf map, jitdump → jitdump in the other byte order.
 //! * [`summary()`] and [`mod@dump`]: what `profkit info` and `profkit dump` show.
+//! * [`format`]: [`JITDUMP`] and [`PERF_MAP`], the crate's face for `profkit` (profkit-common's
+//!   [`InputFormat`](profkit_common::InputFormat)).
 //!
 //! ```
 //! use profkit_jitdump::{JitDump, Record};
@@ -43,6 +45,7 @@
 pub mod convert;
 pub mod dump;
 pub mod error;
+pub mod format;
 pub mod lines;
 pub mod perfmap;
 pub mod raw;
@@ -51,7 +54,8 @@ pub mod summary;
 pub mod validate;
 pub mod write;
 
-pub use error::{Error, Result, Truncation};
+pub use error::{Error, ErrorKind, Result, Truncation};
+pub use format::{JITDUMP, PERF_MAP};
 pub use raw::{Endian, RecordType};
 pub use read::{
     CodeLoad, CodeMove, DebugEntry, DebugInfo, DebugInfo2, EmbeddedSourceFile, FollowReader,

@@ -134,9 +134,9 @@ impl<R: BufRead> StreamRecords<R> {
         let mut head = vec![0u8; FILE_HEADER_SIZE];
         let (n, failed) = read_full(&mut r, &mut head);
         head.truncate(n);
-        let fail = |e: Error| Error {
-            message: with_failure(e.message.clone(), failed.as_ref()),
-            ..e
+        let fail = |mut e: Error| {
+            e.message = with_failure(e.message.clone(), failed.as_ref());
+            e
         };
         let endian = match (n, head.get(..4)) {
             (FILE_HEADER_SIZE, Some(m)) if m == MAGIC.to_le_bytes() => Endian::Little,
@@ -162,9 +162,9 @@ impl<R: BufRead> StreamRecords<R> {
             &mut head,
             u64::from(total).saturating_sub(FILE_HEADER_SIZE as u64),
         );
-        let h = Header::parse(&head).map_err(|e| Error {
-            message: with_failure(e.message.clone(), failed.as_ref()),
-            ..e
+        let h = Header::parse(&head).map_err(|mut e| {
+            e.message = with_failure(e.message.clone(), failed.as_ref());
+            e
         })?;
         let header = Header { extra: &[], ..h };
         let extra = h.extra.to_vec();
