@@ -2,7 +2,7 @@
 
 use super::bytes::{u32_at, u64_at};
 use super::records::Records;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::raw::{Endian, FILE_HEADER_SIZE, MAGIC};
 
 /// The jitdump file header, decoded. Field names follow the spec.
@@ -42,6 +42,7 @@ impl<'a> Header<'a> {
                     data.len()
                 ),
             )
+            .with_kind(ErrorKind::Truncated)
         })?;
         let endian = if magic == MAGIC.to_le_bytes() {
             Endian::Little
@@ -67,6 +68,7 @@ impl<'a> Header<'a> {
                     data.len()
                 ),
             )
+            .with_kind(ErrorKind::Truncated)
         };
         let version = u32_at(data, 4, endian).ok_or_else(short)?;
         let total_size = u32_at(data, 8, endian).ok_or_else(short)?;
