@@ -12,7 +12,7 @@
 
 use std::io::{self, Write};
 
-use profkit_common::json;
+use profkit_common::json::{self, Object as Obj};
 
 use crate::raw::{clock_name, feature_name, sample_type_names};
 use crate::read::{Event, EventData, Events, Meta, Mode, PerfData};
@@ -68,66 +68,6 @@ fn lossy(b: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(b)
 }
 
-/// A JSON object being written; keys come in the order given (callers sort them).
-struct Obj<'b> {
-    buf: &'b mut Vec<u8>,
-    first: bool,
-}
-
-impl<'b> Obj<'b> {
-    fn new(buf: &'b mut Vec<u8>) -> Obj<'b> {
-        buf.push(b'{');
-        Obj { buf, first: true }
-    }
-    fn key(&mut self, k: &str) -> &mut Vec<u8> {
-        if !self.first {
-            self.buf.push(b',');
-        }
-        self.first = false;
-        json::push_str(self.buf, k);
-        self.buf.push(b':');
-        self.buf
-    }
-    fn num(&mut self, k: &str, v: impl std::fmt::Display) -> &mut Self {
-        let _ = write!(self.key(k), "{v}");
-        self
-    }
-    fn opt(&mut self, k: &str, v: Option<impl std::fmt::Display>) -> &mut Self {
-        match v {
-            Some(v) => self.num(k, v),
-            None => {
-                self.key(k).extend_from_slice(b"null");
-                self
-            }
-        }
-    }
-    fn str(&mut self, k: &str, v: &str) -> &mut Self {
-        let b = self.key(k);
-        json::push_str(b, v);
-        self
-    }
-    fn bool(&mut self, k: &str, v: bool) -> &mut Self {
-        self.key(k)
-            .extend_from_slice(if v { b"true" } else { b"false" });
-        self
-    }
-    fn nums(&mut self, k: &str, v: impl Iterator<Item = u64>) -> &mut Self {
-        let b = self.key(k);
-        b.push(b'[');
-        for (i, x) in v.enumerate() {
-            if i > 0 {
-                b.push(b',');
-            }
-            let _ = write!(b, "{x}");
-        }
-        b.push(b']');
-        self
-    }
-    fn end(self) {
-        self.buf.extend_from_slice(b"}\n");
-    }
-}
-
 fn header(buf: &mut Vec<u8>, meta: &Meta, o: DumpOptions) {
     let h = &meta.header;
     let f = &meta.features;
@@ -154,7 +94,7 @@ fn header(buf: &mut Vec<u8>, meta: &Meta, o: DumpOptions) {
         j.num("header_size", h.header_size)
             .str("mode", h.mode.name())
             .str("type", "HEADER");
-        j.end();
+        j.end_line();
         for a in &meta.attrs {
             let mut j = Obj::new(buf);
             j.opt("clockid", a.clockid)
@@ -171,7 +111,7 @@ fn header(buf: &mut Vec<u8>, meta: &Meta, o: DumpOptions) {
                 .str("sample_type_names", &sample_type_names(a.sample_type))
                 .str("type", "ATTR")
                 .bool("use_clockid", a.use_clockid);
-            j.end();
+            j.end_line();
         }
         let strs = [
             ("HOSTNAME", &f.hostname),
@@ -185,7 +125,7 @@ fn header(buf: &mut Vec<u8>, meta: &Meta, o: DumpOptions) {
                 j.str("feature", name)
                     .str("type", "FEATURE")
                     .str("value", v);
-                j.end();
+                j.end_line();
             }
         }
         if let Some(c) = &f.cmdline {
@@ -200,7 +140,7 @@ fn header(buf: &mut Vec<u8>, meta: &Meta, o: DumpOptions) {
                 json::push_str(b, a);
             }
             b.push(b']');
-            j.end();
+            j.end_line();
         }
         if let Some(c) = f.clock_data {
             let mut j = Obj::new(buf);
@@ -209,7 +149,7 @@ fn header(buf: &mut Vec<u8>, meta: &Meta, o: DumpOptions) {
                 .str("feature", "CLOCK_DATA")
                 .str("type", "FEATURE")
                 .num("wall_clock_ns", c.wall_clock_ns);
-            j.end();
+            j.end_line();
         }
         for b in &f.build_ids {
             let mut j = Obj::new(buf);
@@ -219,7 +159,7 @@ fn header(buf: &mut Vec<u8>, meta: &Meta, o: DumpOptions) {
                 .str("path", &b.path)
                 .num("pid", b.pid)
                 .str("type", "FEATURE");
-            j.end();
+            j.end_line();
         }
         return;
     }
@@ -489,5 +429,5 @@ fn event_json(buf: &mut Vec<u8>, ev: &Event<'_>, o: DumpOptions) {
                 .str("type", &ty);
         }
     }
-    j.end();
+    j.end_line();
 }

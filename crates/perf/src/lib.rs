@@ -14,7 +14,8 @@
 //!   [`Truncation`]; a corrupt record ends the walk with an [`Error`] at its offset.
 //! * [`jit`]: per process, the jitdump marker mmaps and anonymous executable mappings.
 //! * [`mod@validate`], [`summary()`] and [`mod@dump`]: what `profkit validate`, `info` and
-//!   `dump` show.
+//!   `dump` show; [`format`]: [`PERF`], the crate's face for `profkit` (profkit-common's
+//!   [`InputFormat`](profkit_common::InputFormat)).
 //! * [`mod@write`]: a file-mode perf.data from a recording with records merged in time order
 //!   ([`Insert`], [`Mmap2`]) and build ids added ([`BuildIdEntry`]): what `profkit inject`
 //!   writes.
@@ -39,6 +40,7 @@
 
 pub mod dump;
 pub mod error;
+pub mod format;
 pub mod jit;
 pub mod raw;
 pub mod read;
@@ -47,7 +49,8 @@ pub mod summary;
 pub mod validate;
 pub mod write;
 
-pub use error::{Error, Result, Truncation};
+pub use error::{Error, ErrorKind, Result, Truncation};
+pub use format::PERF;
 pub use jit::{JitMarker, JitScan, ProcessJit};
 pub use raw::RecordType;
 pub use read::{

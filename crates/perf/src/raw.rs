@@ -1,8 +1,6 @@
 //! On-disk constants of perf.data (from the kernel's `include/uapi/linux/perf_event.h` and
 //! perf's `tools/perf/util/{header.h,event.h}`) and the open newtype [`RecordType`].
 
-use core::fmt;
-
 /// `PERFILE2`: the magic of a little-endian perf.data file (file and pipe mode).
 pub const MAGIC_LE: [u8; 8] = *b"PERFILE2";
 /// The magic of a big-endian perf.data file (the 64-bit value byte-swapped).
@@ -161,119 +159,101 @@ pub const FEATURE_PMU_MAPPINGS: u32 = 16;
 /// The feature bit of SIMPLEPERF_META_INFO.
 pub const FEATURE_SIMPLEPERF_META_INFO: u32 = 129;
 
-/// A record's `type` (`PERF_RECORD_*`): an open newtype, unknown values pass through.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RecordType(pub u32);
+profkit_common::open_tag! {
+    /// A record's `type` (`PERF_RECORD_*`): an open newtype, unknown values pass through.
+    /// Names are perf's without the `PERF_RECORD_` prefix (the kernel's types 1 ..= 21,
+    /// perf's own 64 ..= 83); `Display` gives `UNKNOWN_<type>` for the others.
+    pub struct RecordType(u32) {
+        /// `PERF_RECORD_MMAP`.
+        MMAP = 1 => "MMAP",
+        /// `PERF_RECORD_LOST`.
+        LOST = 2 => "LOST",
+        /// `PERF_RECORD_COMM`.
+        COMM = 3 => "COMM",
+        /// `PERF_RECORD_EXIT`.
+        EXIT = 4 => "EXIT",
+        /// `PERF_RECORD_THROTTLE`.
+        THROTTLE = 5 => "THROTTLE",
+        /// `PERF_RECORD_UNTHROTTLE`.
+        UNTHROTTLE = 6 => "UNTHROTTLE",
+        /// `PERF_RECORD_FORK`.
+        FORK = 7 => "FORK",
+        /// `PERF_RECORD_READ`.
+        READ = 8 => "READ",
+        /// `PERF_RECORD_SAMPLE`.
+        SAMPLE = 9 => "SAMPLE",
+        /// `PERF_RECORD_MMAP2`.
+        MMAP2 = 10 => "MMAP2",
+        /// `PERF_RECORD_AUX`.
+        AUX = 11 => "AUX",
+        /// `PERF_RECORD_ITRACE_START`.
+        ITRACE_START = 12 => "ITRACE_START",
+        /// `PERF_RECORD_LOST_SAMPLES`.
+        LOST_SAMPLES = 13 => "LOST_SAMPLES",
+        /// `PERF_RECORD_SWITCH`.
+        SWITCH = 14 => "SWITCH",
+        /// `PERF_RECORD_SWITCH_CPU_WIDE`.
+        SWITCH_CPU_WIDE = 15 => "SWITCH_CPU_WIDE",
+        /// `PERF_RECORD_NAMESPACES`.
+        NAMESPACES = 16 => "NAMESPACES",
+        /// `PERF_RECORD_KSYMBOL`.
+        KSYMBOL = 17 => "KSYMBOL",
+        /// `PERF_RECORD_BPF_EVENT`.
+        BPF_EVENT = 18 => "BPF_EVENT",
+        /// `PERF_RECORD_CGROUP`.
+        CGROUP = 19 => "CGROUP",
+        /// `PERF_RECORD_TEXT_POKE`.
+        TEXT_POKE = 20 => "TEXT_POKE",
+        /// `PERF_RECORD_AUX_OUTPUT_HW_ID`.
+        AUX_OUTPUT_HW_ID = 21 => "AUX_OUTPUT_HW_ID",
+        /// `PERF_RECORD_HEADER_ATTR` (pipe mode).
+        HEADER_ATTR = 64 => "HEADER_ATTR",
+        /// `PERF_RECORD_HEADER_EVENT_TYPE`.
+        HEADER_EVENT_TYPE = 65 => "HEADER_EVENT_TYPE",
+        /// `PERF_RECORD_HEADER_TRACING_DATA`.
+        HEADER_TRACING_DATA = 66 => "HEADER_TRACING_DATA",
+        /// `PERF_RECORD_HEADER_BUILD_ID`.
+        HEADER_BUILD_ID = 67 => "HEADER_BUILD_ID",
+        /// `PERF_RECORD_FINISHED_ROUND`.
+        FINISHED_ROUND = 68 => "FINISHED_ROUND",
+        /// `PERF_RECORD_ID_INDEX`.
+        ID_INDEX = 69 => "ID_INDEX",
+        /// `PERF_RECORD_AUXTRACE_INFO`.
+        AUXTRACE_INFO = 70 => "AUXTRACE_INFO",
+        /// `PERF_RECORD_AUXTRACE` (its payload follows the record).
+        AUXTRACE = 71 => "AUXTRACE",
+        /// `PERF_RECORD_AUXTRACE_ERROR`.
+        AUXTRACE_ERROR = 72 => "AUXTRACE_ERROR",
+        /// `PERF_RECORD_THREAD_MAP`.
+        THREAD_MAP = 73 => "THREAD_MAP",
+        /// `PERF_RECORD_CPU_MAP`.
+        CPU_MAP = 74 => "CPU_MAP",
+        /// `PERF_RECORD_STAT_CONFIG`.
+        STAT_CONFIG = 75 => "STAT_CONFIG",
+        /// `PERF_RECORD_STAT`.
+        STAT = 76 => "STAT",
+        /// `PERF_RECORD_STAT_ROUND`.
+        STAT_ROUND = 77 => "STAT_ROUND",
+        /// `PERF_RECORD_EVENT_UPDATE`.
+        EVENT_UPDATE = 78 => "EVENT_UPDATE",
+        /// `PERF_RECORD_TIME_CONV`.
+        TIME_CONV = 79 => "TIME_CONV",
+        /// `PERF_RECORD_HEADER_FEATURE` (pipe mode).
+        HEADER_FEATURE = 80 => "HEADER_FEATURE",
+        /// `PERF_RECORD_COMPRESSED` (zstd, `perf record -z`).
+        COMPRESSED = 81 => "COMPRESSED",
+        /// `PERF_RECORD_FINISHED_INIT`.
+        FINISHED_INIT = 82 => "FINISHED_INIT",
+        /// `PERF_RECORD_COMPRESSED2`.
+        COMPRESSED2 = 83 => "COMPRESSED2",
+    }
+    unknown "UNKNOWN_{}"
+}
 
 impl RecordType {
-    /// `PERF_RECORD_MMAP`.
-    pub const MMAP: RecordType = RecordType(1);
-    /// `PERF_RECORD_LOST`.
-    pub const LOST: RecordType = RecordType(2);
-    /// `PERF_RECORD_COMM`.
-    pub const COMM: RecordType = RecordType(3);
-    /// `PERF_RECORD_EXIT`.
-    pub const EXIT: RecordType = RecordType(4);
-    /// `PERF_RECORD_FORK`.
-    pub const FORK: RecordType = RecordType(7);
-    /// `PERF_RECORD_SAMPLE`.
-    pub const SAMPLE: RecordType = RecordType(9);
-    /// `PERF_RECORD_MMAP2`.
-    pub const MMAP2: RecordType = RecordType(10);
-    /// `PERF_RECORD_LOST_SAMPLES`.
-    pub const LOST_SAMPLES: RecordType = RecordType(13);
-    /// `PERF_RECORD_HEADER_ATTR` (pipe mode).
-    pub const HEADER_ATTR: RecordType = RecordType(64);
-    /// `PERF_RECORD_HEADER_BUILD_ID`.
-    pub const HEADER_BUILD_ID: RecordType = RecordType(67);
-    /// `PERF_RECORD_FINISHED_ROUND`.
-    pub const FINISHED_ROUND: RecordType = RecordType(68);
-    /// `PERF_RECORD_AUXTRACE` (its payload follows the record).
-    pub const AUXTRACE: RecordType = RecordType(71);
-    /// `PERF_RECORD_HEADER_FEATURE` (pipe mode).
-    pub const HEADER_FEATURE: RecordType = RecordType(80);
-    /// `PERF_RECORD_COMPRESSED` (zstd, `perf record -z`).
-    pub const COMPRESSED: RecordType = RecordType(81);
-    /// `PERF_RECORD_FINISHED_INIT`.
-    pub const FINISHED_INIT: RecordType = RecordType(82);
-    /// `PERF_RECORD_COMPRESSED2`.
-    pub const COMPRESSED2: RecordType = RecordType(83);
-
-    /// Kernel record names, `PERF_RECORD_<name>` for type 1 ..= 21.
-    const KERNEL: [&'static str; 21] = [
-        "MMAP",
-        "LOST",
-        "COMM",
-        "EXIT",
-        "THROTTLE",
-        "UNTHROTTLE",
-        "FORK",
-        "READ",
-        "SAMPLE",
-        "MMAP2",
-        "AUX",
-        "ITRACE_START",
-        "LOST_SAMPLES",
-        "SWITCH",
-        "SWITCH_CPU_WIDE",
-        "NAMESPACES",
-        "KSYMBOL",
-        "BPF_EVENT",
-        "CGROUP",
-        "TEXT_POKE",
-        "AUX_OUTPUT_HW_ID",
-    ];
-    /// perf's user record names for type 64 ..= 83.
-    const USER: [&'static str; 20] = [
-        "HEADER_ATTR",
-        "HEADER_EVENT_TYPE",
-        "HEADER_TRACING_DATA",
-        "HEADER_BUILD_ID",
-        "FINISHED_ROUND",
-        "ID_INDEX",
-        "AUXTRACE_INFO",
-        "AUXTRACE",
-        "AUXTRACE_ERROR",
-        "THREAD_MAP",
-        "CPU_MAP",
-        "STAT_CONFIG",
-        "STAT",
-        "STAT_ROUND",
-        "EVENT_UPDATE",
-        "TIME_CONV",
-        "HEADER_FEATURE",
-        "COMPRESSED",
-        "FINISHED_INIT",
-        "COMPRESSED2",
-    ];
-
-    /// perf's name without the `PERF_RECORD_` prefix, if the type is known.
-    pub fn name(self) -> Option<&'static str> {
-        let t = self.0 as usize;
-        match self.0 {
-            1..=21 => Self::KERNEL.get(t - 1).copied(),
-            64..=83 => Self::USER.get(t - 64).copied(),
-            _ => None,
-        }
-    }
-
-    /// Whether perf (or the kernel) defines this type.
-    pub fn is_known(self) -> bool {
-        self.name().is_some()
-    }
-
     /// Whether the kernel emits it (types below 64); others are written by perf itself.
     pub fn is_kernel(self) -> bool {
         self.0 < 64
-    }
-}
-
-impl fmt::Display for RecordType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.name() {
-            Some(n) => f.write_str(n),
-            None => write!(f, "UNKNOWN_{}", self.0),
-        }
     }
 }
 

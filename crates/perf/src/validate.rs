@@ -72,7 +72,7 @@ pub fn validate(data: &[u8]) -> Validation {
 }
 
 fn push_error(f: &mut Findings, code: &'static str, e: &Error) {
-    f.push(code, e.offset_or_zero(), e.record, e.message.clone());
+    f.push(code, e.offset, e.record, e.message.clone());
 }
 
 /// The checks, from metadata and a scan (for streams too).
@@ -80,9 +80,9 @@ pub fn check(f: &mut Findings, meta: &Meta, s: &Scan) {
     for p in &meta.problems {
         let code = if p.record.is_some() {
             "record-size-invalid"
-        } else if p.offset == Some(48) && meta.header.data.size == 0 {
+        } else if p.known_offset() == Some(48) && meta.header.data.size == 0 {
             "data-size-zero"
-        } else if p.offset == Some(48) {
+        } else if p.known_offset() == Some(48) {
             "data-past-end"
         } else {
             "feature-dropped"

@@ -319,9 +319,7 @@ pub fn write<W: Write + Seek>(
             }
         };
         if ev.record_type == RecordType::AUXTRACE {
-            return Err(Error::record(
-                ev.index,
-                None,
+            return Err(Error::unlocated(crate::error::ErrorKind::Malformed, Some(ev.index),
                 "AUXTRACE records (Intel PT, CoreSight …) are not written: their payloads follow the record",
             ));
         }

@@ -908,7 +908,11 @@ impl<S: Read> Events<S> {
             }
             Err(err) => {
                 *done = true;
-                let err = Error::record(i, None, format!("linux-perf-data: {err}"));
+                let err = Error::unlocated(
+                    crate::error::ErrorKind::Malformed,
+                    Some(i),
+                    format!("linux-perf-data: {err}"),
+                );
                 *error = Some(err.clone());
                 Some(Err(err))
             }

@@ -215,7 +215,7 @@ fn check(
     if size < RECORD_HEADER_SIZE as u64 {
         return Err(Error::record(
             index,
-            Some(offset),
+            offset,
             format!("{record_type} record size {size} is below the 8-byte record header"),
         ));
     }
@@ -228,7 +228,7 @@ fn check(
             let Some(payload) = u64_at(body, 0, e) else {
                 return Err(Error::record(
                     index,
-                    Some(offset),
+                    offset,
                     format!("AUXTRACE record size {size} has no room for its payload size"),
                 ));
             };
@@ -237,15 +237,14 @@ fn check(
                 None => {
                     return Err(Error::record(
                         index,
-                        Some(offset),
+                        offset,
                         format!("AUXTRACE payload size {payload} overflows"),
                     ))
                 }
             };
             if avail.is_none() && payload > MAX_STREAM_AUXTRACE {
                 return Err(Error::record(
-                    index,
-                    Some(offset),
+                    index, offset,
                     format!("AUXTRACE payload size {payload} is over the {MAX_STREAM_AUXTRACE}-byte limit for streams"),
                 ));
             }
@@ -263,8 +262,7 @@ fn check(
             };
             if attr_size < 64 || attr_size > body.len() as u64 {
                 return Err(Error::record(
-                    index,
-                    Some(offset),
+                    index, offset,
                     format!(
                         "HEADER_ATTR of {} bytes holds no attr of its size {attr_size} (64 ..= the record's body)",
                         body.len()
@@ -279,7 +277,7 @@ fn check(
             if let Err(m) = check_event_desc(body.get(8..).unwrap_or_default(), e) {
                 return Err(Error::record(
                     index,
-                    Some(offset),
+                    offset,
                     format!("HEADER_FEATURE EVENT_DESC: {m}"),
                 ));
             }
@@ -344,7 +342,7 @@ pub(crate) fn scan_slice(data: &[u8], start: u64, end: u64, e: Endian) -> FrameL
                 if let Err(m) = inflated {
                     log.end = FrameEnd::Corrupt(Error::record(
                         log.records,
-                        Some(off),
+                        off,
                         format!("{} record: {m}", f.record_type),
                     ));
                     break;
@@ -605,7 +603,7 @@ impl<R: Read> Framer<R> {
             self.buf.clear();
             self.finish(FrameEnd::Corrupt(Error::record(
                 index,
-                Some(offset),
+                offset,
                 format!("{} record: {m}", frame.record_type),
             )));
             return Ok(());
@@ -671,7 +669,7 @@ mod tests {
         bad[24 + 6] = 4; // FINISHED_ROUND of size 4
         let log = scan_slice(&bad, 0, bad.len() as u64, Endian::Little);
         assert!(
-            matches!(log.end, FrameEnd::Corrupt(ref e) if e.offset == Some(24) && e.record == Some(1))
+            matches!(log.end, FrameEnd::Corrupt(ref e) if e.known_offset() == Some(24) && e.record == Some(1))
         );
         assert_eq!(log.clean_end, 24);
     }

@@ -30,7 +30,7 @@ pub use frame::{FrameEnd, FrameLog, MAX_WINDOW_INFLATED, MAX_WINDOW_RECORDS};
 pub use header::{FeatureSection, Header, Mode, Section};
 pub use meta::{section_bytes, Attr, BuildId, ClockData, Features, Meta};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::raw::PIPE_HEADER_SIZE;
 use events::Source;
 use frame::Framer;
@@ -75,11 +75,7 @@ impl<R: Read> Read for StreamSource<R> {
 }
 
 fn lpd_error(e: linux_perf_data::Error) -> Error {
-    Error {
-        offset: None,
-        record: None,
-        message: format!("linux-perf-data: {e}"),
-    }
+    Error::unlocated(ErrorKind::Malformed, None, format!("linux-perf-data: {e}"))
 }
 
 /// linux-perf-data's reader over a file in memory, and the framing log it fills.
@@ -246,14 +242,15 @@ impl<'a> PerfData<'a> {
 fn pipe_open_error(err: linux_perf_data::Error, log: &Arc<Mutex<FrameLog>>) -> Error {
     match log.lock().map(|l| l.end.clone()) {
         Ok(FrameEnd::Corrupt(e)) => e,
-        Ok(FrameEnd::Truncated(t)) => Error {
-            offset: Some(t.offset),
-            record: t.record,
-            message: format!(
+        Ok(FrameEnd::Truncated(t)) => Error::new(
+            ErrorKind::Truncated,
+            t.offset,
+            t.record,
+            format!(
                 "the stream ends inside its attr and feature records: {}",
                 t.reason
             ),
-        },
+        ),
         _ => lpd_error(err),
     }
 }
