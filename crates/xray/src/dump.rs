@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 use std::io::{self, Write};
 
-use profkit_common::json;
+use profkit_common::json::Object;
 
 use crate::error::{Error, Truncation};
 use crate::read::events::{Event, ThreadKey, Trace};
@@ -115,7 +115,7 @@ fn write_basic_event(
         return write_event(out, ev, ev.func_id, &ev.func_id.to_string());
     }
     line.clear();
-    let mut o = JsonObject::new(line);
+    let mut o = Object::new(line);
     o.raw("args", |b| {
         b.push(b'[');
         for (i, a) in ev.args.iter().enumerate() {
@@ -133,7 +133,7 @@ fn write_basic_event(
     o.num("pid", ev.pid);
     o.num("tid", ev.tid);
     o.num("tsc", ev.tsc);
-    o.end();
+    o.end_line();
     out.write_all(line)
 }
 
@@ -166,12 +166,12 @@ fn dump_fdr(trace: &Trace<'_>, opts: &DumpOptions, out: &mut dyn Write) -> io::R
             FdrEntry::Skip(s) => {
                 if opts.json {
                     line.clear();
-                    let mut o = JsonObject::new(&mut line);
+                    let mut o = Object::new(&mut line);
                     o.bool("junk", s.kind == SkipKind::Junk);
                     o.num("len", s.len);
                     o.num("offset", s.offset);
                     o.str("type", "Skip");
-                    o.end();
+                    o.end_line();
                     out.write_all(&line)?;
                 }
             }
@@ -270,7 +270,7 @@ fn llvm_record(rec: &FdrRecord<'_>) -> String {
 /// One record as an NDJSON line: its fields, `index`, `offset` and `type`, keys in
 /// alphabetical order.
 fn record_json(line: &mut Vec<u8>, rec: &FdrRecord<'_>, offset: u64, index: u64) {
-    let mut o = JsonObject::record(line, index, offset);
+    let mut o = record_object(line, index, offset);
     let ty = match rec {
         FdrRecord::Function {
             kind,
@@ -343,104 +343,12 @@ fn record_json(line: &mut Vec<u8>, rec: &FdrRecord<'_>, offset: u64, index: u64)
         }
     };
     o.str("type", ty);
-    o.end();
+    o.end_line();
 }
 
-/// A one-line JSON object written field by field (the caller keeps the keys in order; a
-/// record's `index` and `offset` go in among them where their keys belong).
-struct JsonObject<'b> {
-    buf: &'b mut Vec<u8>,
-    first: bool,
-    /// Numbers still to write, in key order, each before the first key that sorts after it
-    /// (or at the end): the fields every FDR record has.
-    pending: [Option<(&'static str, u64)>; 2],
-}
-
-impl<'b> JsonObject<'b> {
-    fn new(buf: &'b mut Vec<u8>) -> Self {
-        buf.push(b'{');
-        JsonObject {
-            buf,
-            first: true,
-            pending: [None; 2],
-        }
-    }
-
-    /// An FDR record's object: `index` and `offset` go in among its fields in key order.
-    fn record(buf: &'b mut Vec<u8>, index: u64, offset: u64) -> Self {
-        let mut o = JsonObject::new(buf);
-        o.pending = [Some(("index", index)), Some(("offset", offset))];
-        o
-    }
-
-    /// Writes the pending numbers whose keys come before `key` (all with `None`), then `key`.
-    fn key_after_pending(&mut self, key: Option<&str>) {
-        for slot in &mut self.pending {
-            if let Some((k, v)) = *slot {
-                if key.is_none_or(|key| k < key) {
-                    *slot = None;
-                    push_key(self.buf, &mut self.first, k);
-                    self.buf
-                        .extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
-                }
-            }
-        }
-        if let Some(key) = key {
-            push_key(self.buf, &mut self.first, key);
-        }
-    }
-
-    fn key(&mut self, key: &str) {
-        self.key_after_pending(Some(key));
-    }
-
-    fn raw(&mut self, key: &str, value: impl FnOnce(&mut Vec<u8>)) {
-        self.key(key);
-        value(self.buf);
-    }
-
-    fn num(&mut self, key: &str, v: impl itoa::Integer) {
-        self.key(key);
-        self.buf
-            .extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
-    }
-
-    fn opt(&mut self, key: &str, v: Option<impl itoa::Integer>) {
-        match v {
-            Some(v) => self.num(key, v),
-            None => {
-                self.key(key);
-                self.buf.extend_from_slice(b"null");
-            }
-        }
-    }
-
-    fn str(&mut self, key: &str, v: &str) {
-        self.key(key);
-        json::push_str(self.buf, v);
-    }
-
-    fn bool(&mut self, key: &str, v: bool) {
-        self.key(key);
-        self.buf
-            .extend_from_slice(if v { b"true" } else { b"false" });
-    }
-
-    /// Closes the object and ends the line.
-    fn end(mut self) {
-        self.key_after_pending(None);
-        self.buf.extend_from_slice(b"}\n");
-    }
-}
-
-/// Appends `"key":`, after a comma unless it is the object's first.
-fn push_key(buf: &mut Vec<u8>, first: &mut bool, key: &str) {
-    if !*first {
-        buf.push(b',');
-    }
-    *first = false;
-    json::push_str(buf, key);
-    buf.push(b':');
+/// An FDR record's object: `index` and `offset` go in among its fields in key order.
+fn record_object(buf: &mut Vec<u8>, index: u64, offset: u64) -> Object<'_> {
+    Object::with_pending(buf, [("index", index), ("offset", offset)])
 }
 
 #[cfg(test)]

@@ -61,6 +61,9 @@ pub enum Error {
     /// The ELF file or its instrumentation map cannot be read.
     #[error("instrumentation map: {0}")]
     InstrMap(String),
+    /// A YAML trace that is not UTF-8 text.
+    #[error("not UTF-8 text: {0}")]
+    NotText(String),
     /// The YAML text cannot be read.
     #[error("YAML line {line}: {message}")]
     Yaml {
@@ -167,5 +170,19 @@ impl Error {
             expected,
             found: found.into(),
         }
+    }
+}
+
+/// The common error of every format, for callers that treat formats alike (`profkit`'s
+/// registry): the same text, the kind of failure kept.
+impl From<Error> for profkit_common::Error {
+    fn from(e: Error) -> profkit_common::Error {
+        use profkit_common::ErrorKind as K;
+        let kind = match &e {
+            Error::Truncated { .. } => K::Truncated,
+            Error::Unsupported(_) => K::Unsupported,
+            _ => K::Malformed,
+        };
+        profkit_common::Error::unlocated(kind, None, e.to_string())
     }
 }

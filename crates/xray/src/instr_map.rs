@@ -102,7 +102,7 @@ impl InstrMap {
         let size = contents.len() as u64;
         let put_word = |contents: &mut Vec<u8>, at: u64, value: u64| {
             let Ok(at) = usize::try_from(at) else { return };
-            let bytes = endian.put_u64(value);
+            let bytes = endian.u64_bytes(value);
             let bytes: &[u8] = match (word, endian) {
                 (8, _) => &bytes,
                 (_, Endian::Little) => bytes.get(..4).unwrap_or_default(),
@@ -592,4 +592,66 @@ impl Symbolizer {
         }
         info
     }
+}
+
+/// Why instrumented objects cannot be given the XRay object ids asked for ([`object_ids`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ObjectIdError {
+    /// `ID=PATH` names an id the XRay runtime cannot give (above 255).
+    OutOfRange {
+        /// The whole argument.
+        spec: String,
+        /// The id as written.
+        id: String,
+    },
+    /// Two objects have the same id.
+    Twice {
+        /// The argument that repeats it.
+        spec: String,
+        /// The id.
+        id: u8,
+    },
+    /// More than 256 objects.
+    TooMany,
+}
+
+/// The XRay object id of each instrumented object: `PATH` takes the next id in order (the
+/// executable is object 0, then each shared object in the order the XRay runtime registered
+/// it), `ID=PATH` pins one (0-255) and the ones after it count on from there. Functions of
+/// object `k` have the packed ids `k << 24 | id` in the trace ([`split_packed_id`](crate::split_packed_id)).
+pub fn object_ids(
+    specs: &[String],
+) -> core::result::Result<Vec<(u8, std::path::PathBuf)>, ObjectIdError> {
+    let mut out: Vec<(u8, std::path::PathBuf)> = Vec::new();
+    let mut next = 0u16;
+    for spec in specs {
+        if let Some((id, _)) = spec.split_once('=') {
+            if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) && id.parse::<u8>().is_err()
+            {
+                return Err(ObjectIdError::OutOfRange {
+                    spec: spec.clone(),
+                    id: id.to_string(),
+                });
+            }
+        }
+        let pinned = spec
+            .split_once('=')
+            .and_then(|(id, path)| Some((id.parse::<u8>().ok()?, path)));
+        let (id, path) = match pinned {
+            Some((id, path)) => (id, path),
+            None => (
+                u8::try_from(next).map_err(|_| ObjectIdError::TooMany)?,
+                spec.as_str(),
+            ),
+        };
+        if out.iter().any(|(o, _)| *o == id) {
+            return Err(ObjectIdError::Twice {
+                spec: spec.clone(),
+                id,
+            });
+        }
+        next = u16::from(id) + 1;
+        out.push((id, std::path::PathBuf::from(path)));
+    }
+    Ok(out)
 }

@@ -32,6 +32,8 @@
 //!   indices, as a [`Validation`] whose codes are [`verify::codes::ALL`].
 //! * [`summary()`]: what `profkit info` shows (a [`Summary`]); [`dump`](mod@dump): one line per
 //!   record (`llvm-xray fdr-dump` text, llvm's YAML record lines, NDJSON).
+//! * [`format`]: [`XRAY`], [`XRAY_PROFILE`] and [`XRAY_YAML`], the crate's faces for `profkit`
+//!   (profkit-common's [`InputFormat`](profkit_common::InputFormat)).
 //! * [`write`](mod@write): writers for FDR v1–v5 and basic v1–v3 (raw records and whole traces).
 //! * [`instr_map`]: the instrumentation map from an ELF file (x86-64, aarch64, …; sled
 //!   versions 0–2; relocations in PIE), symbolization (DWARF, then the symbol table; demangled),
@@ -66,6 +68,7 @@
 
 pub mod dump;
 pub mod error;
+pub mod format;
 #[doc(hidden)]
 pub mod harness;
 pub mod instr_map;
@@ -78,6 +81,7 @@ pub mod write;
 pub mod yaml;
 
 pub use error::{Error, Result, Truncation};
+pub use format::{XRAY, XRAY_PROFILE, XRAY_YAML};
 pub use instr_map::{InstrMap, Sled, SymbolInfo, Symbolizer};
 pub use profkit_common::{Finding, Severity, Summary, Validation};
 pub use raw::{BasicRecordType, Endian, FunctionKind, MetadataKind, SledKind, TraceType};

@@ -11,60 +11,12 @@ pub const FDR_METADATA_RECORD_SIZE: usize = 16;
 /// Largest FDR function id: function records keep 28 bits.
 pub const MAX_FDR_FUNC_ID: u32 = 0x0FFF_FFFF;
 
-/// Byte order of a trace. The runtime writes the host's order; little-endian in practice.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Endian {
-    /// Little-endian (x86-64, aarch64).
-    #[default]
-    Little,
-    /// Big-endian.
-    Big,
-}
-
-impl Endian {
-    pub(crate) fn u16(self, b: [u8; 2]) -> u16 {
-        match self {
-            Endian::Little => u16::from_le_bytes(b),
-            Endian::Big => u16::from_be_bytes(b),
-        }
-    }
-    pub(crate) fn u32(self, b: [u8; 4]) -> u32 {
-        match self {
-            Endian::Little => u32::from_le_bytes(b),
-            Endian::Big => u32::from_be_bytes(b),
-        }
-    }
-    pub(crate) fn u64(self, b: [u8; 8]) -> u64 {
-        match self {
-            Endian::Little => u64::from_le_bytes(b),
-            Endian::Big => u64::from_be_bytes(b),
-        }
-    }
-    pub(crate) fn put_u16(self, v: u16) -> [u8; 2] {
-        match self {
-            Endian::Little => v.to_le_bytes(),
-            Endian::Big => v.to_be_bytes(),
-        }
-    }
-    pub(crate) fn put_u32(self, v: u32) -> [u8; 4] {
-        match self {
-            Endian::Little => v.to_le_bytes(),
-            Endian::Big => v.to_be_bytes(),
-        }
-    }
-    pub(crate) fn put_u64(self, v: u64) -> [u8; 8] {
-        match self {
-            Endian::Little => v.to_le_bytes(),
-            Endian::Big => v.to_be_bytes(),
-        }
-    }
-}
+/// Byte order of a trace (profkit-common's). The runtime writes the host's order;
+/// little-endian in practice.
+pub use profkit_common::Endian;
 
 /// `N` bytes at `off`, or `None` when they are not all there.
-pub(crate) fn bytes_at<const N: usize>(data: &[u8], off: usize) -> Option<[u8; N]> {
-    let end = off.checked_add(N)?;
-    data.get(off..end)?.try_into().ok()
-}
+pub(crate) use profkit_common::endian::array as bytes_at;
 
 /// `N` bytes at a constant offset of a fixed-size record (zero-filled past the end).
 #[inline(always)]
@@ -80,41 +32,20 @@ pub(crate) fn field<const N: usize, const M: usize>(rec: &[u8; M], at: usize) ->
     out
 }
 
-macro_rules! open_tag {
-    ($(#[$m:meta])* $name:ident($ty:ty) { $($(#[$cm:meta])* $c:ident = $v:expr => $s:expr,)* }) => {
-        $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-        pub struct $name(pub $ty);
-        impl $name {
-            $($(#[$cm])* pub const $c: $name = $name($v);)*
-            /// The spec's name of a known value, `None` for unknown values.
-            pub fn name(self) -> Option<&'static str> {
-                match self.0 { $($v => Some($s),)* _ => None }
-            }
-            /// Whether the value is one the spec defines.
-            pub fn is_known(self) -> bool { self.name().is_some() }
-        }
-        impl core::fmt::Display for $name {
-            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-                match self.name() { Some(s) => f.write_str(s), None => write!(f, "unknown({})", self.0) }
-            }
-        }
-    };
-}
-
-open_tag! {
+profkit_common::open_tag! {
     /// Header `type` field: 0 = basic ("naive") mode, 1 = Flight Data Recorder mode.
-    TraceType(u16) {
+    pub struct TraceType(u16) {
         /// Basic / naive mode (32-byte records).
         BASIC = 0 => "basic",
         /// Flight Data Recorder mode.
         FDR = 1 => "fdr",
     }
+    unknown "unknown({})"
 }
 
-open_tag! {
+profkit_common::open_tag! {
     /// Kind of an FDR metadata record (7 bits of the first byte).
-    MetadataKind(u8) {
+    pub struct MetadataKind(u8) {
         /// Starts a block; carries the thread id.
         NEW_BUFFER = 0 => "NewBuffer",
         /// Ends a fixed-size buffer (version 1 only).
@@ -136,11 +67,12 @@ open_tag! {
         /// Process id (version 3+).
         PID = 9 => "Pid",
     }
+    unknown "unknown({})"
 }
 
-open_tag! {
+profkit_common::open_tag! {
     /// Kind of a function record (FDR: 3 bits; basic: a byte).
-    FunctionKind(u8) {
+    pub struct FunctionKind(u8) {
         /// Function entry.
         ENTER = 0 => "Enter",
         /// Function exit.
@@ -150,21 +82,23 @@ open_tag! {
         /// Entry with logged arguments.
         ENTER_ARGS = 3 => "EnterArgs",
     }
+    unknown "unknown({})"
 }
 
-open_tag! {
+profkit_common::open_tag! {
     /// Basic-mode record type (first u16 of a 32-byte record).
-    BasicRecordType(u16) {
+    pub struct BasicRecordType(u16) {
         /// Function record.
         FUNCTION = 0 => "Function",
         /// Argument payload of the previous function record.
         ARG_PAYLOAD = 1 => "ArgPayload",
     }
+    unknown "unknown({})"
 }
 
-open_tag! {
+profkit_common::open_tag! {
     /// Kind of an instrumentation-map sled.
-    SledKind(u8) {
+    pub struct SledKind(u8) {
         /// Function entry sled.
         ENTRY = 0 => "function-enter",
         /// Function exit sled.
@@ -178,4 +112,5 @@ open_tag! {
         /// `__xray_typedevent` sled (llvm-xray 14 cannot load these).
         TYPED_EVENT = 5 => "typed-event",
     }
+    unknown "unknown({})"
 }

@@ -27,8 +27,8 @@ pub fn encode_fdr_record(out: &mut Vec<u8>, rec: &FdrRecord<'_>, header: &FileHe
             Endian::Little => (id << 4) | (k << 1),
             Endian::Big => (k << 28) | id,
         };
-        out.extend_from_slice(&e.put_u32(w));
-        out.extend_from_slice(&e.put_u32(*tsc_delta));
+        out.extend_from_slice(&e.u32_bytes(w));
+        out.extend_from_slice(&e.u32_bytes(*tsc_delta));
         return;
     }
     let kind = rec.metadata_kind().unwrap_or(MetadataKind(127));
@@ -41,45 +41,45 @@ pub fn encode_fdr_record(out: &mut Vec<u8>, rec: &FdrRecord<'_>, header: &FileHe
     let mut payload: &[u8] = &[];
     match rec {
         FdrRecord::Function { .. } | FdrRecord::EndOfBuffer => {}
-        FdrRecord::NewBuffer { tid } => put(0, &e.put_u32(*tid as u32)),
+        FdrRecord::NewBuffer { tid } => put(0, &e.u32_bytes(*tid as u32)),
         FdrRecord::NewCpuId { cpu, tsc } => {
-            put(0, &e.put_u16(*cpu));
-            put(2, &e.put_u64(*tsc));
+            put(0, &e.u16_bytes(*cpu));
+            put(2, &e.u64_bytes(*tsc));
         }
-        FdrRecord::TscWrap { tsc } => put(0, &e.put_u64(*tsc)),
+        FdrRecord::TscWrap { tsc } => put(0, &e.u64_bytes(*tsc)),
         FdrRecord::WalltimeMarker { seconds, micros } => {
-            put(0, &e.put_u64(*seconds as u64));
-            put(8, &e.put_u32(*micros as u32));
+            put(0, &e.u64_bytes(*seconds as u64));
+            put(8, &e.u32_bytes(*micros as u32));
         }
         FdrRecord::CustomEvent { time, data, .. } => {
-            put(0, &e.put_u32(data.len() as u32));
+            put(0, &e.u32_bytes(data.len() as u32));
             match (header.version, time) {
-                (5.., CustomEventTime::Delta(d)) => put(4, &e.put_u32(*d as u32)),
+                (5.., CustomEventTime::Delta(d)) => put(4, &e.u32_bytes(*d as u32)),
                 (5.., CustomEventTime::Absolute { .. }) => {}
                 (_, CustomEventTime::Absolute { tsc, cpu }) => {
-                    put(4, &e.put_u64(*tsc));
+                    put(4, &e.u64_bytes(*tsc));
                     if header.version == 4 {
-                        put(12, &e.put_u16(cpu.unwrap_or(0)));
+                        put(12, &e.u16_bytes(cpu.unwrap_or(0)));
                     }
                 }
-                (_, CustomEventTime::Delta(d)) => put(4, &e.put_u64(*d as u64)),
+                (_, CustomEventTime::Delta(d)) => put(4, &e.u64_bytes(*d as u64)),
             }
             payload = data;
         }
-        FdrRecord::CallArgument { arg } => put(0, &e.put_u64(*arg)),
-        FdrRecord::BufferExtents { size } => put(0, &e.put_u64(*size)),
+        FdrRecord::CallArgument { arg } => put(0, &e.u64_bytes(*arg)),
+        FdrRecord::BufferExtents { size } => put(0, &e.u64_bytes(*size)),
         FdrRecord::TypedEvent {
             tsc_delta,
             event_type,
             data,
             ..
         } => {
-            put(0, &e.put_u32(data.len() as u32));
-            put(4, &e.put_u32(*tsc_delta as u32));
-            put(8, &e.put_u16(*event_type));
+            put(0, &e.u32_bytes(data.len() as u32));
+            put(4, &e.u32_bytes(*tsc_delta as u32));
+            put(8, &e.u16_bytes(*event_type));
             payload = data;
         }
-        FdrRecord::Pid { pid } => put(0, &e.put_u32(*pid as u32)),
+        FdrRecord::Pid { pid } => put(0, &e.u32_bytes(*pid as u32)),
         FdrRecord::UnknownMetadata { payload: raw, .. } => p = *raw,
     }
     out.push(metadata_introducer(kind, e));
@@ -106,12 +106,12 @@ pub fn encode_basic_record(out: &mut Vec<u8>, rec: &BasicRecord, header: &FileHe
             tid,
             pid,
         } => {
-            put(0, &e.put_u16(BasicRecordType::FUNCTION.0));
+            put(0, &e.u16_bytes(BasicRecordType::FUNCTION.0));
             put(2, &[*cpu, kind.0]);
-            put(4, &e.put_u32(*func_id as u32));
-            put(8, &e.put_u64(*tsc));
-            put(16, &e.put_u32(*tid));
-            put(20, &e.put_u32(pid_of(*pid)));
+            put(4, &e.u32_bytes(*func_id as u32));
+            put(8, &e.u64_bytes(*tsc));
+            put(16, &e.u32_bytes(*tid));
+            put(20, &e.u32_bytes(pid_of(*pid)));
         }
         BasicRecord::ArgPayload {
             func_id,
@@ -119,13 +119,13 @@ pub fn encode_basic_record(out: &mut Vec<u8>, rec: &BasicRecord, header: &FileHe
             pid,
             arg,
         } => {
-            put(0, &e.put_u16(BasicRecordType::ARG_PAYLOAD.0));
-            put(4, &e.put_u32(*func_id as u32));
-            put(8, &e.put_u32(*tid));
-            put(12, &e.put_u32(pid_of(*pid)));
-            put(16, &e.put_u64(*arg));
+            put(0, &e.u16_bytes(BasicRecordType::ARG_PAYLOAD.0));
+            put(4, &e.u32_bytes(*func_id as u32));
+            put(8, &e.u32_bytes(*tid));
+            put(12, &e.u32_bytes(pid_of(*pid)));
+            put(16, &e.u64_bytes(*arg));
         }
-        BasicRecord::Unknown { record_type } => put(0, &e.put_u16(record_type.0)),
+        BasicRecord::Unknown { record_type } => put(0, &e.u16_bytes(record_type.0)),
     }
     out.extend_from_slice(&r);
 }
@@ -265,7 +265,7 @@ impl FdrTraceWriter {
         let h = self.header;
         if h.version >= 2 {
             let content = (self.out.len() - b.start).saturating_sub(16) as u64;
-            let bytes = h.endian.put_u64(content);
+            let bytes = h.endian.u64_bytes(content);
             if let Some(slot) = self.out.get_mut(b.start + 1..b.start + 9) {
                 slot.copy_from_slice(&bytes);
             }

@@ -152,7 +152,7 @@ impl ProfileHeader {
         let mut out = [0u8; PROFILE_HEADER_SIZE];
         let fields = [PROFILE_MAGIC, self.version, self.timestamp_ns, self.pid];
         for (chunk, v) in out.chunks_exact_mut(8).zip(fields) {
-            chunk.copy_from_slice(&e.put_u64(v));
+            chunk.copy_from_slice(&e.u64_bytes(v));
         }
         out
     }

@@ -105,16 +105,16 @@ impl ProfileWriter {
         })?;
         let e = self.header.endian;
         self.out.reserve(size as usize);
-        self.out.extend_from_slice(&e.put_u32(size));
-        self.out.extend_from_slice(&e.put_u32(number));
-        self.out.extend_from_slice(&e.put_u64(tid));
+        self.out.extend_from_slice(&e.u32_bytes(size));
+        self.out.extend_from_slice(&e.u32_bytes(number));
+        self.out.extend_from_slice(&e.u64_bytes(tid));
         for r in records {
             for &id in r.path.iter().rev() {
-                self.out.extend_from_slice(&e.put_u32(id));
+                self.out.extend_from_slice(&e.u32_bytes(id));
             }
             self.out.extend_from_slice(&[0; 4]);
-            self.out.extend_from_slice(&e.put_u64(r.call_count));
-            self.out.extend_from_slice(&e.put_u64(r.cumulative_time));
+            self.out.extend_from_slice(&e.u64_bytes(r.call_count));
+            self.out.extend_from_slice(&e.u64_bytes(r.cumulative_time));
         }
         Ok(())
     }

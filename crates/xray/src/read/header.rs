@@ -114,12 +114,12 @@ impl FileHeader {
         let e = self.endian;
         let mut out = [0u8; HEADER_SIZE];
         let parts: [&[u8]; 6] = [
-            &e.put_u16(self.version),
-            &e.put_u16(self.trace_type.0),
-            &e.put_u32(self.bitfield),
-            &e.put_u64(self.cycle_frequency),
-            &e.put_u64(self.buffer_size),
-            &e.put_u64(self.reserved),
+            &e.u16_bytes(self.version),
+            &e.u16_bytes(self.trace_type.0),
+            &e.u32_bytes(self.bitfield),
+            &e.u64_bytes(self.cycle_frequency),
+            &e.u64_bytes(self.buffer_size),
+            &e.u64_bytes(self.reserved),
         ];
         let mut at = 0;
         for p in parts {

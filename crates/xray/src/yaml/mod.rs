@@ -3,7 +3,7 @@
 //!
 //! * [`write_yaml`]: a whole trace as `llvm-xray convert -f yaml` writes it (sorted or in file
 //!   order, with ids or names), in parallel and streaming for FDR traces.
-//! * [`read_yaml`] and [`yaml_to_binary`]: that YAML (profkit's and llvm-xray's) read back and
+//! * [`read_yaml`] and [`yaml_to_binary`] ([`text_to_binary`] from a file's bytes): that YAML (profkit's and llvm-xray's) read back and
 //!   re-encoded as a binary trace, so every reader and analysis works on YAML input too.
 //! * [`scalar`], [`parse_flow_map`], [`parse_int`]: LLVM's quoting rules and the one-line
 //!   flow maps of its YAML (also used for the instrumentation map's `extract` YAML).
@@ -28,4 +28,4 @@ pub(crate) mod trace;
 
 pub use convert::{write_yaml, YamlOptions, YamlOutcome};
 pub use syntax::{logical_lines, parse_flow_map, parse_int, scalar};
-pub use trace::{read_yaml, yaml_to_binary, YamlTrace};
+pub use trace::{read_yaml, text_to_binary, yaml_to_binary, YamlTrace};

@@ -360,6 +360,13 @@ pub fn read_yaml(text: &str) -> Result<YamlTrace> {
     Ok(out)
 }
 
+/// An llvm-xray YAML trace's text (`data`, as read from the file) re-encoded as a binary
+/// trace: what every reader and analysis of YAML input works on.
+pub fn text_to_binary(data: &[u8]) -> Result<Vec<u8>> {
+    let text = std::str::from_utf8(data).map_err(|e| Error::NotText(e.to_string()))?;
+    yaml_to_binary(&read_yaml(text)?)
+}
+
 /// Re-encodes a YAML trace as the binary format its header names (FDR or basic). Each thread's
 /// events are sorted by TSC first (YAML is usually sorted globally, which keeps that order).
 pub fn yaml_to_binary(y: &YamlTrace) -> Result<Vec<u8>> {
