@@ -24,6 +24,8 @@
 //! * [`stream`]: [`stream::StreamReader`] reads a file (e.g. a gzip stream) one buffer at a time.
 //! * [`source`]: [`source::BufferSource`] walks the buffers of a [`File`] in memory or of a
 //!   stream with one interface (what `summary`, `validate` and `dump` take).
+//! * [`format`]: [`MLPD`], the crate's face for `profkit` (profkit-common's
+//!   [`InputFormat`](profkit_common::InputFormat)).
 //!
 //! ```
 //! use profkit_mlpd::{write::Writer, File, EventKind, Header};
@@ -43,6 +45,7 @@
 pub mod cursor;
 pub mod dump;
 pub mod error;
+pub mod format;
 pub mod header;
 pub mod open;
 pub mod raw;
@@ -54,6 +57,7 @@ pub mod validate;
 pub mod write;
 
 pub use error::{Error, ErrorKind, Result};
+pub use format::MLPD;
 pub use header::Header;
 pub use read::{
     Buffer, BufferHeader, Buffers, ClassRef, Event, EventKind, Events, File, Frames, MetaAction,

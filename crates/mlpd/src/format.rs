@@ -1,0 +1,101 @@
+//! The face `profkit` sees ([`profkit_common::InputFormat`]): [`MLPD`].
+
+use std::io::{self, Write};
+
+use profkit_common::format::{Context, DumpOptions, Dumped, Input, InputFormat};
+use profkit_common::{Summary, Validation};
+
+use crate::error::{Error, ErrorKind};
+use crate::read::File;
+use crate::source::{BufferSource, StreamBuffers};
+
+/// Mono log profiler files, read buffer by buffer from a stream too.
+pub struct Mlpd;
+
+/// Mono log profiler files.
+pub static MLPD: Mlpd = Mlpd;
+
+/// A Mono file's buffers, from memory or from the stream.
+fn buffers<'a>(input: Input<'a>) -> Result<Box<dyn BufferSource + 'a>, Error> {
+    Ok(match input {
+        Input::Bytes(b) => Box::new(File::parse(b)?.source()),
+        Input::Stream(r) => Box::new(StreamBuffers::new(r)?),
+    })
+}
+
+/// The common error of every format, for callers that treat formats alike (`profkit`'s
+/// registry): the same text, the kind of failure kept.
+impl From<Error> for profkit_common::Error {
+    fn from(e: Error) -> profkit_common::Error {
+        use profkit_common::ErrorKind as K;
+        let kind = match e.kind {
+            ErrorKind::Truncated(_) => K::Truncated,
+            ErrorKind::UnsupportedVersion(_) => K::Unsupported,
+            ErrorKind::Io(_) => K::Io,
+            _ => K::Malformed,
+        };
+        profkit_common::Error::unlocated(kind, None, e.to_string())
+    }
+}
+
+impl InputFormat for Mlpd {
+    fn name(&self) -> &'static str {
+        "mlpd"
+    }
+
+    /// The file magic `01 5A 50 4D`.
+    fn detect(&self, head: &[u8]) -> bool {
+        head.get(..4) == Some(&[0x01, 0x5a, 0x50, 0x4d])
+    }
+
+    fn streams(&self) -> bool {
+        true
+    }
+
+    fn record_unit(&self) -> &'static str {
+        "events"
+    }
+
+    fn summary(&self, input: Input<'_>, _: &Context<'_>) -> Result<Summary, profkit_common::Error> {
+        Ok(crate::summary::summary_of(&mut *buffers(input)?))
+    }
+
+    /// A header that does not parse is a finding.
+    fn validate(&self, input: Input<'_>) -> Result<Validation, profkit_common::Error> {
+        Ok(match input {
+            Input::Bytes(b) => crate::validate::validate_bytes(b),
+            Input::Stream(r) => crate::validate::validate_stream(r),
+        })
+    }
+
+    fn dump(
+        &self,
+        input: Input<'_>,
+        opts: &DumpOptions,
+        out: &mut dyn Write,
+    ) -> io::Result<Dumped> {
+        let mut src = match buffers(input) {
+            Ok(s) => s,
+            Err(e) => {
+                return Ok(Dumped {
+                    stopped: Some(e.into()),
+                    ..Dumped::default()
+                })
+            }
+        };
+        let problems = if opts.json {
+            crate::dump::write_ndjson_of(&mut *src, out)?
+        } else {
+            crate::dump::write_text_of(&mut *src, out)?
+        };
+        Ok(Dumped {
+            problems: problems
+                .iter()
+                .filter(|p| !p.is_truncation())
+                .map(|p| p.to_string())
+                .collect(),
+            stopped: None,
+            truncation: src.truncation(),
+        })
+    }
+}
