@@ -1,193 +1,148 @@
-//! The one place that maps an input's format to its crate's `info`, `dump` and `validate`
-//! (analyses and conversions go through the model's [`Source`](profkit_model::Source)). A
-//! jitdump or Mono file walks its records or buffers through one interface whether it is
-//! mapped or a stream ([`Scanned::jitdump`], [`Scanned::mlpd`]).
+//! The registry of input formats: one table ([`FORMATS`]) of the format crates' faces
+//! (profkit-common's [`InputFormat`]), through which `info`, `dump` and `validate` reach every
+//! format the same way (analyses and conversions go through the model's
+//! [`Source`](profkit_model::Source)). A jitdump or Mono file that arrives as a stream is read
+//! record by record ([`InputFormat::streams`]); every other input is handed over whole.
+//!
+//! A new input format is its crate's face and one line here.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
-use profkit_common::{Summary, Truncation, Validation};
+use anyhow::{anyhow, Result};
+use profkit_common::format::{Context, DumpOptions, Dumped, InputFormat, JitFiles};
+use profkit_common::{Summary, Validation};
+use profkit_model::feed::perf::JitSearch;
 
 use crate::cli::DumpArgs;
 use crate::detect::Format;
-use crate::source::{Opened, Scanned};
+use crate::source::Scanned;
+
+/// Every input format `info`, `dump` and `validate` read, in the order detection tries them.
+pub static FORMATS: &[&dyn InputFormat] = &[
+    &profkit_jitdump::JITDUMP,
+    &profkit_mlpd::MLPD,
+    &profkit_perf::PERF,
+    &profkit_xray::XRAY_PROFILE,
+    &profkit_xray::XRAY,
+    &profkit_jitdump::PERF_MAP,
+    &profkit_xray::XRAY_YAML,
+];
+
+/// The face of `format` (`None` for an ELF binary, which only `extract` and `-m` read).
+fn face(format: Format) -> Option<&'static dyn InputFormat> {
+    FORMATS.iter().copied().find(|f| f.name() == format.name())
+}
+
+/// Whether `format` reads a stream record by record (its input is then never read whole).
+pub fn streams(format: Format) -> bool {
+    face(format).is_some_and(|f| f.streams())
+}
+
+/// The face of the input, or the error for command `what` on a format it does not read.
+fn face_of(s: &Scanned, what: &str) -> Result<&'static dyn InputFormat> {
+    match face(s.format()) {
+        Some(f) => Ok(f),
+        None => Err(s.whole()?.unsupported(what)),
+    }
+}
+
+/// A perf.data's JIT metadata search, as the format crates ask for it.
+struct Jit(JitSearch);
+
+impl JitFiles for Jit {
+    fn jitdump(&self, pid: u32, marker: Option<&Path>) -> Result<PathBuf, Vec<PathBuf>> {
+        self.0.jitdump(pid, marker)
+    }
+    fn perf_map(&self, pid: u32) -> Result<PathBuf, Vec<PathBuf>> {
+        self.0.perf_map(pid)
+    }
+}
 
 /// What `profkit info` shows of the input.
 pub fn summary(s: &mut Scanned) -> Result<Summary> {
-    Ok(match s.format() {
-        Format::Jitdump => profkit_jitdump::summary_of(&mut *s.jitdump()?),
-        Format::Mlpd => profkit_mlpd::summary::summary_of(&mut *s.mlpd()?),
-        Format::PerfMap => profkit_jitdump::perfmap::summary(s.whole()?.bytes()),
-        Format::Xray => profkit_xray::summary(&s.whole()?.trace()?),
-        Format::XrayProfile => profkit_xray::profile::summary::summary(&s.whole()?.profile()?),
-        Format::XrayYaml => {
-            let mut sum = profkit_xray::summary(&s.whole()?.trace()?);
-            sum.format = "xray-yaml";
-            sum.kind.push_str(" (read from llvm-xray YAML)");
-            sum
-        }
-        Format::Perf => perf_summary(s.whole()?)?,
-        Format::Elf => return Err(s.whole()?.unsupported("info")),
-    })
-}
-
-/// perf.data: the reader's summary, and where each JIT process's jitdump and perf map are.
-fn perf_summary(o: &Opened) -> Result<Summary> {
-    use profkit_common::summary::Value;
-    let data = o.perf()?;
-    let mut s = profkit_perf::summary(&data);
-    let search = o.jit_search()?;
-    let mut found = Vec::new();
-    for j in profkit_model::feed::perf::jit_sources(&data, &search) {
-        let mut line = format!("pid {}", j.pid);
-        if let Some(c) = &j.comm {
-            line.push_str(&format!(" ({c})"));
-        }
-        match &j.jitdump {
-            Ok(p) => line.push_str(&format!(": jitdump {}", p.display())),
-            Err(tried) if tried.is_empty() => line.push_str(": no jitdump"),
-            Err(tried) => {
-                let tried: Vec<String> = tried.iter().map(|t| t.display().to_string()).collect();
-                line.push_str(&format!(": jitdump not found (tried {})", tried.join(", ")));
-            }
-        }
-        match &j.perf_map {
-            Ok(p) => line.push_str(&format!(", perf map {}", p.display())),
-            Err(tried) => {
-                let tried: Vec<String> = tried.iter().map(|t| t.display().to_string()).collect();
-                line.push_str(&format!(", no perf map (tried {})", tried.join(", ")));
-            }
-        }
-        found.push(Value::Str(line));
-    }
-    if !found.is_empty() {
-        s.details.push(("jit metadata", Value::List(found)));
-    }
-    Ok(s)
+    let f = face_of(s, "info")?;
+    let jit = match s {
+        Scanned::Whole(o) if o.format == Format::Perf => Some(Jit(o.jit_search()?)),
+        _ => None,
+    };
+    let cx = Context {
+        jit: jit.as_ref().map(|j| j as &dyn JitFiles),
+    };
+    let name = s.name().to_string();
+    f.summary(s.input(), &cx)
+        .map_err(|e| anyhow!("{name}: {e}"))
 }
 
 /// What `profkit validate` reports of the input (a jitdump or Mono header that does not parse
 /// is a finding).
 pub fn validate(s: &mut Scanned) -> Result<Validation> {
-    let o = match s {
-        Scanned::Stream(st, Format::Jitdump) => {
-            return Ok(profkit_jitdump::validate::validate_stream(st))
-        }
-        Scanned::Stream(st, Format::Mlpd) => {
-            return Ok(profkit_mlpd::validate::validate_stream(st))
-        }
-        _ => s.whole()?,
-    };
-    Ok(match o.format {
-        Format::Jitdump => profkit_jitdump::validate(o.bytes()),
-        Format::PerfMap => profkit_jitdump::perfmap::validate(o.bytes()),
-        Format::Xray | Format::XrayYaml => profkit_xray::verify(&o.trace()?),
-        Format::XrayProfile => profkit_xray::profile::verify::verify(&o.profile()?),
-        Format::Mlpd => profkit_mlpd::validate::validate_bytes(o.bytes()),
-        Format::Perf => profkit_perf::validate(o.bytes()),
-        Format::Elf => return Err(o.unsupported("validate")),
-    })
+    let f = face_of(s, "validate")?;
+    let name = s.name().to_string();
+    f.validate(s.input()).map_err(|e| anyhow!("{name}: {e}"))
 }
 
 /// What a format calls its records in messages.
 pub fn record_unit(format: Format) -> &'static str {
-    match format {
-        Format::PerfMap => "lines",
-        Format::Mlpd => "events",
-        _ => "records",
-    }
-}
-
-/// How a dump ended: what could not be decoded, and the cut.
-#[derive(Debug, Default)]
-pub struct Dumped {
-    /// Undecodable parts, with their offsets (each skipped what it affected).
-    pub problems: Vec<String>,
-    /// A corrupt record that ended the dump.
-    pub stopped: Option<String>,
-    /// Where the file is cut, if it is.
-    pub truncation: Option<Truncation>,
+    face(format).map_or("records", |f| f.record_unit())
 }
 
 /// `profkit dump` of the input into `out`.
 pub fn dump(s: &mut Scanned, args: &DumpArgs, out: &mut dyn Write) -> Result<Dumped> {
-    let mut d = Dumped::default();
-    match s.format() {
-        Format::Jitdump => {
-            let opts = profkit_jitdump::dump::DumpOptions {
-                json: args.json,
-                code: args.code,
-            };
-            let r = profkit_jitdump::dump::write_records(out, &mut *s.jitdump()?, opts)?;
-            d.stopped = r.error.map(|e| e.to_string());
-            d.truncation = r.truncation;
-        }
-        Format::Mlpd => {
-            let mut src = s.mlpd()?;
-            let problems = if args.json {
-                profkit_mlpd::dump::write_ndjson_of(&mut *src, out)?
-            } else {
-                profkit_mlpd::dump::write_text_of(&mut *src, out)?
-            };
-            d.problems = problems
-                .iter()
-                .filter(|p| !p.is_truncation())
-                .map(|p| p.to_string())
-                .collect();
-            d.truncation = src.truncation();
-        }
-        _ => dump_whole(s.whole()?, args, out, &mut d)?,
-    }
+    let f = face_of(s, "dump")?;
+    let opts = DumpOptions {
+        json: args.json,
+        code: args.code,
+        verify: args.verify,
+    };
+    let d = f.dump(s.input(), &opts, out)?;
     out.flush()?;
     Ok(d)
 }
 
-/// [`dump`] of the formats read whole.
-fn dump_whole(o: &Opened, args: &DumpArgs, out: &mut dyn Write, d: &mut Dumped) -> Result<()> {
-    match o.format {
-        Format::Jitdump | Format::Mlpd => unreachable_format(o)?,
-        Format::PerfMap => {
-            let opts = profkit_jitdump::dump::DumpOptions {
-                json: args.json,
-                code: false,
-            };
-            profkit_jitdump::dump::write_perf_map(out, o.bytes(), opts, &mut |e| {
-                d.problems.push(e.to_string())
-            })?;
-        }
-        Format::Xray | Format::XrayYaml => {
-            let opts = profkit_xray::dump::DumpOptions {
-                json: args.json,
-                verify: args.verify,
-            };
-            let r = profkit_xray::dump::dump(&o.trace()?, &opts, out)?;
-            d.problems = r.problems.iter().map(|p| p.to_string()).collect();
-            d.truncation = r.truncation;
-        }
-        Format::XrayProfile => {
-            let r = profkit_xray::profile::dump::dump(&o.profile()?, args.json, out)?;
-            d.problems = r.problems.iter().map(|p| p.to_string()).collect();
-            d.truncation = r.truncation;
-        }
-        Format::Perf => {
-            let opts = profkit_perf::dump::DumpOptions {
-                json: args.json,
-                stacks: args.code,
-            };
-            let r = profkit_perf::dump::write(&o.perf()?, opts, out)?;
-            d.stopped = r.error.map(|e| e.to_string());
-            d.truncation = r.truncation;
-        }
-        Format::Elf => return Err(o.unsupported("dump")),
-    }
-    Ok(())
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// The formats [`Scanned`] walks itself never get here.
-fn unreachable_format<T>(o: &Opened) -> Result<T> {
-    Err(anyhow::anyhow!(
-        "{}: {} is walked through Scanned",
-        o.name(),
-        o.format.description()
-    ))
+    /// The registry detects as the model does (the CLI and the fuzz harness share the
+    /// model's detection): the same format for each format's first bytes.
+    #[test]
+    fn registry_detects_as_the_model() {
+        let samples: [&[u8]; 8] = [
+            b"DTiJ\x01\0\0\0",
+            b"\x01ZPM\0\0\0\0",
+            b"PERFILE2",
+            b"\x01\0\x01\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
+            b"7f0000001000 40 foo\n",
+            b"---\nheader:\n  version: 3\n",
+            b"\x7fELF\x02\x01\x01\0",
+            b"fyorparp\x01\0\0\0\0\0\0\0",
+        ];
+        for head in samples {
+            let model = profkit_model::detect::detect(head);
+            let ours = profkit_common::format::detect(FORMATS, head).map(|f| f.name());
+            assert_eq!(
+                ours,
+                model.and_then(|m| face(m)).map(|f| f.name()),
+                "{head:?}"
+            );
+        }
+        for f in FORMATS {
+            assert!(
+                [
+                    Format::Jitdump,
+                    Format::PerfMap,
+                    Format::Xray,
+                    Format::XrayProfile,
+                    Format::XrayYaml,
+                    Format::Mlpd,
+                    Format::Perf
+                ]
+                .iter()
+                .any(|m| m.name() == f.name()),
+                "{} has no model format",
+                f.name()
+            );
+        }
+    }
 }

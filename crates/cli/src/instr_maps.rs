@@ -3,43 +3,24 @@
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, Result};
 use profkit_model::feed::xray::add_object;
 use profkit_model::FunctionTable;
+use profkit_xray::instr_map::{object_ids, ObjectIdError};
 use profkit_xray::{InstrMap, Symbolizer};
 
 use crate::input;
 
-/// The objects `-m` names: `(object id, path)`. `-m BIN` arguments take ids in order (the
-/// executable is object 0, then each shared object in the order the XRay runtime registered
-/// it); `-m ID=PATH` pins an id (0-255).
+/// The objects `-m` names: `(object id, path)` (profkit-xray's [`object_ids`]: `-m BIN` takes
+/// ids in order, `-m ID=PATH` pins one).
 pub fn instr_maps(specs: &[String]) -> Result<Vec<(u8, PathBuf)>> {
-    let mut out: Vec<(u8, PathBuf)> = Vec::new();
-    let mut next = 0u16;
-    for spec in specs {
-        if let Some((id, _)) = spec.split_once('=') {
-            if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) && id.parse::<u8>().is_err()
-            {
-                bail!("-m {spec}: object id {id} is not one XRay can give (0-255)");
-            }
+    object_ids(specs).map_err(|e| match e {
+        ObjectIdError::OutOfRange { spec, id } => {
+            anyhow!("-m {spec}: object id {id} is not one XRay can give (0-255)")
         }
-        let pinned = spec
-            .split_once('=')
-            .and_then(|(id, path)| Some((id.parse::<u8>().ok()?, path)));
-        let (id, path) = match pinned {
-            Some((id, path)) => (id, path),
-            None => (
-                u8::try_from(next).map_err(|_| anyhow!("-m: more than 256 objects"))?,
-                spec.as_str(),
-            ),
-        };
-        if out.iter().any(|(o, _)| *o == id) {
-            bail!("-m {spec}: object id {id} is given twice");
-        }
-        next = u16::from(id) + 1;
-        out.push((id, PathBuf::from(path)));
-    }
-    Ok(out)
+        ObjectIdError::Twice { spec, id } => anyhow!("-m {spec}: object id {id} is given twice"),
+        ObjectIdError::TooMany => anyhow!("-m: more than 256 objects"),
+    })
 }
 
 /// Function names from the instrumented binaries (`-m`, see [`instr_maps`]); empty without

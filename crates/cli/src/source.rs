@@ -5,8 +5,6 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
-use profkit_jitdump::{RecordSource, StreamRecords};
-use profkit_mlpd::source::{BufferSource, StreamBuffers};
 use profkit_model::feed::perf::PerfOptions;
 use profkit_model::{Clock, Source};
 use profkit_xray::{yaml, Trace};
@@ -39,17 +37,18 @@ impl Opened {
     pub fn open(path: &Path, opts: &InputOpts) -> Result<Opened> {
         let forced = opts.input_format;
         match input::open_streaming(path)? {
-            input::Opened::Data(input) => Opened::of(input, opts, path),
+            input::Opened::Data(input) => Opened::of(input, opts, path, true),
             input::Opened::Stream(mut s) => {
                 let format = stream_format(&mut s, forced)?;
                 let input = input::read_whole(s, format.description())?;
-                Opened::of(input, opts, path)
+                Opened::of(input, opts, path, true)
             }
         }
     }
 
-    /// The input read whole, with its format.
-    fn of(input: Input, opts: &InputOpts, path: &Path) -> Result<Opened> {
+    /// The input read whole, with its format; an llvm-xray YAML trace re-encoded as binary
+    /// when `encode_yaml`.
+    fn of(input: Input, opts: &InputOpts, path: &Path, encode_yaml: bool) -> Result<Opened> {
         let forced = opts.input_format;
         if let Some(cut) = &input.cut {
             crate::output::print_truncation(&input.name, cut);
@@ -58,13 +57,11 @@ impl Opened {
             Some(f) => crate::detect::forced(f),
             None => detect(&input.data).ok_or_else(|| anyhow!("{}: {UNKNOWN}", input.name))?,
         };
+        // info, dump and validate hand the text to the format's face, which re-encodes it
         let encoded = match format {
-            Format::XrayYaml => {
-                let text = std::str::from_utf8(&input.data)
-                    .map_err(|e| anyhow!("{}: not UTF-8 text: {e}", input.name))?;
-                let y = yaml::read_yaml(text).map_err(|e| anyhow!("{}: {e}", input.name))?;
-                Some(yaml::yaml_to_binary(&y).map_err(|e| anyhow!("{}: {e}", input.name))?)
-            }
+            Format::XrayYaml if encode_yaml => Some(
+                yaml::text_to_binary(&input.data).map_err(|e| anyhow!("{}: {e}", input.name))?,
+            ),
             _ => None,
         };
         Ok(Opened {
@@ -133,11 +130,6 @@ impl Opened {
             .map_err(|e| anyhow!("{}: {e}", self.input.name))
     }
 
-    /// A perf.data recording.
-    pub fn perf(&self) -> Result<profkit_perf::PerfData<'_>> {
-        profkit_perf::PerfData::parse(self.bytes()).map_err(|e| anyhow!("{}: {e}", self.input.name))
-    }
-
     /// A Mono log profiler file.
     pub fn mlpd(&self) -> Result<profkit_mlpd::File<'_>> {
         profkit_mlpd::File::parse(self.bytes()).map_err(|e| anyhow!("{}: {e}", self.input.name))
@@ -202,14 +194,14 @@ fn stream_format(s: &mut StreamInput, forced: Option<InputFormat>) -> Result<For
     }
 }
 
-/// An input opened for `info`, `dump` and `validate`: a jitdump or Mono file that arrives as a
-/// stream (gzip, stdin) is read one record or buffer at a time, so memory stays flat whatever
+/// An input opened for `info`, `dump` and `validate`: a file of a format that streams (jitdump,
+/// Mono) that arrives as a stream (gzip, stdin) is read one record or buffer at a time, so memory stays flat whatever
 /// its size; anything else is [`Opened`] whole (a plain file mapped, another stream read into
 /// memory, up to [`input::max_inflated`]).
 pub enum Scanned {
     /// The input mapped or in memory.
     Whole(Opened),
-    /// A jitdump or Mono stream.
+    /// A stream of a format that reads streams.
     Stream(StreamInput, Format),
 }
 
@@ -218,12 +210,12 @@ impl Scanned {
     pub fn open(path: &Path, opts: &InputOpts) -> Result<Scanned> {
         let forced = opts.input_format;
         match input::open_streaming(path)? {
-            input::Opened::Data(input) => Opened::of(input, opts, path).map(Scanned::Whole),
+            input::Opened::Data(input) => Opened::of(input, opts, path, false).map(Scanned::Whole),
             input::Opened::Stream(mut s) => match stream_format(&mut s, forced)? {
-                f @ (Format::Jitdump | Format::Mlpd) => Ok(Scanned::Stream(s, f)),
+                f if crate::formats::streams(f) => Ok(Scanned::Stream(s, f)),
                 f => {
                     let input = input::read_whole(s, f.description())?;
-                    Opened::of(input, opts, path).map(Scanned::Whole)
+                    Opened::of(input, opts, path, false).map(Scanned::Whole)
                 }
             },
         }
@@ -273,23 +265,12 @@ impl Scanned {
         }
     }
 
-    /// A jitdump's records, from memory or from the stream.
-    pub fn jitdump(&mut self) -> Result<Box<dyn RecordSource + '_>> {
-        let name = self.name().to_string();
-        let at = |e| anyhow!("{name}: {e}");
-        Ok(match self {
-            Scanned::Whole(o) => Box::new(o.jitdump()?.source()),
-            Scanned::Stream(s, _) => Box::new(StreamRecords::new(s).map_err(at)?),
-        })
-    }
-
-    /// A Mono file's buffers, from memory or from the stream.
-    pub fn mlpd(&mut self) -> Result<Box<dyn BufferSource + '_>> {
-        let name = self.name().to_string();
-        let at = |e| anyhow!("{name}: {e}");
-        Ok(match self {
-            Scanned::Whole(o) => Box::new(o.mlpd()?.source()),
-            Scanned::Stream(s, _) => Box::new(StreamBuffers::new(s).map_err(at)?),
-        })
+    /// The input as its format's face reads it: the bytes, or the stream.
+    pub fn input(&mut self) -> profkit_common::format::Input<'_> {
+        use profkit_common::format::Input;
+        match self {
+            Scanned::Whole(o) => Input::Bytes(o.bytes()),
+            Scanned::Stream(s, _) => Input::Stream(s),
+        }
     }
 }

@@ -11,11 +11,8 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use crate::instr_maps::{instr_maps, names};
 use profkit_export::{Dest, Format as Out, Options, Output};
-use profkit_jitdump::convert::{
-    header_like, jitdump_to_perf_map, perf_map_to_jitdump, perf_map_to_perf_map,
-    pid_from_file_name, reencode, ConvertStats,
-};
-use profkit_jitdump::{Endian, HeaderOptions, JitDumpWriter};
+use profkit_jitdump::convert::{convert, pid_from_file_name, Encoded, Encoding};
+use profkit_jitdump::Endian;
 use profkit_model::events::{CannotShow, EventSink, Threaded};
 use profkit_model::feed::{Filter, Selection};
 use profkit_model::{FuncId, Source};
@@ -109,32 +106,23 @@ fn own_encoding(
         EndianArg::Little => Endian::Little,
         EndianArg::Big => Endian::Big,
     });
-    let pid = || pid_from_file_name(o.name()).unwrap_or(0);
-    let stats: ConvertStats = match (o.format, target) {
-        (Format::Jitdump, OutputFormat::Jitdump) => {
-            let dump = o.jitdump()?;
-            let header = header_like(&dump, endian.unwrap_or(dump.endian()));
-            let mut w = JitDumpWriter::new(&mut out, &header)?;
-            reencode(&dump, &mut w)?
-        }
-        (Format::Jitdump, _) => jitdump_to_perf_map(&o.jitdump()?, &mut out)?,
-        (Format::PerfMap, OutputFormat::Jitdump) => {
-            let header = HeaderOptions {
-                endian: endian.unwrap_or(Endian::NATIVE),
-                pid: pid(),
-                timestamp: 0,
-                ..HeaderOptions::default()
-            };
-            let mut w = JitDumpWriter::new(&mut out, &header)?;
-            perf_map_to_jitdump(o.bytes(), pid(), &mut w)?
-        }
-        (Format::PerfMap, _) => perf_map_to_perf_map(o.bytes(), &mut out)?,
-        (other, _) => bail!(
+    let input = match o.format {
+        Format::Jitdump => Encoded::Jitdump(o.jitdump()?),
+        Format::PerfMap => Encoded::PerfMap {
+            text: o.bytes(),
+            pid: pid_from_file_name(o.name()).unwrap_or(0),
+        },
+        other => bail!(
             "{}: a jitdump is written from a jitdump or a perf map; this is {}",
             o.name(),
             other.description()
         ),
     };
+    let to = match target {
+        OutputFormat::Jitdump => Encoding::Jitdump { endian },
+        _ => Encoding::PerfMap,
+    };
+    let stats = convert(&input, to, &mut out)?;
     out.flush()
         .with_context(|| format!("{out_name}: cannot write"))?;
     if stats.skipped > 0 {
