@@ -57,6 +57,51 @@ pub struct Dumped {
     pub truncation: Option<Truncation>,
 }
 
+impl Dumped {
+    /// A dump that ended before its first record: the input cannot be read.
+    #[cold]
+    pub fn stopped(e: impl Into<Error>) -> Dumped {
+        Dumped {
+            stopped: Some(e.into()),
+            ..Dumped::default()
+        }
+    }
+
+    /// A dump that walked the records until `stopped` (or the end), with the cut.
+    pub fn ended(stopped: Option<Error>, truncation: Option<Truncation>) -> Dumped {
+        Dumped {
+            problems: Vec::new(),
+            stopped,
+            truncation,
+        }
+    }
+}
+
+/// What [`InputFormat::summary`] and [`InputFormat::validate`] give.
+pub type Outcome<T> = Result<T, Error>;
+
+/// What [`InputFormat::dump`] gives: write errors are the `io::Error`.
+pub type DumpResult = io::Result<Dumped>;
+
+/// `dump` of what `parsed` holds, or a dump [`Dumped::stopped`] at once by its error.
+pub fn dump_parsed<T, E: Into<Error>>(
+    parsed: Result<T, E>,
+    dump: impl FnOnce(T) -> DumpResult,
+) -> DumpResult {
+    match parsed {
+        Ok(t) => dump(t),
+        Err(e) => Ok(Dumped::stopped(e)),
+    }
+}
+
+/// An input a format cannot read (a stream given to a format read whole) fails a dump as an
+/// `io::Error` of kind `InvalidData`.
+impl From<Error> for io::Error {
+    fn from(e: Error) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, e)
+    }
+}
+
 /// Where a process's JIT metadata is, as the caller searches for it (perf.data's `info` names
 /// each JIT process's jitdump and perf map; the search itself lives above the format crates).
 pub trait JitFiles {
@@ -95,16 +140,15 @@ pub trait InputFormat: Sync {
     }
 
     /// What `profkit info` shows.
-    fn summary(&self, input: Input<'_>, cx: &Context<'_>) -> Result<Summary, Error>;
+    fn summary(&self, input: Input<'_>, cx: &Context<'_>) -> Outcome<Summary>;
 
     /// What `profkit validate` finds (a header that does not parse is an error only where the
     /// format cannot report it as a finding).
-    fn validate(&self, input: Input<'_>) -> Result<Validation, Error>;
+    fn validate(&self, input: Input<'_>) -> Outcome<Validation>;
 
     /// `profkit dump` into `out`: write errors are the `io::Error`; a file that cannot be read
     /// (further) is [`Dumped::stopped`].
-    fn dump(&self, input: Input<'_>, opts: &DumpOptions, out: &mut dyn Write)
-        -> io::Result<Dumped>;
+    fn dump(&self, input: Input<'_>, o: &DumpOptions, out: &mut dyn Write) -> DumpResult;
 }
 
 /// The first of `formats` that recognises `head`.

@@ -24,8 +24,27 @@
 /// given), `name()` (the spec's name, `None` for unknown values), `is_known()`, and `Display`
 /// (the name, or the `unknown` format string with the raw value). `Debug` is derived unless
 /// the declaration says `debug "…"`: then it prints that format with the `Display` text.
+///
+/// Where the spec's names are the constants' names, `struct T(u32) prefix "PERF_RECORD_" {
+/// MMAP = 1, LOST = 2, … }` names each value by its constant and documents it as
+/// `PERF_RECORD_MMAP`.
 #[macro_export]
 macro_rules! open_tag {
+    (
+        $(#[$m:meta])*
+        $vis:vis struct $name:ident($ty:ty) prefix $prefix:literal {
+            $($c:ident = $v:expr),* $(,)?
+        }
+        unknown $unknown:literal
+    ) => {
+        $crate::open_tag! {
+            $(#[$m])*
+            $vis struct $name($ty) {
+                $(#[doc = concat!("`", $prefix, stringify!($c), "`.")] $c = $v => stringify!($c),)*
+            }
+            unknown $unknown
+        }
+    };
     (
         $(#[$m:meta])*
         $vis:vis struct $name:ident($ty:ty) {

@@ -1,12 +1,13 @@
 //! The face `profkit` sees ([`profkit_common::InputFormat`]): [`JITDUMP`] and [`PERF_MAP`].
 
-use std::io::{self, Write};
+use std::io::Write;
 
-use profkit_common::format::{Context, DumpOptions, Dumped, Input, InputFormat};
+use profkit_common::format::{
+    dump_parsed, Context, DumpOptions, DumpResult, Dumped, Input, InputFormat, Outcome,
+};
 use profkit_common::{Summary, Validation};
 
 use crate::dump;
-use crate::error::Error;
 use crate::perfmap;
 use crate::read::{JitDump, RecordSource, StreamRecords};
 
@@ -23,7 +24,7 @@ pub struct PerfMap;
 pub static PERF_MAP: PerfMap = PerfMap;
 
 /// A jitdump's records, from memory or from the stream.
-fn records<'a>(input: Input<'a>) -> Result<Box<dyn RecordSource + 'a>, Error> {
+fn records<'a>(input: Input<'a>) -> Outcome<Box<dyn RecordSource + 'a>> {
     Ok(match input {
         Input::Bytes(b) => Box::new(JitDump::parse(b)?.source()),
         Input::Stream(r) => Box::new(StreamRecords::new(r)?),
@@ -44,42 +45,26 @@ impl InputFormat for Jitdump {
         true
     }
 
-    fn summary(&self, input: Input<'_>, _: &Context<'_>) -> Result<Summary, Error> {
+    fn summary(&self, input: Input<'_>, _: &Context<'_>) -> Outcome<Summary> {
         Ok(crate::summary_of(&mut *records(input)?))
     }
 
     /// A header that does not parse is a finding.
-    fn validate(&self, input: Input<'_>) -> Result<Validation, Error> {
+    fn validate(&self, input: Input<'_>) -> Outcome<Validation> {
         Ok(match input {
             Input::Bytes(b) => crate::validate(b),
             Input::Stream(r) => crate::validate::validate_stream(r),
         })
     }
 
-    fn dump(
-        &self,
-        input: Input<'_>,
-        opts: &DumpOptions,
-        out: &mut dyn Write,
-    ) -> io::Result<Dumped> {
-        let mut records = match records(input) {
-            Ok(r) => r,
-            Err(e) => {
-                return Ok(Dumped {
-                    stopped: Some(e),
-                    ..Dumped::default()
-                })
-            }
-        };
+    fn dump(&self, input: Input<'_>, o: &DumpOptions, out: &mut dyn Write) -> DumpResult {
         let opts = dump::DumpOptions {
-            json: opts.json,
-            code: opts.code,
+            json: o.json,
+            code: o.code,
         };
-        let r = dump::write_records(out, &mut *records, opts)?;
-        Ok(Dumped {
-            problems: Vec::new(),
-            stopped: r.error,
-            truncation: r.truncation,
+        dump_parsed(records(input), |mut records| {
+            let r = dump::write_records(out, &mut *records, opts)?;
+            Ok(Dumped::ended(r.error, r.truncation))
         })
     }
 }
@@ -97,26 +82,22 @@ impl InputFormat for PerfMap {
         "lines"
     }
 
-    fn summary(&self, input: Input<'_>, _: &Context<'_>) -> Result<Summary, Error> {
+    fn summary(&self, input: Input<'_>, _: &Context<'_>) -> Outcome<Summary> {
         Ok(perfmap::summary(input.bytes(self.name())?))
     }
 
-    fn validate(&self, input: Input<'_>) -> Result<Validation, Error> {
+    fn validate(&self, input: Input<'_>) -> Outcome<Validation> {
         Ok(perfmap::validate(input.bytes(self.name())?))
     }
 
-    fn dump(
-        &self,
-        input: Input<'_>,
-        opts: &DumpOptions,
-        out: &mut dyn Write,
-    ) -> io::Result<Dumped> {
-        let text = input.bytes(self.name()).map_err(io::Error::other)?;
+    /// Every line (no code bytes in a perf map); lines that do not parse are problems.
+    fn dump(&self, input: Input<'_>, o: &DumpOptions, out: &mut dyn Write) -> DumpResult {
+        let text = input.bytes(self.name())?;
+        let mut d = Dumped::default();
         let opts = dump::DumpOptions {
-            json: opts.json,
+            json: o.json,
             code: false,
         };
-        let mut d = Dumped::default();
         dump::write_perf_map(out, text, opts, &mut |e| d.problems.push(e.to_string()))?;
         Ok(d)
     }

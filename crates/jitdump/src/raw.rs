@@ -27,22 +27,14 @@ profkit_common::open_tag! {
     /// A record id. Unknown ids are kept as they are; `Display` gives the spec name, or
     /// `UNKNOWN_<id>`. [`RecordType::KNOWN`] lists every id this crate knows, in id order.
     pub struct RecordType(u32) {
-        /// JIT_CODE_LOAD: a function's code was emitted.
-        CODE_LOAD = 0 => "JIT_CODE_LOAD",
-        /// JIT_CODE_MOVE: already emitted code moved.
-        CODE_MOVE = 1 => "JIT_CODE_MOVE",
-        /// JIT_CODE_DEBUG_INFO: a flat line table for the next LOAD.
-        CODE_DEBUG_INFO = 2 => "JIT_CODE_DEBUG_INFO",
-        /// JIT_CODE_CLOSE: the runtime is done.
-        CODE_CLOSE = 3 => "JIT_CODE_CLOSE",
-        /// JIT_CODE_UNWINDING_INFO: `.eh_frame` + `.eh_frame_hdr` for the next LOAD.
-        CODE_UNWINDING_INFO = 4 => "JIT_CODE_UNWINDING_INFO",
-        /// SAMPLY_JIT_CODE_DEBUG_INFO2: line table plus inline tree for the next LOAD (seed 001).
-        SAMPLY_DEBUG_INFO2 = 827_346_259 => "SAMPLY_JIT_CODE_DEBUG_INFO2",
-        /// SAMPLY_JIT_TIER: the tier name and colour of the next LOAD with the same code_addr.
-        SAMPLY_JIT_TIER = 827_346_260 => "SAMPLY_JIT_TIER",
-        /// SAMPLY_EMBEDDED_SOURCE_FILE: the content of a source file named by debug info.
-        SAMPLY_EMBEDDED_SOURCE_FILE = 827_346_261 => "SAMPLY_EMBEDDED_SOURCE_FILE",
+        #[doc = "JIT_CODE_LOAD: a function's code was emitted."] CODE_LOAD = 0 => "JIT_CODE_LOAD",
+        #[doc = "JIT_CODE_MOVE: already emitted code moved."] CODE_MOVE = 1 => "JIT_CODE_MOVE",
+        #[doc = "JIT_CODE_DEBUG_INFO: a flat line table for the next LOAD."] CODE_DEBUG_INFO = 2 => "JIT_CODE_DEBUG_INFO",
+        #[doc = "JIT_CODE_CLOSE: the runtime is done."] CODE_CLOSE = 3 => "JIT_CODE_CLOSE",
+        #[doc = "JIT_CODE_UNWINDING_INFO: `.eh_frame` + `.eh_frame_hdr` for the next LOAD."] CODE_UNWINDING_INFO = 4 => "JIT_CODE_UNWINDING_INFO",
+        #[doc = "SAMPLY_JIT_CODE_DEBUG_INFO2: line table plus inline tree for the next LOAD (seed 001)."] SAMPLY_DEBUG_INFO2 = 827_346_259 => "SAMPLY_JIT_CODE_DEBUG_INFO2",
+        #[doc = "SAMPLY_JIT_TIER: the tier name and colour of the next LOAD with the same code_addr."] SAMPLY_JIT_TIER = 827_346_260 => "SAMPLY_JIT_TIER",
+        #[doc = "SAMPLY_EMBEDDED_SOURCE_FILE: the content of a source file named by debug info."] SAMPLY_EMBEDDED_SOURCE_FILE = 827_346_261 => "SAMPLY_EMBEDDED_SOURCE_FILE",
     }
     unknown "UNKNOWN_{}"
     debug "RecordType({})"

@@ -1,8 +1,10 @@
 //! The face `profkit` sees ([`profkit_common::InputFormat`]): [`MLPD`].
 
-use std::io::{self, Write};
+use std::io::Write;
 
-use profkit_common::format::{Context, DumpOptions, Dumped, Input, InputFormat};
+use profkit_common::format::{
+    dump_parsed, Context, DumpOptions, DumpResult, Dumped, Input, InputFormat, Outcome,
+};
 use profkit_common::{Summary, Validation};
 
 use crate::error::{Error, ErrorKind};
@@ -56,46 +58,33 @@ impl InputFormat for Mlpd {
         "events"
     }
 
-    fn summary(&self, input: Input<'_>, _: &Context<'_>) -> Result<Summary, profkit_common::Error> {
+    fn summary(&self, input: Input<'_>, _: &Context<'_>) -> Outcome<Summary> {
         Ok(crate::summary::summary_of(&mut *buffers(input)?))
     }
 
     /// A header that does not parse is a finding.
-    fn validate(&self, input: Input<'_>) -> Result<Validation, profkit_common::Error> {
+    fn validate(&self, input: Input<'_>) -> Outcome<Validation> {
         Ok(match input {
             Input::Bytes(b) => crate::validate::validate_bytes(b),
             Input::Stream(r) => crate::validate::validate_stream(r),
         })
     }
 
-    fn dump(
-        &self,
-        input: Input<'_>,
-        opts: &DumpOptions,
-        out: &mut dyn Write,
-    ) -> io::Result<Dumped> {
-        let mut src = match buffers(input) {
-            Ok(s) => s,
-            Err(e) => {
-                return Ok(Dumped {
-                    stopped: Some(e.into()),
-                    ..Dumped::default()
-                })
-            }
-        };
-        let problems = if opts.json {
-            crate::dump::write_ndjson_of(&mut *src, out)?
-        } else {
-            crate::dump::write_text_of(&mut *src, out)?
-        };
-        Ok(Dumped {
-            problems: problems
+    /// Every event of every buffer; the undecodable parts (not the cut) are problems.
+    fn dump(&self, input: Input<'_>, o: &DumpOptions, out: &mut dyn Write) -> DumpResult {
+        dump_parsed(buffers(input), |mut src| {
+            let problems = if o.json {
+                crate::dump::write_ndjson_of(&mut *src, out)?
+            } else {
+                crate::dump::write_text_of(&mut *src, out)?
+            };
+            let mut d = Dumped::ended(None, src.truncation());
+            d.problems = problems
                 .iter()
                 .filter(|p| !p.is_truncation())
                 .map(|p| p.to_string())
-                .collect(),
-            stopped: None,
-            truncation: src.truncation(),
+                .collect();
+            Ok(d)
         })
     }
 }

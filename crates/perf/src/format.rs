@@ -1,13 +1,14 @@
 //! The face `profkit` sees ([`profkit_common::InputFormat`]): [`PERF`].
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use profkit_common::format::{Context, DumpOptions, Dumped, Input, InputFormat, JitFiles};
+use profkit_common::format::{
+    dump_parsed, Context, DumpOptions, DumpResult, Dumped, Input, InputFormat, JitFiles, Outcome,
+};
 use profkit_common::summary::Value;
 use profkit_common::{Summary, Validation};
 
-use crate::error::Error;
 use crate::read::PerfData;
 
 /// perf.data, file or pipe mode, either byte order.
@@ -27,7 +28,7 @@ impl InputFormat for Perf {
 
     /// The reader's summary, and where each JIT process's jitdump and perf map are when the
     /// caller says how to look ([`Context::jit`]).
-    fn summary(&self, input: Input<'_>, cx: &Context<'_>) -> Result<Summary, Error> {
+    fn summary(&self, input: Input<'_>, cx: &Context<'_>) -> Outcome<Summary> {
         let data = PerfData::parse(input.bytes(self.name())?)?;
         let mut s = crate::summary(&data);
         if let Some(jit) = cx.jit {
@@ -36,35 +37,19 @@ impl InputFormat for Perf {
         Ok(s)
     }
 
-    fn validate(&self, input: Input<'_>) -> Result<Validation, Error> {
+    fn validate(&self, input: Input<'_>) -> Outcome<Validation> {
         Ok(crate::validate(input.bytes(self.name())?))
     }
 
-    fn dump(
-        &self,
-        input: Input<'_>,
-        opts: &DumpOptions,
-        out: &mut dyn Write,
-    ) -> io::Result<Dumped> {
-        let bytes = input.bytes(self.name()).map_err(io::Error::other)?;
-        let data = match PerfData::parse(bytes) {
-            Ok(d) => d,
-            Err(e) => {
-                return Ok(Dumped {
-                    stopped: Some(e),
-                    ..Dumped::default()
-                })
-            }
-        };
+    /// Every event in time order (`code`: with its stack).
+    fn dump(&self, input: Input<'_>, o: &DumpOptions, out: &mut dyn Write) -> DumpResult {
         let opts = crate::dump::DumpOptions {
-            json: opts.json,
-            stacks: opts.code,
+            json: o.json,
+            stacks: o.code,
         };
-        let r = crate::dump::write(&data, opts, out)?;
-        Ok(Dumped {
-            problems: Vec::new(),
-            stopped: r.error,
-            truncation: r.truncation,
+        dump_parsed(PerfData::parse(input.bytes(self.name())?), |data| {
+            let r = crate::dump::write(&data, opts, out)?;
+            Ok(Dumped::ended(r.error, r.truncation))
         })
     }
 }

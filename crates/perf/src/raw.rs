@@ -161,91 +161,20 @@ pub const FEATURE_SIMPLEPERF_META_INFO: u32 = 129;
 
 profkit_common::open_tag! {
     /// A record's `type` (`PERF_RECORD_*`): an open newtype, unknown values pass through.
-    /// Names are perf's without the `PERF_RECORD_` prefix (the kernel's types 1 ..= 21,
-    /// perf's own 64 ..= 83); `Display` gives `UNKNOWN_<type>` for the others.
-    pub struct RecordType(u32) {
-        /// `PERF_RECORD_MMAP`.
-        MMAP = 1 => "MMAP",
-        /// `PERF_RECORD_LOST`.
-        LOST = 2 => "LOST",
-        /// `PERF_RECORD_COMM`.
-        COMM = 3 => "COMM",
-        /// `PERF_RECORD_EXIT`.
-        EXIT = 4 => "EXIT",
-        /// `PERF_RECORD_THROTTLE`.
-        THROTTLE = 5 => "THROTTLE",
-        /// `PERF_RECORD_UNTHROTTLE`.
-        UNTHROTTLE = 6 => "UNTHROTTLE",
-        /// `PERF_RECORD_FORK`.
-        FORK = 7 => "FORK",
-        /// `PERF_RECORD_READ`.
-        READ = 8 => "READ",
-        /// `PERF_RECORD_SAMPLE`.
-        SAMPLE = 9 => "SAMPLE",
-        /// `PERF_RECORD_MMAP2`.
-        MMAP2 = 10 => "MMAP2",
-        /// `PERF_RECORD_AUX`.
-        AUX = 11 => "AUX",
-        /// `PERF_RECORD_ITRACE_START`.
-        ITRACE_START = 12 => "ITRACE_START",
-        /// `PERF_RECORD_LOST_SAMPLES`.
-        LOST_SAMPLES = 13 => "LOST_SAMPLES",
-        /// `PERF_RECORD_SWITCH`.
-        SWITCH = 14 => "SWITCH",
-        /// `PERF_RECORD_SWITCH_CPU_WIDE`.
-        SWITCH_CPU_WIDE = 15 => "SWITCH_CPU_WIDE",
-        /// `PERF_RECORD_NAMESPACES`.
-        NAMESPACES = 16 => "NAMESPACES",
-        /// `PERF_RECORD_KSYMBOL`.
-        KSYMBOL = 17 => "KSYMBOL",
-        /// `PERF_RECORD_BPF_EVENT`.
-        BPF_EVENT = 18 => "BPF_EVENT",
-        /// `PERF_RECORD_CGROUP`.
-        CGROUP = 19 => "CGROUP",
-        /// `PERF_RECORD_TEXT_POKE`.
-        TEXT_POKE = 20 => "TEXT_POKE",
-        /// `PERF_RECORD_AUX_OUTPUT_HW_ID`.
-        AUX_OUTPUT_HW_ID = 21 => "AUX_OUTPUT_HW_ID",
-        /// `PERF_RECORD_HEADER_ATTR` (pipe mode).
-        HEADER_ATTR = 64 => "HEADER_ATTR",
-        /// `PERF_RECORD_HEADER_EVENT_TYPE`.
-        HEADER_EVENT_TYPE = 65 => "HEADER_EVENT_TYPE",
-        /// `PERF_RECORD_HEADER_TRACING_DATA`.
-        HEADER_TRACING_DATA = 66 => "HEADER_TRACING_DATA",
-        /// `PERF_RECORD_HEADER_BUILD_ID`.
-        HEADER_BUILD_ID = 67 => "HEADER_BUILD_ID",
-        /// `PERF_RECORD_FINISHED_ROUND`.
-        FINISHED_ROUND = 68 => "FINISHED_ROUND",
-        /// `PERF_RECORD_ID_INDEX`.
-        ID_INDEX = 69 => "ID_INDEX",
-        /// `PERF_RECORD_AUXTRACE_INFO`.
-        AUXTRACE_INFO = 70 => "AUXTRACE_INFO",
-        /// `PERF_RECORD_AUXTRACE` (its payload follows the record).
-        AUXTRACE = 71 => "AUXTRACE",
-        /// `PERF_RECORD_AUXTRACE_ERROR`.
-        AUXTRACE_ERROR = 72 => "AUXTRACE_ERROR",
-        /// `PERF_RECORD_THREAD_MAP`.
-        THREAD_MAP = 73 => "THREAD_MAP",
-        /// `PERF_RECORD_CPU_MAP`.
-        CPU_MAP = 74 => "CPU_MAP",
-        /// `PERF_RECORD_STAT_CONFIG`.
-        STAT_CONFIG = 75 => "STAT_CONFIG",
-        /// `PERF_RECORD_STAT`.
-        STAT = 76 => "STAT",
-        /// `PERF_RECORD_STAT_ROUND`.
-        STAT_ROUND = 77 => "STAT_ROUND",
-        /// `PERF_RECORD_EVENT_UPDATE`.
-        EVENT_UPDATE = 78 => "EVENT_UPDATE",
-        /// `PERF_RECORD_TIME_CONV`.
-        TIME_CONV = 79 => "TIME_CONV",
-        /// `PERF_RECORD_HEADER_FEATURE` (pipe mode).
-        HEADER_FEATURE = 80 => "HEADER_FEATURE",
-        /// `PERF_RECORD_COMPRESSED` (zstd, `perf record -z`).
-        COMPRESSED = 81 => "COMPRESSED",
-        /// `PERF_RECORD_FINISHED_INIT`.
-        FINISHED_INIT = 82 => "FINISHED_INIT",
-        /// `PERF_RECORD_COMPRESSED2`.
-        COMPRESSED2 = 83 => "COMPRESSED2",
+    /// Names are perf's without the `PERF_RECORD_` prefix: the kernel's types 1 ..= 21, then
+    /// perf's own 64 ..= 83 (HEADER_ATTR and HEADER_FEATURE carry pipe mode's attrs and
+    /// features, an AUXTRACE record's payload follows it, COMPRESSED is zstd from
+    /// `perf record -z`); `Display` gives `UNKNOWN_<type>` for the others.
+    pub struct RecordType(u32) prefix "PERF_RECORD_" {
+        MMAP = 1, LOST = 2, COMM = 3, EXIT = 4, THROTTLE = 5, UNTHROTTLE = 6, FORK = 7,
+        READ = 8, SAMPLE = 9, MMAP2 = 10, AUX = 11, ITRACE_START = 12, LOST_SAMPLES = 13,
+        SWITCH = 14, SWITCH_CPU_WIDE = 15, NAMESPACES = 16, KSYMBOL = 17, BPF_EVENT = 18,
+        CGROUP = 19, TEXT_POKE = 20, AUX_OUTPUT_HW_ID = 21,
+        HEADER_ATTR = 64, HEADER_EVENT_TYPE = 65, HEADER_TRACING_DATA = 66,
+        HEADER_BUILD_ID = 67, FINISHED_ROUND = 68, ID_INDEX = 69, AUXTRACE_INFO = 70,
+        AUXTRACE = 71, AUXTRACE_ERROR = 72, THREAD_MAP = 73, CPU_MAP = 74, STAT_CONFIG = 75,
+        STAT = 76, STAT_ROUND = 77, EVENT_UPDATE = 78, TIME_CONV = 79, HEADER_FEATURE = 80,
+        COMPRESSED = 81, FINISHED_INIT = 82, COMPRESSED2 = 83,
     }
     unknown "UNKNOWN_{}"
 }

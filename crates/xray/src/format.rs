@@ -2,9 +2,11 @@
 //! traces), [`XRAY_PROFILE`] (profiling mode) and [`XRAY_YAML`] (llvm-xray YAML traces, read
 //! through their binary re-encoding).
 
-use std::io::{self, Write};
+use std::io::Write;
 
-use profkit_common::format::{Context, DumpOptions, Dumped, Input, InputFormat};
+use profkit_common::format::{
+    dump_parsed, Context, DumpOptions, DumpResult, Dumped, Input, InputFormat, Outcome,
+};
 use profkit_common::{Summary, Validation};
 
 use crate::profile::Profile;
@@ -49,22 +51,15 @@ fn dumped(problems: &[Error], truncation: Option<profkit_common::Truncation>) ->
 }
 
 /// The dump of a trace in binary form.
-fn dump_trace(bytes: &[u8], opts: &DumpOptions, out: &mut dyn Write) -> io::Result<Dumped> {
-    let trace = match Trace::parse(bytes) {
-        Ok(t) => t,
-        Err(e) => {
-            return Ok(Dumped {
-                stopped: Some(e.into()),
-                ..Dumped::default()
-            })
-        }
-    };
+fn dump_trace(bytes: &[u8], o: &DumpOptions, out: &mut dyn Write) -> DumpResult {
     let opts = crate::dump::DumpOptions {
-        json: opts.json,
-        verify: opts.verify,
+        json: o.json,
+        verify: o.verify,
     };
-    let r = crate::dump::dump(&trace, &opts, out)?;
-    Ok(dumped(&r.problems, r.truncation))
+    dump_parsed(Trace::parse(bytes), |trace| {
+        let r = crate::dump::dump(&trace, &opts, out)?;
+        Ok(dumped(&r.problems, r.truncation))
+    })
 }
 
 impl InputFormat for Xray {
@@ -76,25 +71,16 @@ impl InputFormat for Xray {
         is_trace(head)
     }
 
-    fn summary(&self, input: Input<'_>, _: &Context<'_>) -> Result<Summary, profkit_common::Error> {
+    fn summary(&self, input: Input<'_>, _: &Context<'_>) -> Outcome<Summary> {
         Ok(crate::summary(&Trace::parse(input.bytes(self.name())?)?))
     }
 
-    fn validate(&self, input: Input<'_>) -> Result<Validation, profkit_common::Error> {
+    fn validate(&self, input: Input<'_>) -> Outcome<Validation> {
         Ok(crate::verify(&Trace::parse(input.bytes(self.name())?)?))
     }
 
-    fn dump(
-        &self,
-        input: Input<'_>,
-        opts: &DumpOptions,
-        out: &mut dyn Write,
-    ) -> io::Result<Dumped> {
-        dump_trace(
-            input.bytes(self.name()).map_err(io::Error::other)?,
-            opts,
-            out,
-        )
+    fn dump(&self, input: Input<'_>, o: &DumpOptions, out: &mut dyn Write) -> DumpResult {
+        dump_trace(input.bytes(self.name())?, o, out)
     }
 }
 
@@ -108,34 +94,22 @@ impl InputFormat for XrayProfile {
         crate::profile::ProfileHeader::is_profile(head)
     }
 
-    fn summary(&self, input: Input<'_>, _: &Context<'_>) -> Result<Summary, profkit_common::Error> {
+    fn summary(&self, input: Input<'_>, _: &Context<'_>) -> Outcome<Summary> {
         let p = Profile::parse(input.bytes(self.name())?)?;
         Ok(crate::profile::summary::summary(&p))
     }
 
-    fn validate(&self, input: Input<'_>) -> Result<Validation, profkit_common::Error> {
+    fn validate(&self, input: Input<'_>) -> Outcome<Validation> {
         let p = Profile::parse(input.bytes(self.name())?)?;
         Ok(crate::profile::verify::verify(&p))
     }
 
-    fn dump(
-        &self,
-        input: Input<'_>,
-        opts: &DumpOptions,
-        out: &mut dyn Write,
-    ) -> io::Result<Dumped> {
-        let bytes = input.bytes(self.name()).map_err(io::Error::other)?;
-        let p = match Profile::parse(bytes) {
-            Ok(p) => p,
-            Err(e) => {
-                return Ok(Dumped {
-                    stopped: Some(e.into()),
-                    ..Dumped::default()
-                })
-            }
-        };
-        let r = crate::profile::dump::dump(&p, opts.json, out)?;
-        Ok(dumped(&r.problems, r.truncation))
+    /// Every path record of every thread.
+    fn dump(&self, input: Input<'_>, o: &DumpOptions, out: &mut dyn Write) -> DumpResult {
+        dump_parsed(Profile::parse(input.bytes(self.name())?), |p| {
+            let r = crate::profile::dump::dump(&p, o.json, out)?;
+            Ok(dumped(&r.problems, r.truncation))
+        })
     }
 }
 
@@ -153,7 +127,7 @@ impl InputFormat for XrayYaml {
     }
 
     /// The trace's summary, marked as read from YAML.
-    fn summary(&self, input: Input<'_>, _: &Context<'_>) -> Result<Summary, profkit_common::Error> {
+    fn summary(&self, input: Input<'_>, _: &Context<'_>) -> Outcome<Summary> {
         let bin = crate::yaml::text_to_binary(input.bytes(self.name())?)?;
         let mut sum = crate::summary(&Trace::parse(&bin)?);
         sum.format = "xray-yaml";
@@ -161,24 +135,16 @@ impl InputFormat for XrayYaml {
         Ok(sum)
     }
 
-    fn validate(&self, input: Input<'_>) -> Result<Validation, profkit_common::Error> {
+    fn validate(&self, input: Input<'_>) -> Outcome<Validation> {
         let bin = crate::yaml::text_to_binary(input.bytes(self.name())?)?;
         Ok(crate::verify(&Trace::parse(&bin)?))
     }
 
-    fn dump(
-        &self,
-        input: Input<'_>,
-        opts: &DumpOptions,
-        out: &mut dyn Write,
-    ) -> io::Result<Dumped> {
-        let text = input.bytes(self.name()).map_err(io::Error::other)?;
-        match crate::yaml::text_to_binary(text) {
-            Ok(bin) => dump_trace(&bin, opts, out),
-            Err(e) => Ok(Dumped {
-                stopped: Some(e.into()),
-                ..Dumped::default()
-            }),
-        }
+    /// The dump of the binary re-encoding (what every reader of YAML input works on).
+    fn dump(&self, input: Input<'_>, o: &DumpOptions, out: &mut dyn Write) -> DumpResult {
+        let text = input.bytes(self.name())?;
+        dump_parsed(crate::yaml::text_to_binary(text), |bin| {
+            dump_trace(&bin, o, out)
+        })
     }
 }
