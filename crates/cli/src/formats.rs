@@ -121,11 +121,7 @@ mod tests {
         for head in samples {
             let model = profkit_model::detect::detect(head);
             let ours = profkit_common::format::detect(FORMATS, head).map(|f| f.name());
-            assert_eq!(
-                ours,
-                model.and_then(|m| face(m)).map(|f| f.name()),
-                "{head:?}"
-            );
+            assert_eq!(ours, model.and_then(face).map(|f| f.name()), "{head:?}");
         }
         for f in FORMATS {
             assert!(

@@ -1,5 +1,7 @@
 //! A bounds-checked little cursor over one buffer's bytes: LEB128, bytes, strings.
 
+use profkit_common::endian::{self, Endian};
+
 use crate::error::{Error, ErrorKind, Result};
 
 /// Reads fields from `data`, reporting absolute offsets (`base` is `data`'s file offset).
@@ -76,28 +78,26 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// `N` bytes as an array.
+    fn fixed<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N]> {
+        let b = self.bytes(N, what)?;
+        // `bytes` gave exactly N bytes
+        Ok(endian::array(b, 0).unwrap_or([0; N]))
+    }
+
     /// A little-endian u16.
     pub fn u16le(&mut self, what: &'static str) -> Result<u16> {
-        let b = self.bytes(2, what)?;
-        let mut a = [0u8; 2];
-        a.copy_from_slice(b);
-        Ok(u16::from_le_bytes(a))
+        self.fixed(what).map(|b| Endian::Little.u16(b))
     }
 
     /// A little-endian u32.
     pub fn u32le(&mut self, what: &'static str) -> Result<u32> {
-        let b = self.bytes(4, what)?;
-        let mut a = [0u8; 4];
-        a.copy_from_slice(b);
-        Ok(u32::from_le_bytes(a))
+        self.fixed(what).map(|b| Endian::Little.u32(b))
     }
 
     /// A little-endian u64.
     pub fn u64le(&mut self, what: &'static str) -> Result<u64> {
-        let b = self.bytes(8, what)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(u64::from_le_bytes(a))
+        self.fixed(what).map(|b| Endian::Little.u64(b))
     }
 
     /// ULEB128 (at most 10 bytes; bits past 64 are dropped as Mono's decoder does).
