@@ -125,6 +125,7 @@ pub struct Object<'b> {
 
 impl<'b> Object<'b> {
     /// Opens an object at the end of `buf`.
+    #[inline]
     pub fn new(buf: &'b mut Vec<u8>) -> Object<'b> {
         buf.push(b'{');
         Object {
@@ -136,6 +137,7 @@ impl<'b> Object<'b> {
 
     /// Opens an object whose `pending` numbers (in key order) go in before the first key that
     /// sorts after them, or at the end.
+    #[inline]
     pub fn with_pending(buf: &'b mut Vec<u8>, pending: [(&'static str, u64); 2]) -> Object<'b> {
         let mut o = Object::new(buf);
         o.pending = pending.map(Some);
@@ -157,6 +159,7 @@ impl<'b> Object<'b> {
     }
 
     /// Writes `"k":` and returns the buffer for the value.
+    #[inline]
     pub fn key(&mut self, k: &str) -> &mut Vec<u8> {
         if self.pending[0].is_some() || self.pending[1].is_some() {
             self.flush_pending(Some(k));
@@ -166,12 +169,14 @@ impl<'b> Object<'b> {
     }
 
     /// A value written by `value`.
+    #[inline]
     pub fn raw(&mut self, k: &str, value: impl FnOnce(&mut Vec<u8>)) -> &mut Self {
         value(self.key(k));
         self
     }
 
     /// An integer.
+    #[inline]
     pub fn num(&mut self, k: &str, v: impl itoa::Integer) -> &mut Self {
         let b = self.key(k);
         b.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
@@ -179,6 +184,7 @@ impl<'b> Object<'b> {
     }
 
     /// An integer, or `null`.
+    #[inline]
     pub fn opt(&mut self, k: &str, v: Option<impl itoa::Integer>) -> &mut Self {
         match v {
             Some(v) => self.num(k, v),
@@ -190,12 +196,14 @@ impl<'b> Object<'b> {
     }
 
     /// A string.
+    #[inline]
     pub fn str(&mut self, k: &str, v: &str) -> &mut Self {
         push_str(self.key(k), v);
         self
     }
 
     /// `true` or `false`.
+    #[inline]
     pub fn bool(&mut self, k: &str, v: bool) -> &mut Self {
         self.key(k)
             .extend_from_slice(if v { b"true" } else { b"false" });
@@ -203,6 +211,7 @@ impl<'b> Object<'b> {
     }
 
     /// An array of integers.
+    #[inline]
     pub fn nums<T: itoa::Integer>(&mut self, k: &str, v: impl IntoIterator<Item = T>) -> &mut Self {
         let b = self.key(k);
         b.push(b'[');
@@ -218,6 +227,7 @@ impl<'b> Object<'b> {
     }
 
     /// Bytes as a string of lowercase hex digits.
+    #[inline]
     pub fn hex(&mut self, k: &str, v: &[u8]) -> &mut Self {
         let b = self.key(k);
         b.push(b'"');
@@ -227,12 +237,14 @@ impl<'b> Object<'b> {
     }
 
     /// Closes the object.
+    #[inline]
     pub fn end(mut self) {
         self.flush_pending(None);
         self.buf.push(b'}');
     }
 
     /// Closes the object and ends the line.
+    #[inline]
     pub fn end_line(mut self) {
         self.flush_pending(None);
         self.buf.extend_from_slice(b"}\n");
@@ -240,6 +252,7 @@ impl<'b> Object<'b> {
 }
 
 /// Appends `"key":`, after a comma unless it is the object's first.
+#[inline]
 fn push_key(buf: &mut Vec<u8>, first: &mut bool, key: &str) {
     if !*first {
         buf.push(b',');

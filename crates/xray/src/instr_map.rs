@@ -655,3 +655,33 @@ pub fn object_ids(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(specs: &[&str]) -> core::result::Result<Vec<u8>, ObjectIdError> {
+        let specs: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+        object_ids(&specs).map(|v| v.into_iter().map(|(id, _)| id).collect())
+    }
+
+    #[test]
+    fn object_ids_count_on_from_pins() {
+        assert_eq!(ids(&["a", "b"]), Ok(vec![0, 1]));
+        assert_eq!(ids(&["a", "5=b", "c"]), Ok(vec![0, 5, 6]));
+        assert_eq!(
+            ids(&["a", "0=b"]),
+            Err(ObjectIdError::Twice {
+                spec: "0=b".into(),
+                id: 0
+            })
+        );
+        assert!(matches!(
+            ids(&["300=x"]),
+            Err(ObjectIdError::OutOfRange { .. })
+        ));
+        assert_eq!(ids(&["255=x", "y"]), Err(ObjectIdError::TooMany));
+        // a path with '=' that is not an id is a path
+        assert_eq!(ids(&["dir/a=b"]), Ok(vec![0]));
+    }
+}
