@@ -69,7 +69,7 @@ fn jitdump_marker(record_type: RecordType, body: &[u8], e: Endian) -> Option<(u3
     };
     let name = body.get(name_at..)?;
     let path = name.get(..name.iter().position(|&c| c == 0)?)?;
-    crate::read::events::jitdump_file_pid(path)?;
+    crate::read::records::jitdump_file_pid(path)?;
     Some((u32_at(body, 0, e)?, path.to_vec()))
 }
 

@@ -14,6 +14,8 @@ mod events;
 pub(crate) mod frame;
 pub(crate) mod header;
 mod meta;
+mod records;
+mod sample;
 
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,13 +24,14 @@ use std::sync::{Arc, Mutex};
 use linux_perf_data::PerfFileReader;
 
 pub use bytes::Endian;
-pub use events::{
-    jitdump_file_pid, misc_is_kernel, Callchain, Comm, Context, Event, EventData, Events, Frame,
-    Frames, Lost, Mmap, MmapBuildId, Outcome, Sample, SplitChain, Task, UserRegs, UserStack,
-};
+pub use events::{Events, Outcome};
 pub use frame::{FrameEnd, FrameLog, MAX_WINDOW_INFLATED, MAX_WINDOW_RECORDS};
 pub use header::{FeatureSection, Header, Mode, Section};
 pub use meta::{section_bytes, Attr, BuildId, ClockData, Features, Meta};
+pub use records::{
+    jitdump_file_pid, misc_is_kernel, Callchain, Comm, Context, Event, EventData, Frame, Frames,
+    Lost, Mmap, MmapBuildId, Sample, SplitChain, Task, UserRegs, UserStack,
+};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::raw::PIPE_HEADER_SIZE;
