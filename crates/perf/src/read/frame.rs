@@ -390,10 +390,19 @@ fn cut_compressed(zstd: &mut Inflater, rest: &[u8], avail: u64, e: Endian) -> (V
     };
     let mut tail = Vec::new();
     let mut n = 0u64;
-    // What it inflated before zstd or a bound stopped it is kept either way.
-    let _ = zstd.feed(payload, e, |_, rec| {
-        tail.extend_from_slice(rec);
-        n += 1;
+    // What it inflated before zstd or a bound stopped it is kept either way, except records
+    // that the reader treats differently at the top level than inside a COMPRESSED record: a
+    // COMPRESSED record inside one (perf never nests them) would be inflated there whole,
+    // past the window bound (a 93-byte cut record kept 134 MB of a nested bomb: 387 MB RSS),
+    // and an AUXTRACE would take the bytes after it as its payload.
+    let _ = zstd.feed(payload, e, |ty, rec| {
+        if !matches!(
+            ty,
+            RecordType::COMPRESSED | RecordType::COMPRESSED2 | RecordType::AUXTRACE
+        ) {
+            tail.extend_from_slice(rec);
+            n += 1;
+        }
     });
     (tail, n)
 }
