@@ -53,9 +53,49 @@ extern "C" fn bound_address_space() {
 #[link_section = ".init_array.00100"]
 static BOUND_ADDRESS_SPACE: extern "C" fn() = bound_address_space;
 
+/// rayon's global pool, started here so that a failure to start its threads is not a panic at
+/// the first parallel loop (rayon panics when it cannot build its default pool, and builds it
+/// once: a failed attempt cannot be retried). Its threads are tried first as plain threads;
+/// when they cannot all start (a low `ulimit -v` or `RLIMIT_NPROC`) the calling thread is the
+/// pool's only worker and parallel loops run on it, in order. B5.
+fn start_thread_pool() {
+    let wanted = std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(1);
+    let (release, wait) = std::sync::mpsc::channel::<()>();
+    let wait = std::sync::Arc::new(std::sync::Mutex::new(wait));
+    let mut probes = Vec::new();
+    for _ in 0..wanted {
+        let wait = std::sync::Arc::clone(&wait);
+        match std::thread::Builder::new().spawn(move || {
+            // Held until every probe has started (as rayon's workers would all be).
+            let _ = wait.lock().map(|w| w.recv());
+        }) {
+            Ok(t) => probes.push(t),
+            Err(_) => break,
+        }
+    }
+    let all = probes.len() == wanted;
+    drop(release);
+    for t in probes {
+        let _ = t.join();
+    }
+    let builder = rayon::ThreadPoolBuilder::new().num_threads(if all { wanted } else { 1 });
+    let builder = if all {
+        builder
+    } else {
+        builder.use_current_thread()
+    };
+    let _ = builder.build_global();
+}
+
 fn main() -> ExitCode {
     // The process ends with its command: large structures are left to the exit.
     profkit_common::release::at_exit_only();
+    start_thread_pool();
     let args = cli::Cli::parse();
     profkit_native::set_cpp_parameters(!args.short_names);
     let result = match args.command {

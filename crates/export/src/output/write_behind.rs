@@ -6,6 +6,9 @@
 //! Buffers of [`CHUNK`] bytes go to the thread over a channel bounded to [`IN_FLIGHT`] and come
 //! back for reuse once written, so memory stays a few MiB whatever the output's size. A write
 //! error ends the thread; the encoder gets it from its next `write` or `flush`, with its kind.
+//!
+//! When no thread can start (a low `ulimit -v` or `RLIMIT_NPROC`: issue #23, B5) the chunks are
+//! written by the calling thread instead, as a `BufWriter` would.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -26,30 +29,41 @@ pub struct WriteBehind {
     /// Chunks sent and not back yet.
     outstanding: usize,
     worker: Option<JoinHandle<io::Result<()>>>,
+    /// The file, written by the calling thread, when no thread could start.
+    direct: Option<File>,
 }
 
 impl WriteBehind {
-    /// Writes `file` on a new thread.
-    pub fn new(mut file: File) -> io::Result<WriteBehind> {
+    /// Writes `file` on a new thread (on the calling thread when none can start).
+    pub fn new(file: File) -> io::Result<WriteBehind> {
+        // The thread takes the file; a failed spawn drops it, so the caller keeps a handle.
+        let direct = file.try_clone()?;
+        let mut file = file;
         let (tx, rx) = sync_channel::<Vec<u8>>(IN_FLIGHT);
         let (spent_tx, spent) = channel();
-        let worker = std::thread::Builder::new().name("output".into()).spawn(
-            move || -> io::Result<()> {
-                for mut chunk in rx {
-                    file.write_all(&chunk)?;
-                    chunk.clear();
-                    // The encoder may have stopped waiting: then the buffer is dropped.
-                    let _ = spent_tx.send(chunk);
-                }
-                Ok(())
-            },
-        )?;
+        let spawned =
+            std::thread::Builder::new()
+                .name("output".into())
+                .spawn(move || -> io::Result<()> {
+                    for mut chunk in rx {
+                        file.write_all(&chunk)?;
+                        chunk.clear();
+                        // The encoder may have stopped waiting: then the buffer is dropped.
+                        let _ = spent_tx.send(chunk);
+                    }
+                    Ok(())
+                });
+        let (tx, worker, direct) = match spawned {
+            Ok(worker) => (Some(tx), Some(worker), None),
+            Err(_) => (None, None, Some(direct)),
+        };
         Ok(WriteBehind {
             buf: Vec::with_capacity(CHUNK),
-            tx: Some(tx),
+            tx,
             spent,
             outstanding: 0,
-            worker: Some(worker),
+            worker,
+            direct,
         })
     }
 
@@ -57,6 +71,11 @@ impl WriteBehind {
     fn send(&mut self) -> io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());
+        }
+        if let Some(f) = &mut self.direct {
+            let r = f.write_all(&self.buf);
+            self.buf.clear();
+            return r;
         }
         let next = match self.spent.try_recv() {
             Ok(b) => {
@@ -166,5 +185,22 @@ mod tests {
         }
         let err = result.and_then(|_| w.flush()).unwrap_err();
         assert_eq!(err.raw_os_error(), Some(28), "{err}");
+    }
+
+    #[test]
+    fn without_a_thread_the_caller_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        let mut w = WriteBehind::new(File::create(&path).unwrap()).unwrap();
+        // As if the spawn had failed.
+        w.tx = None;
+        if let Some(t) = w.worker.take() {
+            t.join().unwrap().unwrap();
+        }
+        w.direct = Some(File::options().append(true).open(&path).unwrap());
+        w.write_all(&vec![1u8; CHUNK + 3]).unwrap();
+        w.write_all(b"end").unwrap();
+        w.flush().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap().len(), CHUNK + 6);
     }
 }

@@ -629,12 +629,28 @@ pub(crate) fn write_in_order<P: Sync>(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let group = rayon::current_num_threads().max(1) * 2;
+    // One worker (a pool that could not start threads, B5): format and write here, in order.
+    // A second thread would also hand its parallel loop to a pool whose only worker may be
+    // this thread, blocked below.
+    let sequential = |out: &mut dyn Write| -> io::Result<()> {
+        let mut buf = Vec::new();
+        for piece in pieces {
+            buf.clear();
+            format(piece, &mut buf);
+            out.write_all(&buf)?;
+        }
+        Ok(())
+    };
+    if group <= 2 {
+        return sequential(out);
+    }
     let mut write_err: Option<io::Error> = None;
+    let mut spawned = true;
     std::thread::scope(|sc| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(group * 2);
         let (pool_tx, pool_rx) = std::sync::mpsc::channel::<Vec<u8>>();
         let format = &format;
-        sc.spawn(move || {
+        let started = std::thread::Builder::new().spawn_scoped(sc, move || {
             for chunk in pieces.chunks(group) {
                 let mut texts: Vec<Vec<u8>> = chunk
                     .iter()
@@ -654,6 +670,10 @@ pub(crate) fn write_in_order<P: Sync>(
                 }
             }
         });
+        if started.is_err() {
+            spawned = false;
+            return;
+        }
         for buf in rx {
             if let Err(e) = out.write_all(&buf) {
                 write_err = Some(e);
@@ -662,6 +682,9 @@ pub(crate) fn write_in_order<P: Sync>(
             let _ = pool_tx.send(buf);
         }
     });
+    if !spawned {
+        return sequential(out);
+    }
     match write_err {
         Some(e) => Err(e),
         None => Ok(()),
