@@ -12,6 +12,7 @@ mod export;
 mod graph;
 mod gzip;
 mod jitdump;
+mod limits;
 mod mlpd;
 mod perf;
 mod runtimes;
