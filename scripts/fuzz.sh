@@ -27,6 +27,8 @@ seeds() {
         xray_profile) echo "$fx"/xray/*.xprof seeds/xray_profile/* ;;
         mlpd_read) echo "$fx"/mlpd/*.mlpd "$fx"/mlpd/synthetic/*.mlpd ;;
         perf_read|perf_feed) echo "$fx"/perf/*.data ;;
+        # Whole recordings: the mutator edits their structure (made_seeds adds the gzip ones).
+        perf_mutate) echo "$fx"/perf/*.data ;;
         native_binary) echo "$fx"/native/small-pie "$fx"/xray/libdso.so "$fx"/xray/sled-v1-pie ;;
         instr_map) echo "$fx"/xray/demo "$fx"/xray/nodebug "$fx"/xray/libdso.so "$fx"/xray/dso-main "$fx"/xray/sled-v1-pie ;;
         structured) ;;
@@ -53,6 +55,8 @@ made_seeds() {
                 { printf "\\x$(printf %02x $((n >> 8)))\\x$(printf %02x $((n & 255)))"; cat "$fx/$1" "$fx/$2"; } \
                     >"$d/$(basename "$1")-$(basename "$2")"
             done ;;
+        perf_mutate)
+            for g in "$fx"/perf/*.data.gz; do zcat "$g" >"$d/$(basename "$g" .gz)"; done ;;
         perf_feed_jit)
             local n; n=$(stat -c %s "$fx/perf/node-fp.data")
             { python3 -c "import sys,struct; sys.stdout.buffer.write(struct.pack('<I', $n))";
@@ -62,10 +66,19 @@ made_seeds() {
 
 max_len() {
     case "$1" in
-        instr_map|native_binary|perf_read|perf_feed|inject|perf_feed_jit) echo 1048576 ;;
+        instr_map|native_binary|perf_read|perf_feed|inject|perf_feed_jit|perf_mutate) echo 1048576 ;;
         # every writer per input: small inputs run ~10x more executions
         convert_all|structured) echo 8192 ;;
         *) echo 65536 ;;
+    esac
+}
+# Seconds an input may take: a perf_mutate input may hold COMPRESSED records inflating to
+# profkit-perf's bound of 64 MiB per sort window, which every entry point inflates again
+# (~4 s under the fuzzer's instrumentation on a loaded machine).
+input_timeout() {
+    case "$1" in
+        perf_mutate) echo 30 ;;
+        *) echo 10 ;;
     esac
 }
 export RUSTC_BOOTSTRAP=1
@@ -86,7 +99,7 @@ for t in "${targets[@]}"; do
     log="artifacts/$t.log"
     # -detect_leaks=0: LeakSanitizer reports the thread-local destructor list of rayon's worker
     # threads (32 bytes from __cxa_thread_atexit_impl) as a leak and stops the run.
-    cargo fuzz run -O "$t" "corpus/$t" -- -max_total_time="$secs" -timeout=10 -rss_limit_mb="${RSS_MB:-512}" -detect_leaks=0 \
+    cargo fuzz run -O "$t" "corpus/$t" -- -max_total_time="$secs" -timeout="$(input_timeout "$t")" -rss_limit_mb="${RSS_MB:-512}" -detect_leaks=0 \
         -max_len="$(max_len "$t")" -print_final_stats=1 >"$log" 2>&1 || true
     after=$(ls "artifacts/$t" | wc -l)
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
