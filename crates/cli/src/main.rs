@@ -21,8 +21,84 @@ use std::process::ExitCode;
 /// faults were a tenth of `convert perf.data`'s time; mimalloc's segments take them in far
 /// fewer faults. `convert` of the tsc recording: 0.163 -> 0.149 s, peak RSS 115 -> 130 MB;
 /// XRay and Mono runs as fast as before (docs/BENCHMARKS.md).
+///
+/// An allocation that fails (the address space is exhausted: `ulimit -v`) ends the command
+/// with an error and exit code 2 rather than Rust's abort (SIGABRT, exit 134 through a shell):
+/// a 580 MB jitdump of 10M CODE_LOADs under `ulimit -v 2000000` (B5).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: OrExit = OrExit(mimalloc::MiMalloc);
+
+/// The allocator that exits on failure (see [`ALLOCATOR`]).
+struct OrExit(mimalloc::MiMalloc);
+
+// SAFETY: every call goes to mimalloc with the caller's arguments; only a null answer is
+// intercepted, and then the process ends.
+unsafe impl std::alloc::GlobalAlloc for OrExit {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: the caller's contract is passed on.
+        let p = unsafe { self.0.alloc(layout) };
+        if p.is_null() {
+            out_of_memory(layout.size());
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: as above.
+        let p = unsafe { self.0.alloc_zeroed(layout) };
+        if p.is_null() {
+            out_of_memory(layout.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: as above.
+        unsafe { self.0.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: as above.
+        let p = unsafe { self.0.realloc(ptr, layout, new_size) };
+        if p.is_null() {
+            out_of_memory(new_size);
+        }
+        p
+    }
+}
+
+/// Says that `size` bytes could not be allocated and ends the process (exit code 2). Nothing
+/// is allocated here: the message is put together on the stack.
+fn out_of_memory(size: usize) -> ! {
+    let mut msg = [0u8; 160];
+    let mut n = 0;
+    let mut put = |b: &[u8]| {
+        for &c in b {
+            if let Some(slot) = msg.get_mut(n) {
+                *slot = c;
+                n += 1;
+            }
+        }
+    };
+    put(b"error: out of memory: an allocation of ");
+    let mut digits = [0u8; 20];
+    let mut d = digits.len();
+    let mut v = size;
+    loop {
+        d -= 1;
+        if let Some(slot) = digits.get_mut(d) {
+            *slot = b'0' + (v % 10) as u8;
+        }
+        v /= 10;
+        if v == 0 || d == 0 {
+            break;
+        }
+    }
+    put(digits.get(d..).unwrap_or_default());
+    put(b" bytes failed (is the address space limited? ulimit -v)\n");
+    // SAFETY: writing a stack buffer to stderr and ending the process, without allocating.
+    unsafe {
+        let _ = libc::write(2, msg.as_ptr().cast(), n);
+        libc::_exit(2);
+    }
+}
 
 use clap::Parser;
 

@@ -149,6 +149,20 @@ fn a_jitdump_of_many_loads_stays_within_2gb() {
     }
     let map = std::fs::read_to_string(dir.path().join("perf-99.map")).unwrap();
     assert_eq!(map.lines().count(), 800_000);
+    // Past the limit (10M LOADs under 2 GB aborted `convert` and `symbolize`: "memory
+    // allocation of 1073741824 bytes failed", SIGABRT): an error, exit 2, no signal.
+    for args in [
+        &["symbolize", "jit-99.dump", "0x100010"][..],
+        &["convert", "jit-99.dump", "-o", "again.map"],
+    ] {
+        let o = run_limited(dir.path(), "ulimit -v 400000", &[], args, false);
+        let what = format!("{} under ulimit -v 400000", args.join(" "));
+        assert_clean(&what, &o, &[0, 2]);
+        if o.status.code() == Some(2) {
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(err.contains("error: "), "{what}: {err}");
+        }
+    }
 }
 
 /// B5: when no thread can start (here: every thread's stack is 4 GB, under 2 GB of address
