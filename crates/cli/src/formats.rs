@@ -1,10 +1,10 @@
-//! The registry of input formats: one table ([`FORMATS`]) of the format crates' faces
-//! (profkit-common's [`InputFormat`]), through which `info`, `dump` and `validate` reach every
-//! format the same way (analyses and conversions go through the model's
+//! `info`, `dump` and `validate` through the registry of input formats (the model's
+//! [`FORMATS`](profkit_model::detect::FORMATS): the format crates' faces, profkit-common's
+//! [`InputFormat`]), which reaches every format the same way (analyses and conversions go through the model's
 //! [`Source`](profkit_model::Source)). A jitdump or Mono file that arrives as a stream is read
 //! record by record ([`InputFormat::streams`]); every other input is handed over whole.
 //!
-//! A new input format is its crate's face and one line here.
+//! A new input format is its crate's face and one line in that table.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,30 +18,14 @@ use crate::cli::DumpArgs;
 use crate::detect::Format;
 use crate::source::Scanned;
 
-/// Every input format `info`, `dump` and `validate` read, in the order detection tries them.
-pub static FORMATS: &[&dyn InputFormat] = &[
-    &profkit_jitdump::JITDUMP,
-    &profkit_mlpd::MLPD,
-    &profkit_perf::PERF,
-    &profkit_xray::XRAY_PROFILE,
-    &profkit_xray::XRAY,
-    &profkit_jitdump::PERF_MAP,
-    &profkit_xray::XRAY_YAML,
-];
-
-/// The face of `format` (`None` for an ELF binary, which only `extract` and `-m` read).
-fn face(format: Format) -> Option<&'static dyn InputFormat> {
-    FORMATS.iter().copied().find(|f| f.name() == format.name())
-}
-
 /// Whether `format` reads a stream record by record (its input is then never read whole).
 pub fn streams(format: Format) -> bool {
-    face(format).is_some_and(|f| f.streams())
+    format.face().is_some_and(|f| f.streams())
 }
 
 /// The face of the input, or the error for command `what` on a format it does not read.
 fn face_of(s: &Scanned, what: &str) -> Result<&'static dyn InputFormat> {
-    match face(s.format()) {
+    match s.format().face() {
         Some(f) => Ok(f),
         None => Err(s.whole()?.unsupported(what)),
     }
@@ -84,7 +68,7 @@ pub fn validate(s: &mut Scanned) -> Result<Validation> {
 
 /// What a format calls its records in messages.
 pub fn record_unit(format: Format) -> &'static str {
-    face(format).map_or("records", |f| f.record_unit())
+    format.face().map_or("records", |f| f.record_unit())
 }
 
 /// `profkit dump` of the input into `out`.
@@ -98,47 +82,4 @@ pub fn dump(s: &mut Scanned, args: &DumpArgs, out: &mut dyn Write) -> Result<Dum
     let d = f.dump(s.input(), &opts, out)?;
     out.flush()?;
     Ok(d)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The registry detects as the model does (the CLI and the fuzz harness share the
-    /// model's detection): the same format for each format's first bytes.
-    #[test]
-    fn registry_detects_as_the_model() {
-        let samples: [&[u8]; 8] = [
-            b"DTiJ\x01\0\0\0",
-            b"\x01ZPM\0\0\0\0",
-            b"PERFILE2",
-            b"\x01\0\x01\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
-            b"7f0000001000 40 foo\n",
-            b"---\nheader:\n  version: 3\n",
-            b"\x7fELF\x02\x01\x01\0",
-            b"fyorparp\x01\0\0\0\0\0\0\0",
-        ];
-        for head in samples {
-            let model = profkit_model::detect::detect(head);
-            let ours = profkit_common::format::detect(FORMATS, head).map(|f| f.name());
-            assert_eq!(ours, model.and_then(face).map(|f| f.name()), "{head:?}");
-        }
-        for f in FORMATS {
-            assert!(
-                [
-                    Format::Jitdump,
-                    Format::PerfMap,
-                    Format::Xray,
-                    Format::XrayProfile,
-                    Format::XrayYaml,
-                    Format::Mlpd,
-                    Format::Perf
-                ]
-                .iter()
-                .any(|m| m.name() == f.name()),
-                "{} has no model format",
-                f.name()
-            );
-        }
-    }
 }

@@ -1,5 +1,8 @@
-//! Input format detection by content (DESIGN.md, "Command line"): what every command and the
-//! fuzz harnesses use to tell the formats apart from their first bytes.
+//! Input format detection by content: what every command and the fuzz harnesses use to tell
+//! the formats apart from their first bytes, through the format crates' own tests
+//! ([`InputFormat::detect`], one per format, walked in [`FORMATS`]' order).
+
+use profkit_common::format::InputFormat;
 
 /// A detected input format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,49 +55,87 @@ impl Format {
     }
 }
 
-/// Detects the format of (already decompressed) `data`.
-pub fn detect(data: &[u8]) -> Option<Format> {
-    let head4 = data.get(..4)?;
-    if head4 == b"DTiJ" || head4 == b"JiTD" {
-        return Some(Format::Jitdump);
+impl Format {
+    /// The format whose registry face is `face` (`None`: a face the model has no driver for).
+    fn of_face(face: &dyn InputFormat) -> Option<Format> {
+        ALL.into_iter().find(|f| f.name() == face.name())
     }
-    if head4 == [0x01, 0x5a, 0x50, 0x4d] {
-        return Some(Format::Mlpd);
+
+    /// The registry face of this format (`None` for an ELF binary, which only `extract` and
+    /// `-m` read).
+    pub fn face(self) -> Option<&'static dyn InputFormat> {
+        FORMATS.iter().copied().find(|f| f.name() == self.name())
     }
-    // perf.data, file or pipe mode, either byte order.
-    if matches!(data.get(..8), Some(b"PERFILE2" | b"2ELIFREP")) {
-        return Some(Format::Perf);
-    }
-    if head4 == b"\x7fELF" {
-        return Some(Format::Elf);
-    }
-    // XRay profiling mode: the magic "xrayprof" as a u64, either byte order.
-    if profkit_xray::profile::ProfileHeader::is_profile(data) {
-        return Some(Format::XrayProfile);
-    }
-    if is_xray_header(data) {
-        return Some(Format::Xray);
-    }
-    if profkit_jitdump::perfmap::looks_like_perf_map(data) {
-        return Some(Format::PerfMap);
-    }
-    let head = std::str::from_utf8(data.get(..data.len().min(512))?).ok()?;
-    if head.starts_with("---") && head.contains("header:") {
-        return Some(Format::XrayYaml);
-    }
-    None
 }
 
-/// XRay's 32-byte file header: u16 version and u16 type (0 basic v1-3, 1 FDR v1-5),
-/// little-endian, then a full record or at least the header's 32 bytes.
-fn is_xray_header(data: &[u8]) -> bool {
-    let Some(&[v0, v1, k0, k1]) = data.get(..4) else {
-        return false;
-    };
-    if data.len() < 32 {
-        return false;
+/// Every format, for lookups by name.
+const ALL: [Format; 8] = [
+    Format::Jitdump,
+    Format::PerfMap,
+    Format::Xray,
+    Format::XrayProfile,
+    Format::XrayYaml,
+    Format::Mlpd,
+    Format::Elf,
+    Format::Perf,
+];
+
+/// The registry of input formats: every format crate's face (profkit-common's
+/// [`InputFormat`]: detect, summary, validate, dump), in the order detection tries them. `info`,
+/// `dump` and `validate` reach every format through it; a new input format is its crate's
+/// face and one line here (and its driver in `feed`).
+pub static FORMATS: &[&dyn InputFormat] = &[
+    &profkit_jitdump::JITDUMP,
+    &profkit_mlpd::MLPD,
+    &profkit_perf::PERF,
+    &profkit_xray::XRAY_PROFILE,
+    &profkit_xray::XRAY,
+    &profkit_jitdump::PERF_MAP,
+    &profkit_xray::XRAY_YAML,
+];
+
+/// Detects the format of (already decompressed) `data`: an ELF binary (an instrumentation map
+/// for `extract` and `-m`), else the first face of [`FORMATS`] that recognises it.
+pub fn detect(data: &[u8]) -> Option<Format> {
+    if data.get(..4) == Some(b"\x7fELF") {
+        return Some(Format::Elf);
     }
-    let version = u16::from_le_bytes([v0, v1]);
-    let kind = u16::from_le_bytes([k0, k1]);
-    matches!((kind, version), (0, 1..=3) | (1, 1..=5))
+    Format::of_face(profkit_common::format::detect(FORMATS, data)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every face of the registry is a format the model can name, and each format's first
+    /// bytes are detected as that format.
+    #[test]
+    fn every_face_is_a_model_format() {
+        for f in FORMATS {
+            assert!(
+                Format::of_face(*f).is_some(),
+                "{} has no model format",
+                f.name()
+            );
+        }
+        let samples: [(&[u8], Format); 8] = [
+            (b"DTiJ\x01\0\0\0", Format::Jitdump),
+            (b"\x01ZPM\0\0\0\0", Format::Mlpd),
+            (b"PERFILE2", Format::Perf),
+            (
+                &[
+                    1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                    0, 0, 0, 0, 0, 0,
+                ],
+                Format::Xray,
+            ),
+            (b"7f0000001000 40 foo\n", Format::PerfMap),
+            (b"---\nheader:\n  version: 3\n", Format::XrayYaml),
+            (b"\x7fELF\x02\x01\x01\0", Format::Elf),
+            (b"forpyarx\x01\0\0\0\0\0\0\0", Format::XrayProfile),
+        ];
+        for (head, want) in samples {
+            assert_eq!(detect(head), Some(want), "{head:?}");
+        }
+    }
 }

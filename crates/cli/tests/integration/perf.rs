@@ -181,8 +181,10 @@ pub(crate) fn run_perf_inject(perf: &Path, data: &Path) -> PathBuf {
         .unwrap();
     assert!(
         o.status.success(),
-        "perf inject: {}",
-        String::from_utf8_lossy(&o.stderr)
+        "perf inject ({}): {}{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
     );
     out
 }
