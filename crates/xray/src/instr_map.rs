@@ -1,5 +1,5 @@
-//! The XRay instrumentation map (`xray_instr_map`) of an ELF binary, symbolization, and
-//! llvm-xray `extract` YAML.
+//! The XRay instrumentation map (`xray_instr_map`) of an ELF binary, symbolization (profkit-native's
+//! llvm-symbolizer mode), and llvm-xray `extract` YAML.
 //!
 //! A sled entry is 32 bytes on 64-bit targets (16 on 32-bit): `address`, `function`, `u8 kind`,
 //! `u8 always_instrument`, `u8 version`, padding. Version 2 entries are PC-relative
