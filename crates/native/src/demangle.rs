@@ -124,16 +124,17 @@ mod tests {
 
     #[test]
     fn llvm_symbolizer_rules() {
-        let llvm = |n| demangle_as(n, Style::LlvmSymbolizer).into_owned();
-        assert_eq!(llvm("_ZN3foo3barEi"), "foo::bar(int)");
-        assert_eq!(
-            llvm("_ZN4core3fmt5write17h0123456789abcdefE"),
-            "core::fmt::write"
-        );
-        assert_eq!(llvm("_RNvCs1234_7mycrate4main"), "mycrate::main");
-        // No `@plt` rule and no `__Z` prefix: the names stay as they are.
-        assert_eq!(llvm("memcpy@plt"), "memcpy@plt");
-        assert_eq!(llvm("__Z3fooi"), "__Z3fooi");
-        assert_eq!(llvm("main"), "main");
+        // Rust legacy names only with a hash; no `@plt` rule and no `__Z` prefix.
+        let cases = [
+            ("_ZN3foo3barEi", "foo::bar(int)"),
+            ("_ZN4core3fmt5write17h0123456789abcdefE", "core::fmt::write"),
+            ("_RNvCs1234_7mycrate4main", "mycrate::main"),
+            ("memcpy@plt", "memcpy@plt"),
+            ("__Z3fooi", "__Z3fooi"),
+            ("main", "main"),
+        ];
+        for (name, want) in cases {
+            assert_eq!(demangle_as(name, Style::LlvmSymbolizer), want, "{name}");
+        }
     }
 }

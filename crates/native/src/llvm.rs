@@ -160,7 +160,8 @@ impl LlvmSymbolizer {
     /// line table, else (local symbols) the file of the `STT_FILE` symbol before it.
     pub fn symbolize(&self, address: u64) -> LlvmSymbol {
         let mut info = LlvmSymbol::default();
-        if let Some(ctx) = &self.ctx {
+        // addr2line computes `address + 1` (an overflow panic in debug builds at u64::MAX).
+        if let Some(ctx) = self.ctx.as_ref().filter(|_| address != u64::MAX) {
             if let Ok(mut frames) = ctx.find_frames(address).skip_all_loads() {
                 let mut outermost = None;
                 while let Ok(Some(frame)) = frames.next() {
