@@ -9,6 +9,9 @@
 //! * [`summary`]: [`Summary`], what `profkit info` shows of a file, one shape for every format.
 //! * [`json`]: the one JSON string escaper of the workspace.
 //! * [`bytes`]: [`FileBytes`], the one way files are mapped (or read) whole.
+//! * [`output`]: [`output::Output`], the one way files are written: standard output or staged
+//!   files (new, unpredictably named temporaries renamed over their names on success, removed on
+//!   failure), written behind by a thread, large ones with `O_DIRECT`.
 //! * [`anon`]: [`anon::is_anonymous_memory`], which recorded mapping names are anonymous memory.
 //! * [`release`]: letting go of a run's large structures (freed, or left to the process's exit).
 //! * [`error`]: [`Error`], the one-word parse error (offset, record, [`ErrorKind`], message).
@@ -38,6 +41,7 @@ pub mod error;
 pub mod finding;
 pub mod format;
 pub mod json;
+pub mod output;
 pub mod release;
 pub mod summary;
 pub mod tag;

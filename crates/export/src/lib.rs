@@ -15,8 +15,8 @@
 //! * [`pprof`]: pprof protobuf profiles (`.pb.gz`).
 //! * [`parquet`] (feature `parquet`): the `spans`, `events`, `functions` and `code` tables.
 //! * [`perfmap`]: perf map (`perf-<pid>.map`) from any code source.
-//! * [`output`]: [`Output`], where every writer's files go (stdout, staged files, gzip,
-//!   `O_DIRECT`).
+//! * [`output`]: [`Output`], where every writer's files go (stdout, staged files,
+//!   `O_DIRECT`: profkit-common's, re-exported), and `OutStream` (gzip).
 
 use std::fmt;
 use std::io;

@@ -21,7 +21,7 @@
 use object::elf;
 use object::write::elf::{FileHeader, ProgramHeader, SectionHeader, Sym, Writer};
 use object::Endianness;
-use profkit_model::codemap::DebugTable;
+use profkit_jit::codemap::DebugTable;
 
 use crate::layout::Run;
 use crate::lines::{debug_sections, FuncLines};

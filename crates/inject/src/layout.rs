@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use profkit_model::codemap::Region;
+use profkit_jit::codemap::Region;
 
 /// Functions further apart than this start a new run.
 pub const GAP_MAX: u64 = 4096;

@@ -3,7 +3,7 @@
 //! (per layer of reused addresses) instead of one per function.
 //!
 //! For every process of the recording with a jitdump (found through its marker mmap, beside
-//! the perf.data or in `--jit-dir`s, as [`profkit_model::feed::perf::jit::JitSearch`] looks):
+//! the perf.data or in `--jit-dir`s, as [`profkit_jit::discovery::JitSearch`] looks):
 //!
 //! 1. [`layout`]: its functions go to layers (a layer never holds two functions at one
 //!    address), layers to ELFs (at most 1 GiB of address space each), an ELF's functions to
@@ -43,8 +43,8 @@ use std::io::{BufWriter, Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use profkit_export::Output;
-use profkit_model::feed::perf::jit::JitSearch;
+use profkit_common::output::Output;
+use profkit_jit::discovery::JitSearch;
 use profkit_perf::{
     BuildIdEntry, EventData, Insert, JitScan, Mmap2, PerfData, SampleId, WriteOptions,
 };
@@ -232,7 +232,7 @@ pub fn inject(options: &Options) -> Result<Report, Error> {
 /// [`inject`] of a recording already in memory (`bytes`, named `shown` in messages).
 ///
 /// Nothing appears under the output's name or in the ELF directory unless everything was
-/// written: the perf.data and the ELFs are staged (profkit-export's `Output`: new temporary
+/// written: the perf.data and the ELFs are staged (profkit-common's `Output`: new temporary
 /// files, renamed over their names at the end). The ELF directory is created if missing and
 /// must be a real directory (a symbolic link there is refused, never followed); nothing else
 /// in it is touched.
@@ -542,7 +542,7 @@ fn jitdump_image(
         }
     };
     warnings.extend(image.problems.iter().cloned());
-    if image.arch_timestamp {
+    if !image.monotonic {
         pr.status = "refused".into();
         pr.reason = Some(
             "the jitdump's times are TSC ticks (JITDUMP_FLAGS_ARCH_TIMESTAMP), not CLOCK_MONOTONIC"
@@ -604,16 +604,15 @@ fn perf_map_image(
         }
     };
     pr.perf_map = Some(map_path.display().to_string());
-    let loaded =
-        match profkit_model::feed::perf::jit::load_perf_map(&map_path, search.any_map_owner) {
-            Ok(l) => l,
-            Err(e) => {
-                pr.status = "perf map not read".into();
-                pr.reason = Some(e.clone());
-                warnings.push(format!("pid {pid}: {e}"));
-                return None;
-            }
-        };
+    let loaded = match profkit_jit::discovery::load_perf_map(&map_path, search.any_map_owner) {
+        Ok(l) => l,
+        Err(e) => {
+            pr.status = "perf map not read".into();
+            pr.reason = Some(e.clone());
+            warnings.push(format!("pid {pid}: {e}"));
+            return None;
+        }
+    };
     if loaded.bad_lines > 0 {
         warnings.push(format!(
             "pid {pid}: {}: {} lines are not `START SIZE name`",

@@ -9,7 +9,7 @@ use gimli::write::{
     Address, AttributeValue, DwarfUnit, EndianVec, LineProgram, LineString, Sections,
 };
 use gimli::{Encoding, Format, LineEncoding, RunTimeEndian};
-use profkit_model::codemap::DebugTable;
+use profkit_jit::codemap::DebugTable;
 
 /// One function's line table, placed.
 #[derive(Clone, Copy, Debug)]
@@ -137,7 +137,7 @@ pub fn debug_sections(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use profkit_model::codemap::LineRow;
+    use profkit_jit::codemap::LineRow;
 
     #[test]
     fn line_program_reads_back() {

@@ -46,16 +46,8 @@ pub enum FuncKind {
     Unsymbolized,
 }
 
-/// A JIT tier (the owned form of [`crate::events::CodeTier`]).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct FuncTier {
-    /// Tier name ("Baseline", "Turbofan", "Tier0" …).
-    pub name: String,
-    /// Colour index into the Firefox Profiler's category colours.
-    pub color: u32,
-    /// Whether the tier runs JavaScript-like source.
-    pub js: bool,
-}
+/// A JIT tier (the owned form of [`crate::events::CodeTier`]); the code map's, profkit-jit.
+pub use profkit_jit::FuncTier;
 
 /// Interned function table: [`FuncId`] → [`FuncInfo`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! # Layout
 //! * [`clock`]: [`Clock`], the conversion from a format's raw time unit (XRay TSC ticks) to
 //!   nanoseconds. Analyses keep raw ticks; outputs convert (and llvm-compatible outputs use ticks).
-//! * [`codemap`]: [`codemap::CodeMap`], the timeline of JIT code regions (loads, moves, address
+//! * [`codemap`] (profkit-jit's, re-exported): [`codemap::CodeMap`], the timeline of JIT code regions (loads, moves, address
 //!   reuse) answering address@time → function, inline frames and file:line.
 //! * [`func`]: [`FuncId`] and the [`FunctionTable`] (name, file/line/column, module, kind, JIT
 //!   tier).
@@ -37,7 +37,8 @@
 //! ```
 
 pub mod clock;
-pub mod codemap;
+/// The JIT code map, profkit-jit's (one code map for the model, inject and a recorder).
+pub use profkit_jit::codemap;
 pub mod detect;
 pub mod events;
 pub mod feed;

@@ -189,8 +189,6 @@ fn folded_exclusive_sums_to_inclusive_roots() {
 }
 
 // Newer areas, one module each under tests/integration/.
-#[path = "integration/codemap.rs"]
-mod codemap;
 #[path = "integration/feed.rs"]
 mod feed;
 #[path = "integration/perf.rs"]

@@ -28,7 +28,10 @@
 //! * [`Unwinder`]: framehop's x86-64 unwinder for one process: modules from binaries
 //!   ([`Unwinder::add_binary`]) and from jitdump unwinding info ([`Unwinder::add_jit`]),
 //!   [`Unwinder::unwind`] from [`UserRegs`] and a stack copy to return addresses.
-//! * [`demangle()`]: C++ and Rust symbol names made readable.
+//! * [`demangle()`]: C++ and Rust symbol names made readable (perf's rules; llvm-symbolizer's
+//!   with [`demangle_as`]) — the workspace's one demangler.
+//! * [`LlvmSymbolizer`]: symbolization by llvm-symbolizer's rules, for what profkit compares
+//!   with LLVM's tools (profkit-xray's `Symbolizer`).
 //!
 //! ```no_run
 //! use profkit_native::{Binaries, BuildId, Unwinder, UserRegs};
@@ -63,6 +66,7 @@ pub mod finder;
 #[doc(hidden)]
 pub mod harness;
 pub mod kernel;
+pub mod llvm;
 pub mod mapping;
 pub mod paths;
 pub mod unwind;
@@ -70,9 +74,10 @@ pub mod unwind;
 pub use binary::{Binary, BinaryKind, Frame, Segment, Source, Symbol, Symbolized};
 pub use build_id::BuildId;
 pub use bytes::SectionBytes;
-pub use demangle::{demangle, set_cpp_parameters};
+pub use demangle::{demangle, demangle_as, set_cpp_parameters, Style};
 pub use error::{Error, ErrorKind, Result, Subject};
 pub use finder::{Binaries, Problem, ProblemKind};
 pub use kernel::{Kallsyms, KernelSymbol};
+pub use llvm::{LlvmSymbol, LlvmSymbolizer};
 pub use mapping::Mapping;
 pub use unwind::{JitPlacement, JitUnwindInfo, UnwindEnd, Unwinder, UserRegs};

@@ -1,5 +1,5 @@
-//! The XRay instrumentation map (`xray_instr_map`) of an ELF binary, symbolization, and
-//! llvm-xray `extract` YAML.
+//! The XRay instrumentation map (`xray_instr_map`) of an ELF binary, symbolization (profkit-native's
+//! llvm-symbolizer mode), and llvm-xray `extract` YAML.
 //!
 //! A sled entry is 32 bytes on 64-bit targets (16 on 32-bit): `address`, `function`, `u8 kind`,
 //! `u8 always_instrument`, `u8 version`, padding. Version 2 entries are PC-relative
@@ -9,9 +9,7 @@
 //! time an entry's `function` differs from the previous entry's, walking the section in order
 //! (what the runtime and llvm-xray do).
 
-use std::borrow::Cow;
 use std::collections::HashMap;
-use std::rc::Rc;
 
 use object::{
     Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, RelocationFlags, RelocationTarget,
@@ -412,185 +410,30 @@ fn parse_fn_idx(
         .collect()
 }
 
-/// Demangles a C++ (Itanium) or Rust symbol; other names come back unchanged.
-pub fn demangle(name: &str) -> String {
-    let rust_legacy = name.starts_with("_ZN") && name.ends_with('E') && name.contains("17h");
-    if name.starts_with("_R") || rust_legacy {
-        if let Ok(d) = rustc_demangle::try_demangle(name) {
-            return format!("{d:#}");
-        }
-    }
-    if name.starts_with("_Z") {
-        if let Ok(sym) = cpp_demangle::Symbol::new(name) {
-            if let Ok(s) = sym.demangle(&cpp_demangle::DemangleOptions::default()) {
-                return s;
-            }
-        }
-    }
-    name.to_string()
-}
+/// What symbolization found for an address: profkit-native's llvm-symbolizer answer.
+pub use profkit_native::llvm::LlvmSymbol as SymbolInfo;
 
-/// What symbolization found for an address.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SymbolInfo {
-    /// Demangled function name.
-    pub name: Option<String>,
-    /// Source file (as in the line table; for a local symbol without line information, the
-    /// `STT_FILE` symbol before it, as llvm-symbolizer does).
-    pub file: Option<String>,
-    /// Line (0 when the line table says 0 or nothing).
-    pub line: u32,
-    /// Column.
-    pub column: u32,
-}
-
-impl SymbolInfo {
-    /// llvm-xray's debug column: `basename:line:col`; `<invalid>:0:0` when nothing gives a
-    /// file (llvm-symbolizer's placeholder).
-    pub fn debug_string(&self) -> String {
-        match &self.file {
-            Some(f) => {
-                let base = f.rsplit(['/', '\\']).next().unwrap_or(f);
-                format!("{base}:{}:{}", self.line, self.column)
-            }
-            None => "<invalid>:0:0".to_string(),
-        }
-    }
-
-    /// The name, or llvm-xray's `@(HEXADDR)` when there is none.
-    pub fn display_name(&self, address: u64) -> String {
-        match &self.name {
-            Some(n) => n.clone(),
-            None => format!("@({address:X})"),
-        }
-    }
-}
-
-/// A code symbol: start, size, name, and for a local symbol the `STT_FILE` name before it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct CodeSymbol {
-    start: u64,
-    size: u64,
-    name: String,
-    file: Option<String>,
-}
-
-type Reader = gimli::EndianRcSlice<gimli::RunTimeEndian>;
-
-/// Names and source positions of addresses: DWARF (addr2line) first, then the ELF symbol table.
-pub struct Symbolizer {
-    ctx: Option<addr2line::Context<Reader>>,
-    symbols: Vec<CodeSymbol>,
-}
-
-impl core::fmt::Debug for Symbolizer {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Symbolizer")
-            .field("dwarf", &self.ctx.is_some())
-            .field("symbols", &self.symbols.len())
-            .finish()
-    }
-}
+/// Names and source positions of an instrumented binary's addresses, as llvm-xray gets them
+/// from llvm-symbolizer: profkit-native's [`LlvmSymbolizer`](profkit_native::llvm::LlvmSymbolizer)
+/// (the one symbolizer and demangler of the workspace, in its llvm-symbolizer mode).
+#[derive(Debug)]
+pub struct Symbolizer(profkit_native::llvm::LlvmSymbolizer);
 
 impl Symbolizer {
     /// Loads DWARF and symbols from an object file.
     pub fn new(data: &[u8]) -> Result<Symbolizer> {
-        let file =
-            object::File::parse(data).map_err(|e| err(format!("cannot parse object file: {e}")))?;
-        let endian = if file.is_little_endian() {
-            gimli::RunTimeEndian::Little
-        } else {
-            gimli::RunTimeEndian::Big
-        };
-        let load = |id: gimli::SectionId| -> core::result::Result<Reader, gimli::Error> {
-            let d: Cow<'_, [u8]> = file
-                .section_by_name(id.name())
-                .and_then(|s| s.uncompressed_data().ok())
-                .unwrap_or(Cow::Borrowed(&[]));
-            Ok(gimli::EndianRcSlice::new(Rc::from(&*d), endian))
-        };
-        let ctx = gimli::Dwarf::load(load)
-            .ok()
-            .and_then(|dwarf| addr2line::Context::from_dwarf(dwarf).ok());
-        // Table order matters: a local symbol's file is the `STT_FILE` symbol before it.
-        let mut symbols = Vec::new();
-        let mut file_name: Option<String> = None;
-        for sym in file.symbols() {
-            if sym.kind() == object::SymbolKind::File {
-                // An empty STT_FILE name (the linker's marker before the symbols it made local,
-                // e.g. hidden-visibility functions) gives no file: llvm-symbolizer then keeps
-                // `<invalid>`.
-                file_name = sym
-                    .name()
-                    .ok()
-                    .filter(|n| !n.is_empty())
-                    .map(str::to_string);
-                continue;
-            }
-            if sym.kind() != object::SymbolKind::Text || !sym.is_definition() {
-                continue;
-            }
-            let Ok(name) = sym.name() else { continue };
-            symbols.push(CodeSymbol {
-                start: sym.address(),
-                size: sym.size(),
-                name: name.to_string(),
-                file: if sym.is_local() {
-                    file_name.clone()
-                } else {
-                    None
-                },
-            });
-        }
-        for sym in file.dynamic_symbols() {
-            if sym.kind() == object::SymbolKind::Text && sym.is_definition() {
-                if let Ok(name) = sym.name() {
-                    symbols.push(CodeSymbol {
-                        start: sym.address(),
-                        size: sym.size(),
-                        name: name.to_string(),
-                        file: None,
-                    });
-                }
-            }
-        }
-        symbols.sort();
-        symbols.dedup_by_key(|s| s.start);
-        Ok(Symbolizer { ctx, symbols })
+        profkit_native::llvm::LlvmSymbolizer::new("", data)
+            .map(Symbolizer)
+            .map_err(|e| match e.kind {
+                profkit_native::ErrorKind::Elf(m) => err(format!("cannot parse object file: {m}")),
+                other => err(other.to_string()),
+            })
     }
 
-    /// Name and position of `address`, as llvm-symbolizer gives them to llvm-xray: the name
-    /// of the symbol-table function containing it (so a sled inside an inlined callee is
-    /// named after its real function), else DWARF's outermost frame; the position from the
-    /// line table, else (local symbols) the file of the `STT_FILE` symbol before it.
+    /// Name and position of `address`, as llvm-symbolizer gives them to llvm-xray (see
+    /// [`LlvmSymbolizer::symbolize`](profkit_native::llvm::LlvmSymbolizer::symbolize)).
     pub fn symbolize(&self, address: u64) -> SymbolInfo {
-        let mut info = SymbolInfo::default();
-        if let Some(ctx) = &self.ctx {
-            if let Ok(mut frames) = ctx.find_frames(address).skip_all_loads() {
-                let mut outermost = None;
-                while let Ok(Some(frame)) = frames.next() {
-                    if let Some(name) = frame.function.as_ref().and_then(|f| f.raw_name().ok()) {
-                        outermost = Some(demangle(&name));
-                    }
-                }
-                info.name = outermost;
-            }
-            if let Ok(Some(loc)) = ctx.find_location(address) {
-                info.file = loc.file.map(str::to_string);
-                info.line = loc.line.unwrap_or(0);
-                info.column = loc.column.unwrap_or(0);
-            }
-        }
-        let i = self.symbols.partition_point(|s| s.start <= address);
-        if let Some(s) = i.checked_sub(1).and_then(|j| self.symbols.get(j)) {
-            if address == s.start || address < s.start.saturating_add(s.size) {
-                info.name = Some(demangle(&s.name));
-                if info.file.is_none() {
-                    info.file.clone_from(&s.file);
-                }
-            }
-        }
-        info
+        self.0.symbolize(address)
     }
 }
 

@@ -36,8 +36,8 @@
 //!   (profkit-common's [`InputFormat`](profkit_common::InputFormat)).
 //! * [`write`](mod@write): writers for FDR v1–v5 and basic v1–v3 (raw records and whole traces).
 //! * [`instr_map`]: the instrumentation map from an ELF file (x86-64, aarch64, …; sled
-//!   versions 0–2; relocations in PIE), symbolization (DWARF, then the symbol table; demangled),
-//!   and llvm-xray `extract` YAML in and out.
+//!   versions 0–2; relocations in PIE), symbolization (DWARF, then the symbol table; demangled:
+//!   profkit-native's llvm-symbolizer mode), and llvm-xray `extract` YAML in and out.
 //! * [`profile`]: **profiling mode** (`xray_mode=xray-profiling`), a format of its own:
 //!   per-thread call trees with call counts and inclusive TSC time per call path. Read
 //!   ([`profile::Profile`]), write, verify, summary, dump.

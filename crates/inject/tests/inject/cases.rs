@@ -13,7 +13,7 @@ fn run(input: &Path, out: &Path, dirs: &[&Path]) -> Result<Report, profkit_injec
     inject(&Options {
         input: input.to_path_buf(),
         output: out.to_path_buf(),
-        jit: Some(profkit_model::feed::perf::JitSearch::new(
+        jit: Some(profkit_jit::JitSearch::new(
             Some(input),
             dirs.iter().map(|d| d.to_path_buf()).collect(),
         )),

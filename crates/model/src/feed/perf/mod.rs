@@ -31,7 +31,8 @@
 //! Only the first sampled event's samples are used (a recording of several events mixes
 //! units); the report counts the others. Times are ns since the first sample.
 
-pub mod jit;
+/// Finding and loading a process's jitdump and perf map: profkit-jit's.
+pub use profkit_jit::discovery as jit;
 mod process;
 mod report;
 mod symbols;
@@ -1017,14 +1018,7 @@ mod tests {
                 (0x1030, 0x70, "f".to_string(), 0),
             ],
         );
-        let dump = jit::LoadedDump {
-            path: "jit-7.dump".into(),
-            map,
-            pid: 7,
-            monotonic: true,
-            time_range: None,
-            problems: Vec::new(),
-        };
+        let dump = jit::LoadedDump::without_code("jit-7.dump".into(), 7, 0, map);
         assert!(starts_jit_function(Some(&dump), None, 0x1030, Some(5)));
         assert!(!starts_jit_function(Some(&dump), None, 0x1031, Some(5)));
         assert!(!starts_jit_function(Some(&dump), None, 0x2000, Some(5)));

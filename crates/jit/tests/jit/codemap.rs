@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
+use profkit_jit::CodeMap;
 use profkit_jitdump::JitDump;
-use profkit_model::codemap::CodeMap;
 
 fn jitdump(name: &str) -> Vec<u8> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -27,7 +27,16 @@ use profkit_jitdump::lines::{BiasDecision, TableSpan};
 use profkit_jitdump::read::{DebugInfo, DebugInfo2};
 use profkit_jitdump::{JitDump, Record};
 
-use crate::func::FuncTier;
+/// A JIT tier (from a SAMPLY_JIT_TIER record; the owned form of the model's `CodeTier`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FuncTier {
+    /// Tier name ("Baseline", "Turbofan", "Tier0" …).
+    pub name: String,
+    /// Colour index into the Firefox Profiler's category colours.
+    pub color: u32,
+    /// Whether the tier runs JavaScript-like source.
+    pub js: bool,
+}
 
 /// One line-table row: code from `offset` (bytes from the region's start) on is `file:line`.
 #[derive(Clone, Debug, PartialEq, Eq)]

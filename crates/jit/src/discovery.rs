@@ -17,14 +17,17 @@
 //! there by someone else would name another user's samples (`--any-map-owner` overrides).
 //!
 //! A jitdump becomes a [`CodeMap`] (address@time → function, lines, inline frames, tier,
-//! unwinding info); a perf map a [`MapBuilder`] (no times: the last line for an address wins,
-//! as in perf).
+//! unwinding info), and for `profkit inject` also each region's code bytes
+//! ([`load_jitdump_with_code`]); a perf map a [`MapBuilder`] (no times: the last line for an
+//! address wins, as in perf).
 
 use std::path::{Path, PathBuf};
 
 use profkit_common::FileBytes;
 use profkit_jitdump::perfmap::MapBuilder;
-use profkit_jitdump::JitDump;
+use profkit_jitdump::raw::FLAG_ARCH_TIMESTAMP;
+use profkit_jitdump::{JitDump, Record};
+use rustc_hash::FxHashMap;
 
 use crate::codemap::CodeMap;
 
@@ -173,23 +176,135 @@ pub struct LoadedDump {
     pub map: CodeMap,
     /// The pid its header names.
     pub pid: u32,
+    /// The ELF machine of the code (`e_machine`).
+    pub elf_mach: u32,
+    /// Whether the dump is big-endian.
+    pub big_endian: bool,
     /// Whether its timestamps are CLOCK_MONOTONIC ns (not ARCH_TIMESTAMP, i.e. TSC ticks).
     pub monotonic: bool,
     /// The earliest and latest record timestamps.
     pub time_range: Option<(u64, u64)>,
-    /// Problems met while reading (a cut-off tail, records that did not decode).
+    /// Problems met while reading (records that did not decode, a cut-off tail).
     pub problems: Vec<String>,
+    /// The regions' code bytes (only from [`load_jitdump_with_code`]).
+    pub code: Option<CodeBytes>,
 }
 
-/// Reads the jitdump at `path`.
+impl LoadedDump {
+    /// A dump of `map` for process `pid` read from `path` without code bytes (a perf map's
+    /// entries, a test's regions): CLOCK_MONOTONIC times, little-endian, `elf_mach` given.
+    pub fn without_code(path: PathBuf, pid: u32, elf_mach: u32, map: CodeMap) -> LoadedDump {
+        LoadedDump {
+            path,
+            pid,
+            elf_mach,
+            big_endian: false,
+            monotonic: true,
+            time_range: map.time_range(),
+            map,
+            problems: Vec::new(),
+            code: None,
+        }
+    }
+
+    /// The code bytes of region `index` (an index into [`CodeMap::regions`]): `None` without
+    /// code bytes, or when its load carried fewer bytes than the region's size.
+    pub fn code(&self, index: usize) -> Option<&[u8]> {
+        let code = self.code.as_ref()?;
+        let region = self.map.region(index)?;
+        let (off, len) = (*code.at.get(index)?)?;
+        if (len as u64) < region.size {
+            return None;
+        }
+        code.bytes.get(off..off.checked_add(len)?)
+    }
+
+    /// The size of the dump's bytes kept for [`LoadedDump::code`] (0 without them).
+    pub fn byte_len(&self) -> usize {
+        self.code.as_ref().map_or(0, |c| c.bytes.len())
+    }
+}
+
+/// A jitdump's bytes (mapped) and where each region's code is in them.
+pub struct CodeBytes {
+    bytes: FileBytes,
+    /// `(offset, len)` in `bytes` of each region's code (`None`: its load carried none).
+    at: Vec<Option<(usize, usize)>>,
+}
+
+impl std::fmt::Debug for CodeBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeBytes")
+            .field("bytes", &self.bytes.len())
+            .field("regions", &self.at.len())
+            .finish()
+    }
+}
+
+/// Reads the jitdump at `path` (a regular file, mapped): its code map, not its code bytes.
 pub fn load_jitdump(path: &Path) -> Result<LoadedDump, String> {
     // Mapped: the code map copies what it keeps, and most of a dump (the code bytes) is never
-    // read.
-    // A regular file only, never read as a stream (a recording names the path).
-    let bytes = FileBytes::open_regular(path, 1).map_err(|e| format!("{}: {e}", path.display()))?;
+    // read. The mapping is dropped at the end.
+    let bytes = open(path)?;
     let dump = JitDump::parse(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(loaded(path, &dump))
+}
+
+/// Reads the jitdump at `path` as [`load_jitdump`] does, and keeps it mapped with where each
+/// region's code bytes are: a JIT_CODE_LOAD's own code; a JIT_CODE_MOVE's the code of the
+/// last load of its code index (none if that load carried none).
+pub fn load_jitdump_with_code(path: &Path) -> Result<LoadedDump, String> {
+    let bytes = open(path)?;
+    let (mut out, at) = {
+        let dump = JitDump::parse(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let out = loaded(path, &dump);
+        let base = bytes.as_ptr() as usize;
+        // Code of each LOAD (by record index) and of each MOVE (the code of its code_index then).
+        let mut by_record: FxHashMap<usize, (usize, usize)> = FxHashMap::default();
+        let mut by_index: FxHashMap<u64, (usize, usize)> = FxHashMap::default();
+        for raw in dump.records().flatten() {
+            let index = raw.header().index;
+            match raw.parse() {
+                Ok(Record::CodeLoad(l)) => match l.code {
+                    Some(code) => {
+                        let at = ((code.as_ptr() as usize).wrapping_sub(base), code.len());
+                        by_record.insert(index, at);
+                        by_index.insert(l.code_index, at);
+                    }
+                    None => {
+                        by_index.remove(&l.code_index);
+                    }
+                },
+                Ok(Record::CodeMove(m)) => {
+                    if let Some(&c) = by_index.get(&m.code_index) {
+                        by_record.insert(index, c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let at: Vec<_> = out
+            .map
+            .regions()
+            .iter()
+            .map(|r| by_record.get(&r.record).copied())
+            .collect();
+        (out, at)
+    };
+    out.code = Some(CodeBytes { bytes, at });
+    Ok(out)
+}
+
+/// A jitdump found by a search: a regular file only, mapped, never read as a stream (a
+/// recording names the path).
+fn open(path: &Path) -> Result<FileBytes, String> {
+    FileBytes::open_regular(path, 1).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The code map and header facts of `dump`, read from `path`.
+fn loaded(path: &Path, dump: &JitDump<'_>) -> LoadedDump {
     let header = dump.header();
-    let map = CodeMap::from_jitdump(&dump);
+    let map = CodeMap::from_jitdump(dump);
     let mut problems: Vec<String> = map
         .problems
         .iter()
@@ -198,14 +313,17 @@ pub fn load_jitdump(path: &Path) -> Result<LoadedDump, String> {
     if let Some(cut) = &map.truncation {
         problems.push(format!("{}: {cut}", path.display()));
     }
-    Ok(LoadedDump {
+    LoadedDump {
         path: path.to_path_buf(),
         pid: header.pid,
-        monotonic: header.flags & 1 == 0,
+        elf_mach: header.elf_mach,
+        big_endian: header.endian == profkit_jitdump::Endian::Big,
+        monotonic: header.flags & FLAG_ARCH_TIMESTAMP == 0,
         time_range: map.time_range(),
         map,
         problems,
-    })
+        code: None,
+    }
 }
 
 /// A loaded perf map.
