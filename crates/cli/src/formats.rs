@@ -7,12 +7,10 @@
 //! A new input format is its crate's face and one line in that table.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Result};
 use profkit_common::format::{Context, DumpOptions, Dumped, InputFormat, JitFiles};
 use profkit_common::{Summary, Validation};
-use profkit_model::feed::perf::JitSearch;
 
 use crate::cli::DumpArgs;
 use crate::detect::Format;
@@ -31,23 +29,11 @@ fn face_of(s: &Scanned, what: &str) -> Result<&'static dyn InputFormat> {
     }
 }
 
-/// A perf.data's JIT metadata search, as the format crates ask for it.
-struct Jit(JitSearch);
-
-impl JitFiles for Jit {
-    fn jitdump(&self, pid: u32, marker: Option<&Path>) -> Result<PathBuf, Vec<PathBuf>> {
-        self.0.jitdump(pid, marker)
-    }
-    fn perf_map(&self, pid: u32) -> Result<PathBuf, Vec<PathBuf>> {
-        self.0.perf_map(pid)
-    }
-}
-
 /// What `profkit info` shows of the input.
 pub fn summary(s: &mut Scanned) -> Result<Summary> {
     let f = face_of(s, "info")?;
     let jit = match s {
-        Scanned::Whole(o) if o.format == Format::Perf => Some(Jit(o.jit_search()?)),
+        Scanned::Whole(o) if o.format == Format::Perf => Some(o.jit_search()?),
         _ => None,
     };
     let cx = Context {

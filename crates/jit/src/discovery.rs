@@ -378,3 +378,14 @@ pub fn load_perf_map(path: &Path, any_owner: bool) -> Result<LoadedMap, String> 
         bad_lines,
     })
 }
+
+/// The search as the format crates ask for it (perf.data's `info` lists each JIT process's
+/// metadata through it).
+impl profkit_common::format::JitFiles for JitSearch {
+    fn jitdump(&self, pid: u32, marker: Option<&Path>) -> Result<PathBuf, Vec<PathBuf>> {
+        JitSearch::jitdump(self, pid, marker)
+    }
+    fn perf_map(&self, pid: u32) -> Result<PathBuf, Vec<PathBuf>> {
+        JitSearch::perf_map(self, pid)
+    }
+}
