@@ -64,6 +64,18 @@ pub fn fixture_named(dir: &str, prefix: &str) -> String {
         .unwrap_or_else(|| panic!("no fixture {dir}/{prefix}*"))
 }
 
+/// The files of `tests/fixtures/<dir>` whose extension is `ext`, sorted.
+pub fn fixture_files(dir: &str, ext: &str) -> Vec<PathBuf> {
+    let path = fixture(dir);
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    v.sort();
+    v
+}
+
 /// Whether golden files are being rewritten (`PROFKIT_BLESS=1`).
 pub fn blessing() -> bool {
     std::env::var_os("PROFKIT_BLESS").is_some_and(|v| v == "1")

@@ -2,8 +2,6 @@
 //! events and bad magics. Nothing panics; problems carry offsets; the file goes on.
 
 use profkit_analysis::mono_report::{self as report, Options};
-use profkit_mlpd::stream::StreamReader;
-use profkit_mlpd::validate::validate;
 use profkit_mlpd::write::Writer;
 use profkit_mlpd::{ErrorKind, EventKind, File, Header};
 
@@ -275,78 +273,4 @@ fn fuzz_regressions_stay_fixed() {
         n += 1;
     }
     assert!(n >= 2, "{n} regression inputs");
-}
-
-/// A file cut anywhere past its header, also between two events of a buffer (where every
-/// event before the cut decodes cleanly), is reported as truncated by the slice reader and the
-/// stream reader; a cut at a buffer boundary leaves a complete (shorter) file.
-#[test]
-fn every_cut_past_the_header_is_a_truncation() {
-    let dir = fixtures().join("synthetic");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("synthetic")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "mlpd"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 9);
-    let mut between_events = 0;
-    for path in files {
-        let data = std::fs::read(&path).expect("read");
-        let file = File::parse(&data).expect("header");
-        // where the complete buffers end
-        let ends: Vec<u64> = file
-            .buffers()
-            .flatten()
-            .filter(|b| !b.truncated)
-            .map(|b| b.end())
-            .collect();
-        let event_ends: Vec<u64> = file
-            .buffers()
-            .flatten()
-            .flat_map(|b| b.events().flatten().map(|e| e.offset + u64::from(e.size)))
-            .collect();
-        for cut in file.header.size + 1..data.len() {
-            let d = &data[..cut];
-            let f = File::parse(d).expect("header");
-            let boundary = ends.contains(&(cut as u64));
-            let t = f.truncation();
-            assert_eq!(t.is_some(), !boundary, "{} cut at {cut}", path.display());
-            let mut scan = f.buffers();
-            for _ in scan.by_ref() {}
-            assert_eq!(scan.truncation(), t);
-            let mut stream = StreamReader::new(d).expect("header");
-            while stream.next_buffer(Vec::new()).is_some() {}
-            assert_eq!(stream.truncation(), t, "{} cut at {cut}", path.display());
-            // validate reports it as `truncated` (at the incomplete event's start)
-            let v = validate(&f);
-            let cuts: Vec<_> = v
-                .findings
-                .iter()
-                .filter(|x| x.code == "truncated")
-                .collect();
-            assert_eq!(
-                cuts.len(),
-                usize::from(!boundary),
-                "{} cut at {cut}",
-                path.display()
-            );
-            assert_eq!(v.truncation.is_some(), !boundary);
-            if let (Some(vt), Some(t)) = (&v.truncation, &t) {
-                assert!(vt.offset <= t.offset && vt.offset >= file.header.size as u64);
-                assert_eq!(vt.record, Some(v.records));
-            }
-            if let Some(t) = t {
-                assert!(t.offset <= cut as u64);
-                if event_ends.contains(&(cut as u64)) && !boundary {
-                    // between two events: nothing else says the file is cut
-                    between_events += 1;
-                    assert_eq!(t.offset, cut as u64);
-                    let (_, bad) = decode_all(d);
-                    assert_eq!(bad, 0, "{} cut at {cut}", path.display());
-                }
-            }
-        }
-    }
-    assert!(between_events > 100, "{between_events}");
 }

@@ -14,13 +14,7 @@ pub fn fixtures() -> PathBuf {
 }
 
 pub fn mlpd_files() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(fixtures())
-        .expect("fixtures dir")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "mlpd"))
-        .collect();
-    v.sort();
-    v
+    profkit_testkit::fixture_files("mlpd", "mlpd")
 }
 
 pub fn load(path: &std::path::Path) -> Vec<u8> {

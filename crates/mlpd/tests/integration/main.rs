@@ -21,13 +21,7 @@ pub fn fixtures() -> PathBuf {
 
 /// The committed `.mlpd` files (sorted).
 pub fn mlpd_files() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(fixtures())
-        .expect("fixtures dir")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "mlpd"))
-        .collect();
-    v.sort();
-    v
+    profkit_testkit::fixture_files("mlpd", "mlpd")
 }
 
 /// A fixture's bytes, decompressed.
