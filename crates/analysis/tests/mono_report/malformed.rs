@@ -3,74 +3,24 @@
 
 use profkit_analysis::mono_report::{self as report, Options};
 use profkit_mlpd::write::Writer;
-use profkit_mlpd::{ErrorKind, EventKind, File, Header};
+use profkit_mlpd::{ErrorKind, File, Header};
 
 use super::{fixtures, load};
 
-fn decode_all(data: &[u8]) -> (usize, usize) {
-    let Ok(f) = File::parse(data) else {
-        return (0, 1);
-    };
-    let (mut ok, mut bad) = (0, 0);
-    for b in f.buffers() {
-        match b {
-            Ok(b) => {
-                for e in b.events() {
-                    match e {
-                        Ok(e) => {
-                            ok += 1;
-                            // walk the lazy lists too
-                            match e.kind {
-                                EventKind::Alloc { backtrace, .. }
-                                | EventKind::Throw { backtrace, .. } => {
-                                    backtrace.count();
-                                }
-                                EventKind::SampleHit { ips, frames, .. } => {
-                                    ips.count();
-                                    frames.count();
-                                }
-                                EventKind::HeapObject { refs, .. } => {
-                                    refs.count();
-                                }
-                                EventKind::CountersDesc { descs } => {
-                                    descs.count();
-                                }
-                                EventKind::Counters { values, .. } => {
-                                    values.count();
-                                }
-                                _ => {}
-                            }
-                        }
-                        Err(_) => bad += 1,
-                    }
-                }
-            }
-            Err(_) => bad += 1,
-        }
-    }
-    (ok, bad)
-}
-
+/// The report of a file cut inside its buffers (the readers' own cut tests are mlpd's) says
+/// only that it is cut.
 #[test]
 fn truncation_at_every_offset_never_panics() {
     let data = load(&fixtures().join("hello_nodefaults.mlpd"));
-    let full = decode_all(&data);
-    assert_eq!(full.1, 0);
-    let mut last_ok = 0;
-    for cut in 0..data.len() {
-        let (ok, _bad) = decode_all(&data[..cut]);
-        assert!(ok >= last_ok.min(ok), "monotone-ish");
-        last_ok = ok;
-        if cut >= 128 && cut % 997 == 0 {
-            let f = File::parse(&data[..cut]).expect("header");
-            let r = report::compute(&f, &Options::default());
-            // a cut inside a buffer is reported as a truncation
-            assert!(
-                r.problems.iter().all(|p| p.is_truncation()),
-                "{cut}: {:?}",
-                r.problems
-            );
-        }
+    for cut in (997..data.len()).step_by(997) {
+        let f = File::parse(&data[..cut]).expect("header");
+        let r = report::compute(&f, &Options::default());
+        // a cut inside a buffer is reported as a truncation
+        assert!(
+            r.problems.iter().all(|p| p.is_truncation()),
+            "{cut}: {:?}",
+            r.problems
+        );
     }
 }
 
@@ -85,11 +35,13 @@ fn truncated_buffer_is_reported_with_its_offset() {
     assert!(r.problems[0].offset as usize <= cut);
 }
 
+/// The report of a file with flipped bytes never panics (the readers' own flipped-byte test
+/// is mlpd's).
 #[test]
 fn flipped_bytes_never_panic() {
     let data = load(&fixtures().join("hello_nodefaults.mlpd"));
     let mut seed = 0x1234_5678_9abc_def0u64;
-    for i in 0..3000 {
+    for i in 0..300 {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
@@ -100,11 +52,8 @@ fn flipped_bytes_never_panic() {
             let p2 = 32 + ((seed >> 20) as usize % (d.len() - 32));
             d[p2] = 0xff;
         }
-        decode_all(&d);
-        if i % 50 == 0 {
-            if let Ok(f) = File::parse(&d) {
-                report::compute(&f, &Options::default());
-            }
+        if let Ok(f) = File::parse(&d) {
+            report::compute(&f, &Options::default());
         }
     }
 }
