@@ -12,7 +12,8 @@ pub use analysis::{
 pub use convert::{ConvertArgs, EndianArg, OutputFormat};
 pub use graph::{DiffArgs, DiffFormat, DiffSort, GraphArgs};
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+use profkit_model::detect::Format;
 
 /// Read, validate, analyze and convert the files JIT runtimes and instrumented programs hand
 /// to profilers: perf jitdump and perf maps, LLVM XRay traces (basic, FDR and profiling mode)
@@ -74,30 +75,19 @@ pub enum Command {
     Completions(CompletionsArgs),
 }
 
-/// Input formats profkit can detect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum InputFormat {
-    /// perf jitdump (`jit-<pid>.dump`).
-    Jitdump,
-    /// perf map text (`perf-<pid>.map`).
-    PerfMap,
-    /// LLVM XRay trace (basic or FDR).
-    Xray,
-    /// LLVM XRay profiling-mode profile (`xray_mode=xray-profiling`).
-    XrayProfile,
-    /// Mono log profiler (`.mlpd`).
-    Mlpd,
-    /// ELF binary (XRay instrumentation map).
-    Elf,
-    /// perf.data (`perf record`, file or pipe mode).
-    Perf,
+/// `--input-format`: the names of the formats profkit-model's registry knows.
+fn input_format() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let values = Format::all().map(|f| PossibleValue::new(f.name()).help(f.description()));
+    // the parser accepts only the names `all` gave, each of which `from_name` knows
+    PossibleValuesParser::new(values).map(|name| Format::from_name(&name).unwrap_or(Format::Elf))
 }
 
 #[derive(Debug, Args)]
 pub struct InputOpts {
     /// Treat the input as this format instead of detecting it.
-    #[arg(long, value_enum, global = true)]
-    pub input_format: Option<InputFormat>,
+    #[arg(long, global = true, value_parser = input_format())]
+    pub input_format: Option<Format>,
     #[command(flatten)]
     pub jit: PerfDataOpts,
 }

@@ -1,5 +1,5 @@
 //! `info`, `dump` and `validate` through the registry of input formats (the model's
-//! [`FORMATS`](profkit_model::detect::FORMATS): the format crates' faces, profkit-common's
+//! [`REGISTRY`](profkit_model::detect::REGISTRY): the format crates' faces, profkit-common's
 //! [`InputFormat`]), which reaches every format the same way (analyses and conversions go through the model's
 //! [`Source`](profkit_model::Source)). A jitdump or Mono file that arrives as a stream is read
 //! record by record ([`InputFormat::streams`]); every other input is handed over whole.
@@ -13,8 +13,8 @@ use profkit_common::format::{Context, DumpOptions, Dumped, InputFormat, JitFiles
 use profkit_common::{Summary, Validation};
 
 use crate::cli::DumpArgs;
-use crate::detect::Format;
 use crate::source::Scanned;
+use profkit_model::detect::Format;
 
 /// Whether `format` reads a stream record by record (its input is then never read whole).
 pub fn streams(format: Format) -> bool {

@@ -30,7 +30,7 @@ impl Built {
 /// that does not match the top frame is skipped (llvm-xray -k); with it, the frames above a
 /// matching one are closed (-d).
 pub fn call_graph(opened: &Opened, instr_maps: &[String], deduce: bool) -> Result<Built> {
-    if opened.format == crate::detect::Format::XrayProfile {
+    if opened.format == profkit_model::detect::Format::XrayProfile {
         return Err(anyhow!(
             "{}: an XRay profiling-mode file keeps per-path totals, not the single calls a call graph's latency statistics need (`account`, `stack` and `diff` without --graph read it)",
             opened.name()

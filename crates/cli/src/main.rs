@@ -4,7 +4,6 @@
 
 mod cli;
 mod cmd;
-mod detect;
 mod formats;
 mod graphs;
 mod input;

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
 use profkit_model::feed::perf::PerfOptions;
-use profkit_model::{Clock, Source};
-use profkit_xray::{yaml, Trace};
+use profkit_model::source::{Open, OpenError};
+use profkit_model::Source;
 
-use crate::cli::{InputFormat, InputOpts, PerfDataOpts};
-use crate::detect::{detect, Format};
+use crate::cli::{InputOpts, PerfDataOpts};
 use crate::input::{self, Input, StreamInput};
 use crate::instr_maps::names;
+use profkit_model::detect::{detect, Format};
 
 const UNKNOWN: &str = "unknown format: not a jitdump (magic \"DTiJ\"/\"JiTD\"), perf map, perf.data, XRay trace or profile, Mono log profiler file or ELF binary (use --input-format to force one)";
 
@@ -54,14 +54,14 @@ impl Opened {
             crate::output::print_truncation(&input.name, cut);
         }
         let format = match forced {
-            Some(f) => crate::detect::forced(f),
+            Some(f) => f,
             None => detect(&input.data).ok_or_else(|| anyhow!("{}: {UNKNOWN}", input.name))?,
         };
         // info, dump and validate hand the text to the format's face, which re-encodes it
-        let encoded = match format {
-            Format::XrayYaml if encode_yaml => Some(
-                yaml::text_to_binary(&input.data).map_err(|e| anyhow!("{}: {e}", input.name))?,
-            ),
+        let encoded = match format.encode(&input.data) {
+            Some(encoded) if encode_yaml => {
+                Some(encoded.map_err(|e| anyhow!("{}: {e}", input.name))?)
+            }
             _ => None,
         };
         Ok(Opened {
@@ -113,15 +113,9 @@ impl Opened {
         )
     }
 
-    /// An XRay trace (binary or YAML).
-    pub fn trace(&self) -> Result<Trace<'_>> {
-        Trace::parse(self.bytes()).map_err(|e| anyhow!("{}: {e}", self.input.name))
-    }
-
-    /// An XRay profiling-mode profile.
-    pub fn profile(&self) -> Result<profkit_xray::profile::Profile<'_>> {
-        profkit_xray::profile::Profile::parse(self.bytes())
-            .map_err(|e| anyhow!("{}: {e}", self.input.name))
+    /// An XRay trace (binary or YAML), for the YAML writer.
+    pub fn trace(&self) -> Result<profkit_xray::Trace<'_>> {
+        profkit_xray::Trace::parse(self.bytes()).map_err(|e| anyhow!("{}: {e}", self.input.name))
     }
 
     /// A jitdump.
@@ -130,14 +124,10 @@ impl Opened {
             .map_err(|e| anyhow!("{}: {e}", self.input.name))
     }
 
-    /// A Mono log profiler file.
-    pub fn mlpd(&self) -> Result<profkit_mlpd::File<'_>> {
-        profkit_mlpd::File::parse(self.bytes()).map_err(|e| anyhow!("{}: {e}", self.input.name))
-    }
-
     /// The model's view of the input for command `what`; `instr_maps` (`-m`) name XRay
     /// function ids; `tsc_hz` (`--tsc-hz`) is the clock of an XRay profile's ticks; `event`
-    /// (`--event`) picks a perf.data recording's sampled event.
+    /// (`--event`) picks a perf.data recording's sampled event. Each is read only where the
+    /// format uses it.
     pub fn source(
         &self,
         instr_maps: &[String],
@@ -145,40 +135,32 @@ impl Opened {
         event: Option<&str>,
         what: &str,
     ) -> Result<Source<'_>> {
-        if tsc_hz.is_some() && self.format != Format::XrayProfile {
-            bail!(
-                "{}: --tsc-hz applies to XRay profiling-mode files (which record no clock); this is {}",
-                self.input.name,
-                self.format.description()
-            );
+        let perf = || {
+            Ok(PerfOptions {
+                jit: self.jit_search()?,
+                kallsyms: self.jit.kallsyms.clone(),
+                event: event.map(str::to_string),
+                ..PerfOptions::default()
+            })
+        };
+        let open = Open {
+            instr_names: &|| Ok(names(instr_maps)?),
+            tsc_hz,
+            perf: &|| perf().map_err(|e: anyhow::Error| e.into()),
+        };
+        match Source::open(self.format, self.bytes(), &open) {
+            Ok(Some(src)) => Ok(src),
+            Ok(None) => Err(self.unsupported(what)),
+            Err(OpenError::Input(e)) => Err(anyhow!("{}: {e}", self.input.name)),
+            Err(OpenError::Provider(e)) => Err(anyhow!(e)),
         }
-        Ok(match self.format {
-            Format::Xray | Format::XrayYaml => Source::xray(self.trace()?, names(instr_maps)?),
-            Format::XrayProfile => Source::xray_profile(
-                self.profile()?,
-                names(instr_maps)?,
-                Clock::new(tsc_hz.unwrap_or(0)),
-            ),
-            Format::Mlpd => Source::mlpd(self.mlpd()?),
-            Format::Jitdump => Source::jitdump(self.bytes()),
-            Format::Perf => Source::perf(
-                self.bytes(),
-                PerfOptions {
-                    jit: self.jit_search()?,
-                    kallsyms: self.jit.kallsyms.clone(),
-                    event: event.map(str::to_string),
-                    ..PerfOptions::default()
-                },
-            ),
-            Format::PerfMap | Format::Elf => return Err(self.unsupported(what)),
-        })
     }
 }
 
 /// The format of a stream, from its first (decompressed) bytes (`forced` overrides detection).
-fn stream_format(s: &mut StreamInput, forced: Option<InputFormat>) -> Result<Format> {
+fn stream_format(s: &mut StreamInput, forced: Option<Format>) -> Result<Format> {
     if let Some(f) = forced {
-        return Ok(crate::detect::forced(f));
+        return Ok(f);
     }
     if let Some(f) = detect(s.head()) {
         return Ok(f);

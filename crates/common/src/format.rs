@@ -2,7 +2,8 @@
 //! recognised ([`InputFormat::detect`]), what `profkit info` shows ([`InputFormat::summary`]),
 //! what `profkit validate` finds ([`InputFormat::validate`]) and what `profkit dump` prints
 //! ([`InputFormat::dump`]). The CLI keeps one table of them (its registry); a new input format
-//! is a format crate implementing this trait and one line of that table.
+//! is a format crate implementing this trait and one line of that table (profkit-model's
+//! `detect::REGISTRY`).
 //!
 //! Each crate exports one `static` per format it reads (`profkit_jitdump::JITDUMP`,
 //! `profkit_jitdump::PERF_MAP`, …). Inputs arrive as bytes (a mapped file or an inflated
@@ -149,9 +150,4 @@ pub trait InputFormat: Sync {
     /// `profkit dump` into `out`: write errors are the `io::Error`; a file that cannot be read
     /// (further) is [`Dumped::stopped`].
     fn dump(&self, input: Input<'_>, o: &DumpOptions, out: &mut dyn Write) -> DumpResult;
-}
-
-/// The first of `formats` that recognises `head`.
-pub fn detect<'f>(formats: &[&'f dyn InputFormat], head: &[u8]) -> Option<&'f dyn InputFormat> {
-    formats.iter().copied().find(|f| f.detect(head))
 }

@@ -16,10 +16,10 @@ use profkit_model::events::{
     CallPath, CodeRegion, Counter, Enter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo,
     TraceInfo,
 };
-use profkit_model::feed::perf::PerfOptions;
 use profkit_model::replay::pipeline::Workers;
+use profkit_model::source::Open;
 use profkit_model::span::Span;
-use profkit_model::{Clock, FuncId, FuncInfo, FunctionTable, Source};
+use profkit_model::{FuncId, FuncInfo, Source};
 
 use crate::chrome::ChromeWriter;
 use crate::firefox::FirefoxSink;
@@ -192,21 +192,10 @@ impl EventSink for Tee<'_> {
 }
 
 /// The model's view of `bytes` as the CLI builds it, without instrumentation maps, JIT
-/// metadata or kernel symbols from this machine.
+/// metadata or kernel symbols from this machine ([`Open::isolated`]); `None` for an input that
+/// does not open (an llvm-xray YAML trace is not re-encoded here: `None`).
 pub fn source(format: Format, bytes: &[u8]) -> Option<Source<'_>> {
-    Some(match format {
-        Format::Xray => Source::xray(
-            profkit_xray::Trace::parse(bytes).ok()?,
-            FunctionTable::new(),
-        ),
-        Format::XrayProfile => Source::xray_profile(
-            profkit_xray::profile::Profile::parse(bytes).ok()?,
-            FunctionTable::new(),
-            Clock::new(0),
-        ),
-        Format::Mlpd => Source::mlpd(profkit_mlpd::File::parse(bytes).ok()?),
-        Format::Jitdump => Source::jitdump(bytes),
-        Format::Perf => Source::perf(bytes, PerfOptions::isolated()),
-        Format::PerfMap | Format::XrayYaml | Format::Elf => return None,
-    })
+    Source::open(format, bytes, &Open::isolated())
+        .ok()
+        .flatten()
 }

@@ -1,6 +1,10 @@
 //! [`Source`]: an opened input that the model can replay, whatever its format — the one place
-//! where analyses and writers pick a format's driver.
+//! where analyses and writers pick a format's driver. [`Source::open`] builds one from a
+//! format of the registry ([`crate::detect`]) and the input's bytes, asking the caller through
+//! [`Open`] only for what that format uses (`-m`'s function names, perf.data's search paths), so
+//! callers never name a format to open one.
 
+use std::fmt;
 use std::io;
 
 use profkit_mlpd::File as MlpdFile;
@@ -8,6 +12,7 @@ use profkit_xray::profile::Profile;
 use profkit_xray::Trace;
 
 use crate::clock::Clock;
+use crate::detect::Format;
 use crate::events::{EventSink, ThreadId};
 use crate::feed::{self, FeedSummary, FoldOptions, Folded};
 use crate::func::FunctionTable;
@@ -58,7 +63,95 @@ pub enum Source<'a> {
     },
 }
 
+/// Why an input could not be opened for replay.
+#[derive(Debug)]
+pub enum OpenError {
+    /// The input itself: it does not parse as its format, or it takes no such option (the
+    /// caller prefixes the input's name).
+    Input(String),
+    /// What one of [`Open`]'s providers failed with (passed on as it is).
+    Provider(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OpenError::Input(m) => f.write_str(m),
+            OpenError::Provider(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+/// A provider of something a format needs to be opened, asked only when the format uses it.
+pub type Provider<'o, T> = &'o dyn Fn() -> Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// What opening an input may need beyond its bytes (see [`Source::open`]).
+pub struct Open<'o> {
+    /// Names of XRay function ids (the instrumentation maps of `-m`).
+    pub instr_names: Provider<'o, FunctionTable>,
+    /// Ticks per second of an XRay profile's TSC (`--tsc-hz`; the file records none); given
+    /// for another format, an error.
+    pub tsc_hz: Option<u64>,
+    /// How to read a perf.data recording (where its JIT metadata and kernel symbols are, which
+    /// event).
+    pub perf: Provider<'o, feed::perf::PerfOptions>,
+}
+
+fn no_names() -> Result<FunctionTable, Box<dyn std::error::Error + Send + Sync>> {
+    Ok(FunctionTable::new())
+}
+
+fn isolated_perf() -> Result<feed::perf::PerfOptions, Box<dyn std::error::Error + Send + Sync>> {
+    Ok(feed::perf::PerfOptions::isolated())
+}
+
+impl Open<'static> {
+    /// Opening with nothing from this machine: no function names, no JIT metadata or kernel
+    /// symbols looked for (fuzzing and tests: only the input's bytes matter).
+    pub fn isolated() -> Open<'static> {
+        Open {
+            instr_names: &no_names,
+            tsc_hz: None,
+            perf: &isolated_perf,
+        }
+    }
+}
+
 impl<'a> Source<'a> {
+    /// Opens `bytes` of `format` for replay (an llvm-xray YAML trace as its binary re-encoding,
+    /// [`Format::encode`]); `Ok(None)` for a format with nothing to replay (a perf map, an ELF
+    /// binary).
+    pub fn open(
+        format: Format,
+        bytes: &'a [u8],
+        open: &Open<'_>,
+    ) -> Result<Option<Self>, OpenError> {
+        if open.tsc_hz.is_some() && format != Format::XrayProfile {
+            return Err(OpenError::Input(format!(
+                "--tsc-hz applies to XRay profiling-mode files (which record no clock); this is {}",
+                format.description()
+            )));
+        }
+        let input = |e: &dyn fmt::Display| OpenError::Input(e.to_string());
+        let names = || (open.instr_names)().map_err(OpenError::Provider);
+        Ok(Some(match format {
+            Format::Xray | Format::XrayYaml => {
+                Source::xray(Trace::parse(bytes).map_err(|e| input(&e))?, names()?)
+            }
+            Format::XrayProfile => Source::xray_profile(
+                Profile::parse(bytes).map_err(|e| input(&e))?,
+                names()?,
+                Clock::new(open.tsc_hz.unwrap_or(0)),
+            ),
+            Format::Mlpd => Source::mlpd(MlpdFile::parse(bytes).map_err(|e| input(&e))?),
+            Format::Jitdump => Source::jitdump(bytes),
+            Format::Perf => Source::perf(bytes, (open.perf)().map_err(OpenError::Provider)?),
+            Format::PerfMap | Format::Elf => return Ok(None),
+        }))
+    }
+
     /// An XRay trace whose function ids `functions` names.
     pub fn xray(trace: Trace<'a>, functions: FunctionTable) -> Self {
         Source::Xray { trace, functions }

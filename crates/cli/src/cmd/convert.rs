@@ -19,10 +19,10 @@ use profkit_model::{FuncId, Source};
 use profkit_xray::yaml::{write_yaml, YamlOptions};
 
 use crate::cli::{ConvertArgs, EndianArg, OutputFormat};
-use crate::detect::Format;
 use crate::output;
 use crate::progress::Progress;
 use crate::source::Opened;
+use profkit_model::detect::Format;
 
 pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
     let target = args

@@ -16,10 +16,10 @@ use profkit_export::Output;
 use profkit_model::stack::{StackSink, Value};
 
 use crate::cli::{DiffArgs, DiffFormat, DiffSort};
-use crate::detect::Format;
 use crate::graphs::call_graph;
 use crate::output;
 use crate::source::Opened;
+use profkit_model::detect::Format;
 
 pub fn run(args: &DiffArgs) -> Result<ExitCode> {
     let maps = |own: &Vec<String>| {

@@ -11,9 +11,9 @@ use profkit_analysis::mono_report::{
 };
 
 use crate::cli::ReportArgs;
-use crate::detect::{detect, Format};
 use crate::input::{self, Opened};
 use crate::output;
+use profkit_model::detect::{detect, Format};
 
 fn parse_addr(s: &str, what: &str) -> Result<u64> {
     let t = s.trim();
@@ -126,7 +126,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     let wanted = |s: &str| args.json || sections.contains(&s);
     opts.skip_calls = !wanted("call") && !wanted("stats");
     opts.skip_allocs = !wanted("alloc");
-    let forced = args.input.input_format.map(crate::detect::forced);
+    let forced = args.input.input_format;
     let (name, r) = match input::open_streaming(&args.file)? {
         Opened::Data(input) => {
             match forced.or_else(|| detect(&input.data)) {

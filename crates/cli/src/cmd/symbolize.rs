@@ -9,9 +9,9 @@ use profkit_model::codemap::{CodeMap, Frame, Symbolized};
 use serde_json::json;
 
 use crate::cli::SymbolizeArgs;
-use crate::detect::Format;
 use crate::output;
 use crate::source::Opened;
+use profkit_model::detect::Format;
 
 /// A parsed `ADDR[@TIME]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

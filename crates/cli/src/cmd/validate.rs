@@ -9,9 +9,9 @@ use anyhow::Result;
 use profkit_common::{json, Finding, Severity, Validation};
 
 use crate::cli::ValidateArgs;
-use crate::detect::Format;
 use crate::source::Scanned;
 use crate::{formats, output};
+use profkit_model::detect::Format;
 
 pub fn run(args: &ValidateArgs) -> Result<ExitCode> {
     let mut out = output::color_stdout();
