@@ -174,6 +174,7 @@ fn main() -> ExitCode {
     let args = cli::Cli::parse();
     profkit_native::set_cpp_parameters(!args.short_names);
     let result = match args.command {
+        cli::Command::Record(a) => cmd::record::run(&a),
         cli::Command::Info(a) => cmd::info::run(&a),
         cli::Command::Dump(a) => cmd::dump::run(&a),
         cli::Command::Validate(a) => cmd::validate::run(&a),

@@ -49,8 +49,43 @@ pub struct JitSearch {
 }
 
 impl JitSearch {
-    /// A search beside `perf_data` (a file path) and in `dirs`.
+    /// A search beside `perf_data` (a file path) and in `dirs`. The files of a `jit/`
+    /// directory beside perf.data — where `profkit record` keeps each process's jitdump and
+    /// perf map, named by host pid — come first, as files named on the command line do.
     pub fn new(perf_data: Option<&Path>, dirs: Vec<PathBuf>) -> JitSearch {
+        let mut search = JitSearch::without_recording(perf_data, dirs);
+        if let Some(kept) = search.beside.as_ref().map(|b| b.join("jit")) {
+            search.add_kept(&kept);
+        }
+        search
+    }
+
+    /// The files `profkit record` kept in `dir` (`jit-<pid>.dump`, `perf-<pid>.map`).
+    fn add_kept(&mut self, dir: &Path) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut names: Vec<PathBuf> = entries.filter_map(|e| Some(e.ok()?.path())).collect();
+        names.sort();
+        for path in names {
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            let pid_in = |prefix: &str, suffix: &str| {
+                name.strip_prefix(prefix)?
+                    .strip_suffix(suffix)?
+                    .parse::<u32>()
+                    .ok()
+            };
+            if let Some(pid) = pid_in("jit-", ".dump") {
+                self.dump_files.push((pid, path.clone()));
+            } else if let Some(pid) = pid_in("perf-", ".map") {
+                self.map_files.push((pid, path.clone()));
+            }
+        }
+    }
+
+    fn without_recording(perf_data: Option<&Path>, dirs: Vec<PathBuf>) -> JitSearch {
         JitSearch {
             beside: perf_data.and_then(Path::parent).map(|p| {
                 if p.as_os_str().is_empty() {

@@ -61,7 +61,9 @@ pub use read::{
 pub use scan::Scan;
 pub use summary::summary;
 pub use validate::{validate, Finding, Severity, Validation};
-pub use write::{write, BuildIdEntry, Insert, Mmap2, SampleId, WriteOptions, WriteStats};
+pub use write::{
+    write, BuildIdEntry, FileWriter, Insert, Mmap2, SampleId, WriteOptions, WriteStats,
+};
 
 /// The JIT facts of a recording in memory: every process with a jitdump marker or anonymous
 /// executable mappings (one pass over the events; the model can instead feed a [`JitScan`]

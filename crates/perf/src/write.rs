@@ -280,31 +280,15 @@ pub fn write<W: Write + Seek>(
         Mode::Pipe => pipe_meta(data)?,
     };
     let mut stats = WriteStats::default();
-    let mut w = CountingWriter::new(out);
     let io = |err: io::Error| Error::header(0, format!("writing the output: {err}"));
-
-    // Header placeholder, then the ids and the attrs.
-    w.write_all(&[0u8; FILE_HEADER_SIZE as usize]).map_err(io)?;
-    let mut id_sections = Vec::with_capacity(meta.attrs.len());
-    for a in &meta.attrs {
-        let at = w.pos;
-        for id in &a.ids {
-            w.write_all(&e.u64_bytes(*id)).map_err(io)?;
-        }
-        id_sections.push((at, w.pos - at));
-    }
-    let attrs_at = w.pos;
-    for (a, (ids_at, ids_size)) in meta.attrs.iter().zip(&id_sections) {
-        let mut bytes = a.bytes.clone();
-        bytes.resize(usize::try_from(meta.attr_size).unwrap_or(0), 0);
-        w.write_all(&bytes).map_err(io)?;
-        w.write_all(&e.u64_bytes(*ids_at)).map_err(io)?;
-        w.write_all(&e.u64_bytes(*ids_size)).map_err(io)?;
-    }
-    let attrs_size = w.pos - attrs_at;
+    let attrs: Vec<(&[u8], &[u64])> = meta
+        .attrs
+        .iter()
+        .map(|a| (a.bytes.as_slice(), a.ids.as_slice()))
+        .collect();
+    let mut w = FileWriter::start(out, e, meta.attr_size, &attrs).map_err(io)?;
 
     // The records, time-ordered, with the inserts merged in.
-    let data_at = w.pos;
     let mut pending = inserts.iter().peekable();
     let mut since_round = 0u64;
     let mut extra_build_ids: Vec<u8> = Vec::new();
@@ -337,17 +321,17 @@ pub fn write<W: Write + Seek>(
         }
         if let Some(t) = ev.time {
             while let Some(ins) = pending.next_if(|i| i.time <= t) {
-                w.write_all(&ins.record).map_err(io)?;
+                w.record(&ins.record).map_err(io)?;
                 stats.inserted += 1;
                 since_round += 1;
             }
         }
         let rec = record_bytes(e, ev.record_type, ev.misc, ev.body)?;
-        w.write_all(&rec).map_err(io)?;
+        w.record(&rec).map_err(io)?;
         stats.records += 1;
         since_round += 1;
         if since_round >= options.round_every.max(1) {
-            w.write_all(&round(e)).map_err(io)?;
+            w.record(&round(e)).map_err(io)?;
             stats.rounds += 1;
             since_round = 0;
         }
@@ -357,15 +341,14 @@ pub fn write<W: Write + Seek>(
     }
     stats.truncation = events.truncation();
     for ins in pending {
-        w.write_all(&ins.record).map_err(io)?;
+        w.record(&ins.record).map_err(io)?;
         stats.inserted += 1;
         since_round += 1;
     }
     if since_round > 0 {
-        w.write_all(&round(e)).map_err(io)?;
+        w.record(&round(e)).map_err(io)?;
         stats.rounds += 1;
     }
-    let data_size = w.pos - data_at;
     let frames = events.frames();
     stats.inflated_blocks = frames
         .counts
@@ -388,49 +371,121 @@ pub fn write<W: Write + Seek>(
             stats.build_ids_added += 1;
         }
     }
-    let table_at = w.pos;
-    w.write_all(&vec![0u8; meta.features.len() * 16])
-        .map_err(io)?;
-    let mut table = Vec::with_capacity(meta.features.len() * 16);
-    let mut bits = [0u64; 4];
-    for (bit, bytes) in &meta.features {
-        table.extend_from_slice(&e.u64_bytes(w.pos));
-        table.extend_from_slice(&e.u64_bytes(bytes.len() as u64));
-        w.write_all(bytes).map_err(io)?;
-        if let Some(word) = bits.get_mut((bit / 64) as usize) {
-            *word |= 1u64 << (bit % 64);
-        }
-    }
-    stats.bytes = w.pos;
-
-    let mut header = Vec::with_capacity(FILE_HEADER_SIZE as usize);
-    header.extend_from_slice(match e {
-        Endian::Little => &MAGIC_LE,
-        Endian::Big => &MAGIC_BE,
-    });
-    for v in [
-        FILE_HEADER_SIZE,
-        meta.attr_size + 16,
-        attrs_at,
-        attrs_size,
-        data_at,
-        data_size,
-        0,
-        0,
-    ] {
-        header.extend_from_slice(&e.u64_bytes(v));
-    }
-    for word in bits {
-        header.extend_from_slice(&e.u64_bytes(word));
-    }
-    let mut out = w.inner;
-    out.seek(SeekFrom::Start(table_at)).map_err(io)?;
-    out.write_all(&table).map_err(io)?;
-    out.seek(SeekFrom::Start(0)).map_err(io)?;
-    out.write_all(&header).map_err(io)?;
-    out.seek(SeekFrom::Start(stats.bytes)).map_err(io)?;
-    out.flush().map_err(io)?;
+    stats.bytes = w.finish(&meta.features).map_err(io)?;
     Ok(stats)
+}
+
+/// A file-mode perf.data written as it goes: the header's place, the attrs with their ids,
+/// then records appended one by one ([`FileWriter::record`]), and at [`FileWriter::finish`] the
+/// feature sections and the header that points at all of them. What [`write()`] and a
+/// recorder share.
+pub struct FileWriter<W: Write + Seek> {
+    w: CountingWriter<W>,
+    e: Endian,
+    attr_size: u64,
+    attrs_at: u64,
+    attrs_size: u64,
+    data_at: u64,
+}
+
+impl<W: Write + Seek> FileWriter<W> {
+    /// Starts a file in byte order `e` with `attrs` (each a `perf_event_attr` of `attr_size`
+    /// bytes, shorter ones padded with zeros, and its sample ids).
+    pub fn start(out: W, e: Endian, attr_size: u64, attrs: &[(&[u8], &[u64])]) -> io::Result<Self> {
+        let mut w = CountingWriter::new(out);
+        w.write_all(&[0u8; FILE_HEADER_SIZE as usize])?;
+        let mut id_sections = Vec::with_capacity(attrs.len());
+        for (_, ids) in attrs {
+            let at = w.pos;
+            for id in *ids {
+                w.write_all(&e.u64_bytes(*id))?;
+            }
+            id_sections.push((at, w.pos - at));
+        }
+        let attrs_at = w.pos;
+        let entry = usize::try_from(attr_size).unwrap_or(0);
+        for ((bytes, _), (ids_at, ids_size)) in attrs.iter().zip(&id_sections) {
+            let mut bytes = bytes.to_vec();
+            bytes.resize(entry, 0);
+            w.write_all(&bytes)?;
+            w.write_all(&e.u64_bytes(*ids_at))?;
+            w.write_all(&e.u64_bytes(*ids_size))?;
+        }
+        let attrs_size = w.pos - attrs_at;
+        let data_at = w.pos;
+        Ok(FileWriter {
+            w,
+            e,
+            attr_size,
+            attrs_at,
+            attrs_size,
+            data_at,
+        })
+    }
+
+    /// Appends one complete record (header included, in the file's byte order).
+    pub fn record(&mut self, record: &[u8]) -> io::Result<()> {
+        self.w.write_all(record)
+    }
+
+    /// Bytes of records written so far.
+    pub fn data_size(&self) -> u64 {
+        self.w.pos - self.data_at
+    }
+
+    /// Writes the feature sections (by feature bit) and the header; returns the file's size.
+    pub fn finish(self, features: &BTreeMap<u32, Vec<u8>>) -> io::Result<u64> {
+        let FileWriter {
+            mut w,
+            e,
+            attr_size,
+            attrs_at,
+            attrs_size,
+            data_at,
+        } = self;
+        let data_size = w.pos - data_at;
+        let table_at = w.pos;
+        w.write_all(&vec![0u8; features.len() * 16])?;
+        let mut table = Vec::with_capacity(features.len() * 16);
+        let mut bits = [0u64; 4];
+        for (bit, bytes) in features {
+            table.extend_from_slice(&e.u64_bytes(w.pos));
+            table.extend_from_slice(&e.u64_bytes(bytes.len() as u64));
+            w.write_all(bytes)?;
+            if let Some(word) = bits.get_mut((bit / 64) as usize) {
+                *word |= 1u64 << (bit % 64);
+            }
+        }
+        let size = w.pos;
+        let mut header = Vec::with_capacity(FILE_HEADER_SIZE as usize);
+        header.extend_from_slice(match e {
+            Endian::Little => &MAGIC_LE,
+            Endian::Big => &MAGIC_BE,
+        });
+        for v in [
+            FILE_HEADER_SIZE,
+            attr_size + 16,
+            attrs_at,
+            attrs_size,
+            data_at,
+            data_size,
+            0,
+            0,
+        ] {
+            header.extend_from_slice(&e.u64_bytes(v));
+        }
+        for word in bits {
+            header.extend_from_slice(&e.u64_bytes(word));
+        }
+        let mut out = w.inner;
+        out.seek(SeekFrom::Start(table_at))?;
+        out.write_all(&table)?;
+        out.seek(SeekFrom::Start(0))?;
+        out.write_all(&header)?;
+        out.seek(SeekFrom::Start(size))?;
+        out.flush()?;
+        Ok(size)
+    }
 }
 
 /// A complete record from its type, misc and body.

@@ -14,14 +14,16 @@ use crate::output;
 pub fn run(args: &InjectArgs) -> Result<ExitCode> {
     // Opened like every input: a gzip recording or stdin is inflated into a temporary file,
     // bounded by PROFKIT_MAX_INFLATED, not into memory.
-    let input = crate::input::open(&args.input)?;
+    let path = crate::input::recording_file(&args.input);
+    let input = crate::input::open(&path)?;
     let mut report = inject_bytes(
         &Options {
-            input: args.input.clone(),
+            input: path.to_path_buf(),
             output: args.output.clone(),
-            jit: Some(args.jit.search(
-                (args.input != std::path::Path::new("-")).then_some(args.input.as_path()),
-            )?),
+            jit: Some(
+                args.jit
+                    .search((*path != *std::path::Path::new("-")).then_some(&*path))?,
+            ),
             elf_dir: None,
         },
         &input.name,

@@ -12,6 +12,7 @@ pub mod extract;
 pub mod graph;
 pub mod info;
 pub mod inject;
+pub mod record;
 pub mod report;
 pub mod stack;
 pub mod symbolize;
