@@ -240,6 +240,12 @@ fn viewer(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Resul
             _ => anyhow!("{out_name}: cannot write: {e}"),
         })?;
     output::print_feed_problems(&name, &summary);
+    // a recording directory (`profkit record`): say what named its samples
+    if crate::input::recording_file(&args.file) != args.file {
+        if let Some(r) = &summary.perf {
+            output::print_note(&format!("{name}: {}", r.naming_summary()));
+        }
+    }
     if src.has_only_call_paths() && src.clock().ticks_per_second == 0 && target != Out::PerfMap {
         output::print_ticks_note(&name);
     }

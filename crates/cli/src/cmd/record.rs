@@ -12,9 +12,12 @@ use profkit_record::{Manifest, Options};
 use crate::cli::{CallGraph, RecordArgs};
 use crate::output;
 
-/// profkit's JIT Profiling API collector, installed beside the binary (cargo builds
-/// `libprofkit_jitapi.so` into the same directory).
+/// profkit's JIT Profiling API collector: `PROFKIT_JITAPI_LIB`, else installed beside the
+/// binary (`cargo build` puts `libprofkit_jitapi.so` into the same directory).
 fn collector() -> Option<PathBuf> {
+    if let Some(lib) = std::env::var_os("PROFKIT_JITAPI_LIB").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(lib));
+    }
     let exe = std::env::current_exe().ok()?;
     let lib = exe.parent()?.join("libprofkit_jitapi.so");
     lib.is_file().then_some(lib)

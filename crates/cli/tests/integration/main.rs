@@ -15,6 +15,7 @@ mod jitdump;
 mod limits;
 mod mlpd;
 mod perf;
+mod record;
 mod runtimes;
 mod support;
 mod xray;

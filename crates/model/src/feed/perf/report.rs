@@ -126,6 +126,49 @@ pub struct PerfReport {
 }
 
 impl PerfReport {
+    /// One line on what named the samples: samples, functions, the JIT share left unnamed,
+    /// and each JIT process's metadata (what `profkit record -o` and `convert DIR` print).
+    pub fn naming_summary(&self) -> String {
+        let jit: u64 = self.processes.iter().map(|p| p.jit_samples).sum();
+        let unnamed: u64 = self.processes.iter().map(|p| p.unnamed_jit_samples).sum();
+        let mut line = format!(
+            "{} samples, {} functions named",
+            self.samples, self.functions
+        );
+        if jit > 0 {
+            line.push_str(&format!(
+                "; {jit} samples in JIT code, {:.1}% of them unnamed",
+                100.0 * unnamed as f64 / jit as f64
+            ));
+        }
+        for p in self.processes.iter().filter(|p| p.jit_samples > 0) {
+            let from: Vec<String> = p
+                .jitdump
+                .iter()
+                .map(|d| format!("jitdump {}", d.display()))
+                .chain(
+                    p.perf_map
+                        .iter()
+                        .map(|m| format!("perf map {}", m.display())),
+                )
+                .collect();
+            line.push_str(&format!(
+                "; pid {}{}: {}",
+                p.pid,
+                p.comm
+                    .as_deref()
+                    .map(|c| format!(" ({c})"))
+                    .unwrap_or_default(),
+                if from.is_empty() {
+                    "no JIT metadata".to_string()
+                } else {
+                    from.join(", ")
+                }
+            ));
+        }
+        line
+    }
+
     /// Everything a user should be warned about, one line each: processes whose JIT samples
     /// nothing names, clocks that do not match, a dump that did not load, missing binaries.
     pub fn warnings(&self) -> Vec<String> {

@@ -1,0 +1,477 @@
+//! `profkit record`, live: each runtime recorded with no flag of the user's (profkit sets the
+//! runtime's JIT switch), the workload's own JIT functions named by `convert DIR`, and the
+//! perf.data read by unmodified `perf script`; node in its own pid and mount namespaces with
+//! a private tmpfs /tmp; and the bad conditions (command not found, a crash, Ctrl-C, a full
+//! disk) give clear errors and keep what was recorded.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::support::{fixture_dir, profkit};
+
+/// Whether this machine lets profkit sample (perf_event_paranoid and privileges): the same
+/// probe as the perf tests' (`perf record` of `true`).
+fn can_sample(test: &str) -> bool {
+    profkit_testkit::perf(test).is_some()
+}
+
+/// A fresh directory holding `scripts/fixtures/<script>`.
+fn workdir(script: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture_dir("../../scripts/fixtures").join(script);
+    std::fs::copy(&src, dir.path().join(src.file_name().unwrap())).unwrap();
+    dir
+}
+
+/// `profkit record -d DIR -- program args` in `cwd`.
+fn record(cwd: &Path, dir: &Path, program: &Path, args: &[&str]) -> Output {
+    profkit()
+        .args(["record", "-q", "-d"])
+        .arg(dir)
+        .arg("--")
+        .arg(program)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+fn manifest(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
+}
+
+/// Removes the files the recorded processes left in /tmp (the kept copies are in the
+/// recording).
+fn clean_tmp(m: &serde_json::Value) {
+    for f in m["jit_files"].as_array().into_iter().flatten() {
+        let recorded = PathBuf::from(f["recorded"].as_str().unwrap_or(""));
+        if recorded.starts_with("/tmp") && f.get("ns_pid").is_none() {
+            let _ = std::fs::remove_file(recorded);
+        }
+    }
+}
+
+/// The frame names of `convert DIR -o x.folded`.
+fn frames(dir: &Path) -> BTreeSet<String> {
+    let out = dir.with_extension("folded");
+    let o = profkit()
+        .arg("convert")
+        .arg(dir)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(out)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.rsplit_once(' '))
+        .flat_map(|(stack, _)| stack.split(';').map(str::to_string).collect::<Vec<_>>())
+        .collect()
+}
+
+/// `perf script` reads the recording's perf.data and shows `samples` samples.
+fn perf_reads(test: &str, dir: &Path, samples: u64) {
+    let Some(perf) = profkit_testkit::tool(test, "perf", "perf (linux-perf)") else {
+        return;
+    };
+    let o = Command::new(perf)
+        .args(["script", "-F", "comm,pid,tid,time,event", "-i"])
+        .arg(dir.join("perf.data"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "perf script: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let lines = String::from_utf8_lossy(&o.stdout).lines().count() as u64;
+    assert_eq!(
+        lines, samples,
+        "perf script shows every sample profkit counted"
+    );
+}
+
+/// Records `program args` (its JIT switch set by profkit alone) and checks that the runtime was
+/// recognised, its JIT file kept, `names` named by `convert`, and perf reads the file.
+fn check(test: &str, script: &str, program: &Path, args: &[&str], runtime: &str, names: &[&str]) {
+    let cwd = workdir(script);
+    let dir = cwd.path().join("rec");
+    let o = record(cwd.path(), &dir, program, args);
+    assert!(
+        o.status.success(),
+        "{test}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let m = manifest(&dir);
+    clean_tmp(&m);
+    assert!(
+        m["runtimes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == runtime),
+        "{test}: {m}"
+    );
+    assert!(
+        !m["jit_files"].as_array().unwrap().is_empty(),
+        "{test}: no JIT file kept: {m}"
+    );
+    assert_eq!(m["lost"], 0, "{test}: {m}");
+    let samples = m["samples"].as_u64().unwrap();
+    assert!(samples > 100, "{test}: {samples} samples");
+    let frames = frames(&dir);
+    for name in names {
+        assert!(
+            frames.iter().any(|f| f.contains(name)),
+            "{test}: no frame names {name}: {:?}",
+            frames.iter().take(40).collect::<Vec<_>>()
+        );
+    }
+    perf_reads(test, &dir, samples);
+}
+
+#[test]
+fn node_is_named_with_no_flag() {
+    let test = "record::node_is_named_with_no_flag";
+    let Some(node) = profkit_testkit::tool(test, "node", "Node.js") else {
+        return;
+    };
+    if !can_sample(test) {
+        return;
+    }
+    check(
+        test,
+        "node/busy.js",
+        &node,
+        &["busy.js", "800"],
+        "node",
+        &["fib", "work"],
+    );
+}
+
+#[test]
+fn openjdk_is_named_with_no_flag() {
+    let test = "record::openjdk_is_named_with_no_flag";
+    let (Some(java), Some(javac)) = (
+        profkit_testkit::tool(test, "java", "OpenJDK (default-jdk-headless)"),
+        profkit_testkit::tool(test, "javac", "OpenJDK (default-jdk-headless)"),
+    ) else {
+        return;
+    };
+    if !can_sample(test) {
+        return;
+    }
+    let cwd = workdir("java/Busy.java");
+    let o = Command::new(javac)
+        .arg("Busy.java")
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let dir = cwd.path().join("rec");
+    let o = record(cwd.path(), &dir, &java, &["-cp", ".", "Busy", "1500"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = manifest(&dir);
+    clean_tmp(&m);
+    assert!(
+        m["jit_files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["kind"] == "perf-map"),
+        "{m}"
+    );
+    let frames = frames(&dir);
+    assert!(frames.iter().any(|f| f.contains("Busy.")), "{frames:?}");
+    perf_reads(test, &dir, m["samples"].as_u64().unwrap());
+}
+
+#[test]
+fn erlang_is_named_with_no_flag() {
+    let test = "record::erlang_is_named_with_no_flag";
+    let (Some(erl), Some(erlc)) = (
+        profkit_testkit::tool(test, "erl", "Erlang/OTP (erlang-base)"),
+        profkit_testkit::tool(test, "erlc", "Erlang/OTP (erlang-base)"),
+    ) else {
+        return;
+    };
+    if !can_sample(test) {
+        return;
+    }
+    let cwd = workdir("erlang/busy.erl");
+    let o = Command::new(erlc)
+        .arg("busy.erl")
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let dir = cwd.path().join("rec");
+    let o = record(
+        cwd.path(),
+        &dir,
+        &erl,
+        &["-noshell", "-s", "busy", "main", "1500"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = manifest(&dir);
+    clean_tmp(&m);
+    assert!(
+        m["jit_files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["kind"] == "jitdump"),
+        "{m}"
+    );
+    let frames = frames(&dir);
+    assert!(frames.iter().any(|f| f.contains("busy:")), "{frames:?}");
+    perf_reads(test, &dir, m["samples"].as_u64().unwrap());
+}
+
+#[test]
+fn php_jit_is_named_when_the_user_enabled_it() {
+    let test = "record::php_jit_is_named_when_the_user_enabled_it";
+    let Some(php) = profkit_testkit::tool(test, "php", "PHP (php-cli php-opcache)") else {
+        return;
+    };
+    if !can_sample(test) {
+        return;
+    }
+    // The user turns the JIT on (as they would); profkit adds only its jitdump switch.
+    let args = [
+        "-d",
+        "opcache.file_update_protection=0",
+        "-d",
+        "opcache.enable_cli=1",
+        "-d",
+        "opcache.jit=1205",
+        "-d",
+        "opcache.jit_buffer_size=32M",
+        "busy.php",
+        "800",
+    ];
+    check(test, "php/busy.php", &php, &args, "php", &["fib"]);
+}
+
+#[test]
+fn wasmtime_through_the_jit_profiling_api() {
+    let test = "record::wasmtime_through_the_jit_profiling_api";
+    let python = profkit_testkit::deps_dir().join("venv/bin/python");
+    let Some(python) = profkit_testkit::external(
+        test,
+        "Python with wasmtime (scripts/ci/install-export-py.sh)",
+        python,
+        |p| {
+            Command::new(p)
+                .args(["-c", "import wasmtime"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        },
+    ) else {
+        return;
+    };
+    if !can_sample(test) {
+        return;
+    }
+    let collector = jitapi_collector();
+    let cwd = workdir("wasmtime/fib.py");
+    let script = std::fs::read_to_string(cwd.path().join("fib.py")).unwrap();
+    // wasmtime reports its code to VTune's API: profkit's collector turns that into a jitdump
+    std::fs::write(
+        cwd.path().join("fib.py"),
+        script.replace(
+            "config.profiler = \"jitdump\"",
+            "config.profiler = \"vtune\"",
+        ),
+    )
+    .unwrap();
+    let dir = cwd.path().join("rec");
+    let o = profkit()
+        .args(["record", "-q", "-d"])
+        .arg(&dir)
+        .arg("--")
+        .arg(&python)
+        .args(["fib.py", "1500"])
+        .env("PROFKIT_JITAPI_LIB", &collector)
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = manifest(&dir);
+    assert!(
+        m["jit_files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["kind"] == "jitdump"),
+        "{m}"
+    );
+    let frames = frames(&dir);
+    assert!(frames.iter().any(|f| f.contains("fib")), "{frames:?}");
+}
+
+/// profkit's JIT Profiling API collector: beside the profkit binary after a `cargo build`,
+/// else built once into its own target directory (`cargo test` builds only the rlib, and the
+/// outer `cargo test` holds the build lock of the workspace's target directory) — the
+/// directory profkit-jitapi's own tests use.
+fn jitapi_collector() -> PathBuf {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_profkit"));
+    let beside = exe.with_file_name("libprofkit_jitapi.so");
+    if beside.is_file() {
+        return beside;
+    }
+    let target = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("jitapi-c-artifacts");
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-p", "profkit-jitapi", "--lib", "--target-dir"])
+        .arg(&target)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cargo build -p profkit-jitapi");
+    target.join("debug/libprofkit_jitapi.so")
+}
+
+#[test]
+fn node_in_a_container_with_a_private_tmp() {
+    let test = "record::node_in_a_container_with_a_private_tmp";
+    let (Some(node), Some(unshare)) = (
+        profkit_testkit::tool(test, "node", "Node.js"),
+        profkit_testkit::tool(test, "unshare", "util-linux"),
+    ) else {
+        return;
+    };
+    if !can_sample(test) {
+        return;
+    }
+    let cwd = workdir("node/busy.js");
+    let dir = cwd.path().join("rec");
+    // node writes jit-<its namespace pid>.dump in its private /tmp, gone with the namespace
+    // (the script is read before the tmpfs hides the test's own directory under /tmp)
+    let inner = format!(
+        "s=$(cat {}/busy.js) && mount -t tmpfs none /tmp && printf '%s' \"$s\" > /tmp/busy.js && cd /tmp && {} busy.js 800",
+        cwd.path().display(),
+        node.display()
+    );
+    let o = record(
+        cwd.path(),
+        &dir,
+        &unshare,
+        &["-p", "-f", "-m", "--mount-proc", "sh", "-c", &inner],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = manifest(&dir);
+    let kept = m["jit_files"].as_array().unwrap();
+    assert!(
+        kept.iter()
+            .any(|f| f["kind"] == "jitdump" && f.get("ns_pid").is_some()),
+        "{m}"
+    );
+    let frames = frames(&dir);
+    assert!(frames.iter().any(|f| f.contains("fib")), "{frames:?}");
+}
+
+#[test]
+fn bad_conditions_say_what_and_keep_the_recording() {
+    let test = "record::bad_conditions_say_what_and_keep_the_recording";
+    if !can_sample(test) {
+        return;
+    }
+    let cwd = tempfile::tempdir().unwrap();
+    // a command that does not exist: an error, exit 2, nothing half-written
+    let dir = cwd.path().join("none");
+    let o = record(cwd.path(), &dir, Path::new("no-such-command-profkit"), &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("command not found"),
+        "{o:?}"
+    );
+    // a command that crashes: its status is profkit's, the recording is kept
+    let dir = cwd.path().join("crash");
+    let o = record(cwd.path(), &dir, Path::new("sh"), &["-c", "kill -SEGV $$"]);
+    assert_eq!(o.status.code(), Some(128 + 11), "{o:?}");
+    assert_eq!(manifest(&dir)["exit_status"], 128 + 11);
+    assert!(dir.join("perf.data").is_file());
+    // an exit status passes through
+    let dir = cwd.path().join("status");
+    let o = record(cwd.path(), &dir, Path::new("sh"), &["-c", "exit 7"]);
+    assert_eq!(o.status.code(), Some(7), "{o:?}");
+    // a directory that is not a recording is refused, untouched
+    let other = cwd.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("mine.txt"), "keep").unwrap();
+    let o = record(cwd.path(), &other, Path::new("true"), &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a profkit recording"));
+    assert_eq!(
+        std::fs::read_to_string(other.join("mine.txt")).unwrap(),
+        "keep"
+    );
+    // a second recording moves the first to DIR.old
+    let o = record(cwd.path(), &dir, Path::new("true"), &[]);
+    assert!(o.status.success());
+    assert!(cwd.path().join("status.old/manifest.json").is_file());
+}
+
+#[test]
+fn ctrl_c_stops_the_command_and_keeps_everything() {
+    let test = "record::ctrl_c_stops_the_command_and_keeps_everything";
+    if !can_sample(test) {
+        return;
+    }
+    let cwd = tempfile::tempdir().unwrap();
+    let dir = cwd.path().join("rec");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_profkit"))
+        .args(["record", "-q", "-d"])
+        .arg(&dir)
+        .args(["--", "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 2), "{status:?}");
+    let m = manifest(&dir);
+    assert!(m["samples"].as_u64().unwrap() > 100, "{m}");
+}
+
+#[test]
+fn a_full_disk_is_an_error_naming_the_file() {
+    let test = "record::a_full_disk_is_an_error_naming_the_file";
+    // SAFETY: geteuid has no preconditions.
+    if !can_sample(test) || unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let cwd = tempfile::tempdir().unwrap();
+    let mnt = cwd.path().join("small");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "none"])
+        .arg(&mnt)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        profkit_testkit::missing::<()>(test, "a tmpfs mount (root)", "mount failed");
+        return;
+    }
+    let dir = mnt.join("rec");
+    let o = record(
+        cwd.path(),
+        &dir,
+        Path::new("sh"),
+        &["-c", "i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done"],
+    );
+    let _ = Command::new("umount").arg(&mnt).status();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("perf.data") && err.contains("No space left"),
+        "{err}"
+    );
+}
