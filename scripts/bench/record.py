@@ -31,6 +31,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROFKIT = os.path.join(ROOT, "target/release/profkit")
 
+# perf and samply runs get the JIT flags profkit record sets for node by itself
+NODE_FLAGS = ["--perf-prof", "--perf-prof-unwinding-info", "--interpreted-frames-native-stack"]
+
 WORKLOAD = r"""
 'use strict';
 function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
@@ -117,7 +120,7 @@ def main():
 
     def perf_run(i):
         data = os.path.join(work, f"perf{i}.data")
-        rep, done, _ = run_workload(["perf", "record", "-q", "-k", "1", "-g", "-F", str(args.freq), "-o", data, "--", "node", "--perf-prof", "--interpreted-frames-native-stack", script, str(rounds)], work)
+        rep, done, _ = run_workload(["perf", "record", "-q", "-k", "1", "-g", "-F", str(args.freq), "-o", data, "--", "node", *NODE_FLAGS, script, str(rounds)], work)
         s, lost = perf_samples(data)
         r = results["perf"]
         r["work_ms"].append(rep["work_ms"])
@@ -131,7 +134,7 @@ def main():
         with open(paranoid_path, "w") as f:
             f.write("1")
         try:
-            rep, done, _ = run_workload(["samply", "record", "--save-only", "-r", str(args.freq), "-o", out, "--", "node", "--perf-prof", "--interpreted-frames-native-stack", script, str(rounds)], work)
+            rep, done, _ = run_workload(["samply", "record", "--save-only", "-r", str(args.freq), "-o", out, "--", "node", *NODE_FLAGS, script, str(rounds)], work)
         finally:
             with open(paranoid_path, "w") as f:
                 f.write(paranoid)

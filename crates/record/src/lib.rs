@@ -29,6 +29,7 @@ pub mod workload;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -398,11 +399,12 @@ pub fn record(opts: &Options, progress: &mut dyn FnMut(u64)) -> Result<Manifest,
             c.enable().map_err(io_err("enabling the events"))?;
         }
     }
+    let ended_fd = workload.as_ref().and_then(Workload::pidfd);
     let mut last_progress = Instant::now();
     let mut signals_seen = 0;
     let mut write_failure = None;
     loop {
-        poll(&counters, Duration::from_millis(100));
+        poll(&counters, ended_fd.as_ref(), Duration::from_millis(100));
         let mut any = false;
         for c in &mut counters {
             let n = c.drain(&mut |rec| {
@@ -580,12 +582,15 @@ fn hostname() -> String {
         .to_string()
 }
 
-/// Waits until a ring has data (its watermark) or `timeout`.
-fn poll(counters: &[Counter], timeout: Duration) {
+/// Waits until a ring has data (its watermark), the command ended (`ended`: its pidfd), or
+/// `timeout`.
+fn poll(counters: &[Counter], ended: Option<&OwnedFd>, timeout: Duration) {
     let mut fds: Vec<libc::pollfd> = counters
         .iter()
-        .map(|c| libc::pollfd {
-            fd: c.raw_fd(),
+        .map(|c| c.raw_fd())
+        .chain(ended.map(AsRawFd::as_raw_fd))
+        .map(|fd| libc::pollfd {
+            fd,
             events: libc::POLLIN,
             revents: 0,
         })

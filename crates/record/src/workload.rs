@@ -150,6 +150,15 @@ impl Workload {
         Ok(())
     }
 
+    /// A descriptor that polls readable when it ends (`pidfd_open`; `None` before Linux 5.3).
+    pub fn pidfd(&self) -> Option<OwnedFd> {
+        // SAFETY: pidfd_open takes a pid and flags, returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, self.pid, 0) };
+        let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+        // SAFETY: a new descriptor this process owns.
+        Some(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
     /// Whether it has ended, without waiting.
     pub fn try_wait(&self) -> io::Result<Option<Ended>> {
         wait(self.pid, libc::WNOHANG)
