@@ -194,7 +194,7 @@ pub fn check(f: &mut Findings, meta: &Meta, s: &Scan) {
                 0,
                 None,
                 format!(
-                    "{} was mapped by pid {} (file name pid {})",
+                    "{} was mapped by pid {} (file name pid {}: its pid in its own pid namespace, when it ran in a container)",
                     m.path,
                     m.pid,
                     m.file_pid.map_or("-".to_string(), |p| p.to_string())

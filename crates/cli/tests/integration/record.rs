@@ -93,15 +93,48 @@ fn perf_reads(test: &str, dir: &Path, samples: u64) {
     );
 }
 
-/// Records `program args` (its JIT switch set by profkit alone) and checks that the runtime was
-/// recognised, its JIT file kept, `names` named by `convert`, and perf reads the file.
-fn check(test: &str, script: &str, program: &Path, args: &[&str], runtime: &str, names: &[&str]) {
-    let cwd = workdir(script);
+/// What one runtime's live test records and expects.
+struct Case<'a> {
+    test: &'a str,
+    /// `scripts/fixtures/<script>`, copied into the working directory.
+    script: &'a str,
+    /// A compiler run on the script first (`javac`, `erlc`).
+    compile: Option<&'a Path>,
+    program: &'a Path,
+    args: &'a [&'a str],
+    /// The runtime profkit must recognise.
+    runtime: &'a str,
+    /// The kind of JIT file it must keep (`jitdump`, `perf-map`).
+    kind: &'a str,
+    /// Frame names `convert` must show (substrings).
+    names: &'a [&'a str],
+}
+
+/// Records the case's program (its JIT switch set by profkit alone) and checks that the
+/// runtime was recognised, its JIT file kept, its names named by `convert`, nothing lost, and
+/// that perf reads the file.
+fn check(c: &Case<'_>) {
+    let cwd = workdir(c.script);
+    if let Some(compiler) = c.compile {
+        let file = Path::new(c.script).file_name().unwrap();
+        let o = Command::new(compiler)
+            .arg(file)
+            .current_dir(cwd.path())
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{}: {}",
+            c.test,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
     let dir = cwd.path().join("rec");
-    let o = record(cwd.path(), &dir, program, args);
+    let o = record(cwd.path(), &dir, c.program, c.args);
     assert!(
         o.status.success(),
-        "{test}: {}",
+        "{}: {}",
+        c.test,
         String::from_utf8_lossy(&o.stderr)
     );
     let m = manifest(&dir);
@@ -111,25 +144,33 @@ fn check(test: &str, script: &str, program: &Path, args: &[&str], runtime: &str,
             .as_array()
             .unwrap()
             .iter()
-            .any(|r| r == runtime),
-        "{test}: {m}"
+            .any(|r| r == c.runtime),
+        "{}: {m}",
+        c.test
     );
     assert!(
-        !m["jit_files"].as_array().unwrap().is_empty(),
-        "{test}: no JIT file kept: {m}"
+        m["jit_files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["kind"] == c.kind),
+        "{}: no {} kept: {m}",
+        c.test,
+        c.kind
     );
-    assert_eq!(m["lost"], 0, "{test}: {m}");
+    assert_eq!(m["lost"], 0, "{}: {m}", c.test);
     let samples = m["samples"].as_u64().unwrap();
-    assert!(samples > 100, "{test}: {samples} samples");
+    assert!(samples > 100, "{}: {samples} samples", c.test);
     let frames = frames(&dir);
-    for name in names {
+    for name in c.names {
         assert!(
             frames.iter().any(|f| f.contains(name)),
-            "{test}: no frame names {name}: {:?}",
+            "{}: no frame names {name}: {:?}",
+            c.test,
             frames.iter().take(40).collect::<Vec<_>>()
         );
     }
-    perf_reads(test, &dir, samples);
+    perf_reads(c.test, &dir, samples);
 }
 
 #[test]
@@ -141,14 +182,16 @@ fn node_is_named_with_no_flag() {
     if !can_sample(test) {
         return;
     }
-    check(
+    check(&Case {
         test,
-        "node/busy.js",
-        &node,
-        &["busy.js", "800"],
-        "node",
-        &["fib", "work"],
-    );
+        script: "node/busy.js",
+        compile: None,
+        program: &node,
+        args: &["busy.js", "800"],
+        runtime: "node",
+        kind: "jitdump",
+        names: &["fib", "work"],
+    });
 }
 
 #[test]
@@ -163,29 +206,16 @@ fn openjdk_is_named_with_no_flag() {
     if !can_sample(test) {
         return;
     }
-    let cwd = workdir("java/Busy.java");
-    let o = Command::new(javac)
-        .arg("Busy.java")
-        .current_dir(cwd.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    let dir = cwd.path().join("rec");
-    let o = record(cwd.path(), &dir, &java, &["-cp", ".", "Busy", "1500"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let m = manifest(&dir);
-    clean_tmp(&m);
-    assert!(
-        m["jit_files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|f| f["kind"] == "perf-map"),
-        "{m}"
-    );
-    let frames = frames(&dir);
-    assert!(frames.iter().any(|f| f.contains("Busy.")), "{frames:?}");
-    perf_reads(test, &dir, m["samples"].as_u64().unwrap());
+    check(&Case {
+        test,
+        script: "java/Busy.java",
+        compile: Some(&javac),
+        program: &java,
+        args: &["-cp", ".", "Busy", "1500"],
+        runtime: "openjdk",
+        kind: "perf-map",
+        names: &["Busy."],
+    });
 }
 
 #[test]
@@ -200,34 +230,16 @@ fn erlang_is_named_with_no_flag() {
     if !can_sample(test) {
         return;
     }
-    let cwd = workdir("erlang/busy.erl");
-    let o = Command::new(erlc)
-        .arg("busy.erl")
-        .current_dir(cwd.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    let dir = cwd.path().join("rec");
-    let o = record(
-        cwd.path(),
-        &dir,
-        &erl,
-        &["-noshell", "-s", "busy", "main", "1500"],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let m = manifest(&dir);
-    clean_tmp(&m);
-    assert!(
-        m["jit_files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|f| f["kind"] == "jitdump"),
-        "{m}"
-    );
-    let frames = frames(&dir);
-    assert!(frames.iter().any(|f| f.contains("busy:")), "{frames:?}");
-    perf_reads(test, &dir, m["samples"].as_u64().unwrap());
+    check(&Case {
+        test,
+        script: "erlang/busy.erl",
+        compile: Some(&erlc),
+        program: &erl,
+        args: &["-noshell", "-s", "busy", "main", "1500"],
+        runtime: "erlang",
+        kind: "jitdump",
+        names: &["busy:"],
+    });
 }
 
 #[test]
@@ -252,7 +264,16 @@ fn php_jit_is_named_when_the_user_enabled_it() {
         "busy.php",
         "800",
     ];
-    check(test, "php/busy.php", &php, &args, "php", &["fib"]);
+    check(&Case {
+        test,
+        script: "php/busy.php",
+        compile: None,
+        program: &php,
+        args: &args,
+        runtime: "php",
+        kind: "jitdump",
+        names: &["fib"],
+    });
 }
 
 #[test]
@@ -474,4 +495,73 @@ fn a_full_disk_is_an_error_naming_the_file() {
         err.contains("perf.data") && err.contains("No space left"),
         "{err}"
     );
+}
+
+#[test]
+fn attach_to_a_running_process_until_ctrl_c() {
+    let test = "record::attach_to_a_running_process_until_ctrl_c";
+    if !can_sample(test) {
+        return;
+    }
+    let cwd = tempfile::tempdir().unwrap();
+    let mut busy = Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let dir = cwd.path().join("rec");
+    let mut rec = Command::new(env!("CARGO_BIN_EXE_profkit"))
+        .args(["record", "-q", "-d"])
+        .arg(&dir)
+        .args(["-p", &busy.id().to_string()])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(rec.id() as i32, libc::SIGINT) };
+    let status = rec.wait().unwrap();
+    let _ = busy.kill();
+    let _ = busy.wait();
+    assert!(status.success(), "{status:?}");
+    let m = manifest(&dir);
+    assert_eq!(m["attached"], busy.id());
+    assert!(m["samples"].as_u64().unwrap() > 100, "{m}");
+    // the process's mappings were synthesized: its samples are named by its binaries
+    // (Debian's sh is dash, stripped: `dash+0x…`; libc's functions by name)
+    let frames = frames(&dir);
+    assert!(
+        frames
+            .iter()
+            .any(|f| f.starts_with("dash+") || f.starts_with("bash")),
+        "{frames:?}"
+    );
+    assert!(frames.iter().any(|f| f.ends_with("@plt")), "{frames:?}");
+}
+
+#[test]
+fn dwarf_call_chains_unwind_through_node_jit_code() {
+    let test = "record::dwarf_call_chains_unwind_through_node_jit_code";
+    let Some(node) = profkit_testkit::tool(test, "node", "Node.js") else {
+        return;
+    };
+    if !can_sample(test) {
+        return;
+    }
+    let cwd = workdir("node/busy.js");
+    let dir = cwd.path().join("rec");
+    let o = profkit()
+        .args(["record", "-q", "-g", "dwarf", "-d"])
+        .arg(&dir)
+        .arg("--")
+        .arg(&node)
+        .args(["busy.js", "600"])
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = manifest(&dir);
+    clean_tmp(&m);
+    assert_eq!(m["call_graph"], "dwarf");
+    let frames = frames(&dir);
+    assert!(frames.iter().any(|f| f.contains("fib")), "{frames:?}");
+    perf_reads(test, &dir, m["samples"].as_u64().unwrap());
 }
