@@ -12,6 +12,7 @@ mod output;
 mod progress;
 mod source;
 mod spool;
+mod to_viewer;
 
 use std::process::ExitCode;
 
