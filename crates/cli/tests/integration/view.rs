@@ -18,14 +18,36 @@ struct View {
     url: String,
     /// The profile's local URL: `http://127.0.0.1:PORT/TOKEN/NAME`.
     local: String,
-    tmp: tempfile::TempDir,
+    /// Its TMPDIR (taken by [`View::stop`]).
+    tmp: Option<tempfile::TempDir>,
+}
+
+/// A test that fails before [`View::stop`] leaves no server running.
+impl Drop for View {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 fn start(args: &[&str]) -> View {
+    start_with(&["--no-open"], args, None)
+}
+
+/// `profkit view [flags] --port 0 ARGS` with `$BROWSER` set to `browser` (or unset).
+fn start_with(flags: &[&str], args: &[&str], browser: Option<&str>) -> View {
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("profkit"))
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("profkit"));
+    match browser {
+        Some(b) => cmd.env("BROWSER", b),
+        None => cmd.env_remove("BROWSER"),
+    };
+    let mut child = cmd
         .arg("view")
-        .args(["--no-open", "--port", "0"])
+        .args(flags)
+        .args(["--port", "0"])
         .args(args)
         .env("TMPDIR", tmp.path())
         .env("NO_COLOR", "1")
@@ -50,7 +72,7 @@ fn start(args: &[&str]) -> View {
         child,
         url,
         local,
-        tmp,
+        tmp: Some(tmp),
     }
 }
 
@@ -178,7 +200,7 @@ impl View {
             .unwrap()
             .read_to_string(&mut err)
             .unwrap();
-        (status.code().unwrap_or(-1), err, self.tmp)
+        (status.code().unwrap_or(-1), err, self.tmp.take().unwrap())
     }
 }
 
@@ -255,7 +277,7 @@ fn converted_recording_is_served_behind_a_token_with_its_embedded_sources() {
     assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
 
     // The profile: the converted file's bytes, gzip, which the front end inflates itself.
-    let temp: Vec<PathBuf> = std::fs::read_dir(v.tmp.path())
+    let temp: Vec<PathBuf> = std::fs::read_dir(v.tmp.as_ref().unwrap().path())
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
@@ -424,7 +446,12 @@ fn a_firefox_profile_is_served_as_it_is_with_the_files_it_names_from_disk() {
         .starts_with("https://profiler.firefox.com/from-url/http%3A%2F%2F127.0.0.1%3A"));
     assert_eq!(v.get(&v.path()).body, text.as_bytes());
     // Nothing converted: no temporary directory.
-    assert_eq!(std::fs::read_dir(v.tmp.path()).unwrap().count(), 0);
+    assert_eq!(
+        std::fs::read_dir(v.tmp.as_ref().unwrap().path())
+            .unwrap()
+            .count(),
+        0
+    );
 
     let s = v.source(src.to_str().unwrap());
     assert_eq!(s.status, 200);
@@ -563,4 +590,45 @@ fn ctrl_c_while_converting_removes_the_temporary_directory() {
     );
     assert!(o.stdout.is_empty());
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn the_url_is_opened_with_browser_and_a_missing_opener_is_only_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.json");
+    std::fs::write(&profile, firefox_profile("/nonexistent.js")).unwrap();
+    let opened = dir.path().join("opened");
+    let script = dir.path().join("browser.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$@\" > {}.tmp && mv {0}.tmp {0}\n",
+            opened.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let v = start_with(
+        &[],
+        &[profile.to_str().unwrap()],
+        Some(script.to_str().unwrap()),
+    );
+    let seen = (0..200).find_map(|_| {
+        std::thread::sleep(Duration::from_millis(25));
+        std::fs::read_to_string(&opened).ok()
+    });
+    assert_eq!(seen.as_deref().map(str::trim_end), Some(v.url.as_str()));
+    let (code, err, _) = v.stop(libc::SIGTERM);
+    assert_eq!(code, 0, "{err}");
+
+    let v = start_with(
+        &[],
+        &[profile.to_str().unwrap()],
+        Some("/nonexistent/browser"),
+    );
+    assert_eq!(v.get(&v.path()).status, 200, "serving without a browser");
+    let (code, err, _) = v.stop(libc::SIGTERM);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("cannot start /nonexistent/browser"), "{err}");
 }
