@@ -123,30 +123,43 @@ pub fn viewer_url(viewer: Viewer, local: &str, server: Option<&str>) -> String {
     }
 }
 
-/// Opens `url` with `$BROWSER` or `xdg-open`; says so when neither can start.
+/// Opens `url` with `$BROWSER` (a `:`-separated list of commands, each tried in turn; words
+/// split on spaces, the URL appended) or `xdg-open`; says so when none can start. The opener
+/// runs in a process group of its own, so the Ctrl-C that stops `view` does not reach a
+/// browser it started.
 fn open_browser(url: &str) {
-    let opener = std::env::var("BROWSER")
+    use std::os::unix::process::CommandExt;
+    let openers = std::env::var("BROWSER")
         .ok()
         .filter(|b| !b.trim().is_empty())
         .unwrap_or_else(|| "xdg-open".to_string());
-    let mut words = opener.split_whitespace();
-    let Some(program) = words.next() else { return };
-    let started = std::process::Command::new(program)
-        .args(words)
-        .arg(url)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
-    match started {
-        // Reaped on a thread of its own so that it leaves no zombie.
-        Ok(mut child) => {
-            let _ = std::thread::Builder::new().spawn(move || child.wait());
+    let mut failures = Vec::new();
+    for opener in openers.split(':') {
+        let mut words = opener.split_whitespace();
+        let Some(program) = words.next() else {
+            continue;
+        };
+        let started = std::process::Command::new(program)
+            .args(words)
+            .arg(url)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn();
+        match started {
+            // Reaped on a thread of its own so that it leaves no zombie.
+            Ok(mut child) => {
+                let _ = std::thread::Builder::new().spawn(move || child.wait());
+                return;
+            }
+            Err(e) => failures.push(format!("{program}: {e}")),
         }
-        Err(e) => crate::output::print_note(&format!(
-            "cannot start {program} to open the viewer ({e}); open the URL above yourself (set $BROWSER to choose a browser)"
-        )),
     }
+    crate::output::print_note(&format!(
+        "cannot start a browser to open the viewer ({}); open the URL above yourself (set $BROWSER to choose one)",
+        failures.join("; ")
+    ));
 }
 
 /// What to serve and how.
