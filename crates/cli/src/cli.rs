@@ -5,12 +5,14 @@ use std::path::PathBuf;
 mod analysis;
 mod convert;
 mod graph;
+mod view;
 
 pub use analysis::{
     AccountArgs, AccountFormat, AccountSort, ReportArgs, SortOrder, StackAggregation, StackArgs,
 };
 pub use convert::{ConvertArgs, EndianArg, OutputFormat};
 pub use graph::{DiffArgs, DiffFormat, DiffSort, GraphArgs};
+pub use view::ViewArgs;
 
 use clap::{Args, Parser, Subcommand};
 use profkit_model::detect::Format;
@@ -75,6 +77,9 @@ pub enum Command {
     /// A perf.data whose JIT frames perf report resolves (as after `perf inject --jit`), with one
     /// ELF per jitdump instead of one per function (written to OUT-jit/).
     Inject(InjectArgs),
+    /// Serve a profile on 127.0.0.1 behind a random token and open it in the Firefox Profiler
+    /// or Perfetto UI (any other input is converted to a Firefox profile first).
+    View(ViewArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
 }

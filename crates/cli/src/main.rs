@@ -12,6 +12,8 @@ mod output;
 mod progress;
 mod source;
 mod spool;
+mod to_viewer;
+mod view;
 
 use std::process::ExitCode;
 
@@ -187,6 +189,7 @@ fn main() -> ExitCode {
         cli::Command::Report(a) => cmd::report::run(&a),
         cli::Command::Symbolize(a) => cmd::symbolize::run(&a),
         cli::Command::Inject(a) => cmd::inject::run(&a),
+        cli::Command::View(a) => cmd::view::run(a),
         cli::Command::Completions(a) => cmd::completions::run(&a),
     };
     match result {

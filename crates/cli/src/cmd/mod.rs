@@ -17,3 +17,4 @@ pub mod report;
 pub mod stack;
 pub mod symbolize;
 pub mod validate;
+pub mod view;

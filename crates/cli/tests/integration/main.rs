@@ -18,4 +18,5 @@ mod perf;
 mod record;
 mod runtimes;
 mod support;
+mod view;
 mod xray;
