@@ -111,6 +111,13 @@ pub struct RecordArgs {
     /// Do not set the runtimes' JIT switches (NODE_OPTIONS, JAVA_TOOL_OPTIONS, …).
     #[arg(long)]
     pub no_jit_env: bool,
+    /// Then show it: `profkit view` of OUT (a Firefox or Perfetto output), else of the
+    /// recording (converted to a Firefox profile); Ctrl-C stops serving.
+    #[arg(long)]
+    pub view: bool,
+    /// With --view: print the viewer's URL without opening a browser.
+    #[arg(long, requires = "view")]
+    pub no_open: bool,
     /// No progress line, even on a terminal.
     #[arg(long, short = 'q')]
     pub quiet: bool,

@@ -1,6 +1,6 @@
 //! `profkit record`: profkit-record samples the command into a recording directory; this
-//! prints what it kept and, with `-o`, converts it (by running `profkit convert`, so the
-//! conversion is exactly the command a user would type).
+//! prints what it kept and, with `-o`, converts it, with `--view` shows it (by running
+//! `profkit convert` and `profkit view`, so each is exactly the command a user would type).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -59,6 +59,23 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         if !status.success() && code == 0 {
             code = status.code().unwrap_or(2).clamp(1, 255);
         }
+    }
+    if args.view {
+        // OUT when a hosted viewer loads it, else the recording (view converts it)
+        let viewable = args.output.as_ref().filter(|o| {
+            let name = o.to_string_lossy();
+            [".json", ".json.gz", ".pftrace", ".perfetto-trace"]
+                .iter()
+                .any(|ext| name.ends_with(ext))
+                && !name.ends_with(".speedscope.json")
+        });
+        let target = viewable.unwrap_or(&args.dir);
+        let mut view = std::process::Command::new(std::env::current_exe()?);
+        view.arg("view").arg(target);
+        if args.no_open {
+            view.arg("--no-open");
+        }
+        view.status()?;
     }
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(2)))
 }
