@@ -15,8 +15,8 @@
 //! file too short for its header, where nothing can be read, is a `Truncated` error. Inside the
 //! crate, an FDR record that runs past the end of the file is a `Truncated` error whose message
 //! is the cut's reason (`function record needs 8 bytes, 5 remain`), which the reader turns
-//! into the [`Truncation`] ([`ErrorExt::to_truncation`]) or, inside a buffer whose end is known,
-//! into an over-read ([`ErrorExt::in_buffer`]).
+//! into the [`Truncation`] (`ErrorExt::to_truncation`) or, inside a buffer whose end is known,
+//! into an over-read (`ErrorExt::in_buffer`).
 
 pub use profkit_common::error::{Error, ErrorKind, Result};
 pub use profkit_common::Truncation;

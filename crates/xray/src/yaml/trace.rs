@@ -358,7 +358,7 @@ pub fn read_yaml(text: &str) -> Result<YamlTrace> {
 /// An llvm-xray YAML trace's text (`data`, as read from the file) re-encoded as a binary
 /// trace: what every reader and analysis of YAML input works on.
 pub fn text_to_binary(data: &[u8]) -> Result<Vec<u8>> {
-    let text = std::str::from_utf8(data).map_err(|e| crate::error::not_text(e))?;
+    let text = std::str::from_utf8(data).map_err(crate::error::not_text)?;
     yaml_to_binary(&read_yaml(text)?)
 }
 
