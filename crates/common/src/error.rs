@@ -4,7 +4,9 @@
 //! As wasmparser's `BinaryReaderError`, an [`Error`] is one word (a box): `Result<T, Error>`
 //! stays small on the hot paths that never fail, and building one is `#[cold]`. Its fields are
 //! read through the box (`e.offset`, `e.record`, `e.message`); callers that must tell failures
-//! apart match [`Error::kind`] (an [`ErrorKind`]), never the text.
+//! apart match [`Error::kind`] (an [`ErrorKind`]), or, finer, the format's stable
+//! [`code`](ErrorInner::code) when it sets one, never the text. Every format crate (jitdump,
+//! perf, xray, mlpd) returns this error.
 //!
 //! A file cut inside its records is not an error: readers deliver every complete record and
 //! report the cut as a [`Truncation`](crate::Truncation). An error ends what was being read.
@@ -46,6 +48,14 @@ pub struct ErrorInner {
     /// What was found and what was expected, e.g. `total_size 12 is below its 56-byte fixed
     /// part`.
     pub message: String,
+    /// Where, in the format's own words, when a record index does not say it (Mono's
+    /// `buffer #3, event #17`: its buffers decode apart, so an event's index in the file is not
+    /// known there). Shown in place of `record #N`; set with [`Error::within`].
+    pub context: Option<String>,
+    /// The format's stable code for this failure (the code its `validate` reports it under,
+    /// e.g. `leb-too-long`), when it tells failures of one [`ErrorKind`] apart; set with
+    /// [`Error::with_code`].
+    pub code: Option<&'static str>,
     /// Whether `offset` is known (records delivered out of a compressed block have none).
     located: bool,
 }
@@ -68,6 +78,8 @@ impl Error {
             offset,
             record,
             message: message.into(),
+            context: None,
+            code: None,
             located: true,
         }))
     }
@@ -96,6 +108,20 @@ impl Error {
     #[must_use]
     pub fn with_kind(mut self, kind: ErrorKind) -> Error {
         self.0.kind = kind;
+        self
+    }
+
+    /// The same error, placed by `context` (see [`ErrorInner::context`]).
+    #[must_use]
+    pub fn within(mut self, context: impl Into<String>) -> Error {
+        self.0.context = Some(context.into());
+        self
+    }
+
+    /// The same error with the format's code for it (see [`ErrorInner::code`]).
+    #[must_use]
+    pub fn with_code(mut self, code: &'static str) -> Error {
+        self.0.code = Some(code);
         self
     }
 
@@ -134,9 +160,16 @@ impl fmt::Debug for Error {
     }
 }
 
-/// `record #N at offset 0x…: message`, leaving out what is not known.
+/// `record #N at offset 0x…: message` (the context in place of `record #N` when there is
+/// one), leaving out what is not known.
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(c) = &self.context {
+            return match self.known_offset() {
+                Some(o) => write!(f, "{c} at offset {o:#x}: {}", self.message),
+                None => write!(f, "{c}: {}", self.message),
+            };
+        }
         match (self.record, self.known_offset()) {
             (Some(i), Some(o)) => write!(f, "record #{i} at offset {o:#x}: {}", self.message),
             (Some(i), None) => write!(f, "record #{i}: {}", self.message),
@@ -172,5 +205,13 @@ mod tests {
         );
         let t = Error::header(0, "cut").with_kind(ErrorKind::Truncated);
         assert!(t.is_truncation());
+        let m = Error::header(0x3f20, "bad count: 9")
+            .within("buffer #3, event #17")
+            .with_code("bad-value");
+        assert_eq!(
+            m.to_string(),
+            "buffer #3, event #17 at offset 0x3f20: bad count: 9"
+        );
+        assert_eq!(m.code, Some("bad-value"));
     }
 }

@@ -2,7 +2,7 @@
 
 use profkit_common::endian::{self, Endian};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{self, Error, Result};
 
 /// Reads fields from `data`, reporting absolute offsets (`base` is `data`'s file offset).
 #[derive(Clone, Copy, Debug)]
@@ -45,12 +45,11 @@ impl<'a> Cursor<'a> {
 
     #[cold]
     pub(crate) fn short(&self, what: &'static str) -> Error {
-        let kind = if self.at_eof {
-            ErrorKind::Truncated(what)
+        if self.at_eof {
+            error::truncated(self.offset(), what)
         } else {
-            ErrorKind::PastBuffer(what)
-        };
-        Error::new(self.offset(), kind)
+            error::past_buffer(self.offset(), what)
+        }
     }
 
     /// One byte.
@@ -161,9 +160,9 @@ impl<'a> Cursor<'a> {
             }
             None => {
                 if self.at_eof {
-                    Err(Error::new(self.offset(), ErrorKind::Truncated(what)))
+                    Err(error::truncated(self.offset(), what))
                 } else {
-                    Err(Error::new(self.offset(), ErrorKind::UnterminatedString))
+                    Err(error::unterminated_string(self.offset()))
                 }
             }
         }
@@ -186,7 +185,7 @@ impl<'a> Cursor<'a> {
         let n = self.uleb(what)?;
         let max = (self.remaining() / min_item.max(1)) as u64;
         if n > max {
-            return Err(Error::new(off, ErrorKind::BadValue(what, n)));
+            return Err(error::bad_value(off, what, n));
         }
         Ok(n)
     }
@@ -273,7 +272,7 @@ fn leb_error(base: u64, pos: usize, at_eof: bool, too_long: bool, what: &'static
         at_eof,
     };
     if too_long {
-        Error::new(c.offset(), ErrorKind::LebTooLong)
+        error::leb_too_long(c.offset())
     } else {
         c.short(what)
     }

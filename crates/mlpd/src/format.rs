@@ -7,7 +7,7 @@ use profkit_common::format::{
 };
 use profkit_common::{Summary, Validation};
 
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 use crate::read::File;
 use crate::source::{BufferSource, StreamBuffers};
 
@@ -23,21 +23,6 @@ fn buffers<'a>(input: Input<'a>) -> Result<Box<dyn BufferSource + 'a>, Error> {
         Input::Bytes(b) => Box::new(File::parse(b)?.source()),
         Input::Stream(r) => Box::new(StreamBuffers::new(r)?),
     })
-}
-
-/// The common error of every format, for callers that treat formats alike (`profkit`'s
-/// registry): the same text, the kind of failure kept.
-impl From<Error> for profkit_common::Error {
-    fn from(e: Error) -> profkit_common::Error {
-        use profkit_common::ErrorKind as K;
-        let kind = match e.kind {
-            ErrorKind::Truncated(_) => K::Truncated,
-            ErrorKind::UnsupportedVersion(_) => K::Unsupported,
-            ErrorKind::Io(_) => K::Io,
-            _ => K::Malformed,
-        };
-        profkit_common::Error::unlocated(kind, None, e.to_string())
-    }
 }
 
 impl InputFormat for Mlpd {

@@ -1,7 +1,7 @@
 //! The file header: three layouts chosen by the major version byte.
 
 use crate::cursor::Cursor;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{self, Result};
 use crate::raw::{LOG_HEADER_ID, MAX_DATA_VERSION};
 
 /// A decoded file header (fields a layout does not have are 0 / empty).
@@ -44,9 +44,9 @@ fn lp_string(c: &mut Cursor<'_>, what: &'static str) -> Result<String> {
     let len = c.u32le(what)? as usize;
     if len > c.remaining() {
         return Err(if c.at_eof {
-            Error::new(off, ErrorKind::Truncated(what))
+            error::truncated(off, what)
         } else {
-            Error::new(off, ErrorKind::BadValue(what, len as u64))
+            error::bad_value(off, what, len as u64)
         });
     }
     let b = c.bytes(len, what)?;
@@ -63,7 +63,7 @@ impl Header {
         let mut c = Cursor::new(data, 0, true);
         let id = c.u32le("file header")?;
         if id != LOG_HEADER_ID {
-            return Err(Error::new(0, ErrorKind::BadMagic(id)));
+            return Err(error::bad_magic(id));
         }
         let mut h = Header {
             major: c.u8("file header")?,
@@ -74,7 +74,7 @@ impl Header {
             ..Header::default()
         };
         if h.data_version == 0 || h.data_version > MAX_DATA_VERSION || h.data_version == 7 {
-            return Err(Error::new(6, ErrorKind::UnsupportedVersion(h.data_version)));
+            return Err(error::unsupported_version(6, h.data_version));
         }
         if h.major == 0 {
             h.timer_overhead = c.u32le("file header")?;

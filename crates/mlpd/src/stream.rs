@@ -12,7 +12,7 @@ use std::io::{self, Read};
 
 use profkit_common::Truncation;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{self, Error, ErrorExt, Result};
 use crate::header::Header;
 use crate::raw::{BUF_HEADER_SIZE, BUF_ID};
 use crate::read::file::{buffer_cut, header_cut};
@@ -105,7 +105,7 @@ pub struct StreamReader<R> {
 }
 
 fn io_error(pos: u64, e: &io::Error) -> Error {
-    Error::new(pos, ErrorKind::Io(e.to_string()))
+    error::io(pos, e)
 }
 
 /// Reads until `buf` is full or the stream ends; returns the bytes read.
@@ -137,7 +137,7 @@ impl<R: Read> StreamReader<R> {
             Self::append(&mut r, &mut head, fixed, "file header")?;
             // What the fixed part gets wrong (magic, version), the slice reader reports first.
             match Header::parse(&head) {
-                Err(e) if !matches!(e.kind, ErrorKind::Truncated(_)) => return Err(e),
+                Err(e) if !e.is_truncation() => return Err(e),
                 _ => {}
             }
             for what in ["header args", "header arch", "header os"] {
@@ -153,12 +153,11 @@ impl<R: Read> StreamReader<R> {
                     // slice reader says.
                     let ends = io::copy(&mut (&mut r).take(len.into()), &mut io::sink())
                         .map_err(|e| io_error(at as u64, &e))?;
-                    let kind = if ends < u64::from(len) {
-                        ErrorKind::Truncated(what)
+                    return Err(if ends < u64::from(len) {
+                        error::truncated(at as u64, what)
                     } else {
-                        ErrorKind::BadValue(what, len.into())
-                    };
-                    return Err(Error::new(at as u64, kind));
+                        error::bad_value(at as u64, what, len.into())
+                    });
                 }
                 Self::append(&mut r, &mut head, len as usize, what)?;
             }
@@ -193,7 +192,7 @@ impl<R: Read> StreamReader<R> {
             head.truncate(at + got);
             return Err(Header::parse(head)
                 .err()
-                .unwrap_or_else(|| Error::new((at + got) as u64, ErrorKind::Truncated(what))));
+                .unwrap_or_else(|| error::truncated((at + got) as u64, what)));
         }
         Ok(())
     }
@@ -235,11 +234,9 @@ impl<R: Read> StreamReader<R> {
                 cut.reason = format!("{} (the stream fails: {e})", cut.reason);
                 self.failure = Some(e.to_string());
                 self.truncation = Some(cut);
-                return Some(Err(Error::new(
-                    self.pos,
-                    ErrorKind::Truncated("buffer header"),
-                )
-                .at(self.index as u64, None)));
+                return Some(Err(
+                    error::truncated(self.pos, "buffer header").at(self.index as u64, None)
+                ));
             }
         };
         if got == 0 {
@@ -296,12 +293,10 @@ impl<R: Read> StreamReader<R> {
     /// cut, when the stream ends inside it).
     #[cold]
     fn skip_oversized(&mut self, header: BufferHeader, read: u64) -> Error {
-        let err = Error::new(
+        let err = error::bad_value(
             self.pos + 4,
-            ErrorKind::BadValue(
-                "buffer length (a streamed buffer may have 256 MiB; skipped)",
-                header.len.into(),
-            ),
+            "buffer length (a streamed buffer may have 256 MiB; skipped)",
+            header.len.into(),
         )
         .at(self.index as u64, None);
         let want = u64::from(header.len) - read;
@@ -446,8 +441,8 @@ mod tests {
             let mut got = Vec::new();
             while let Some(b) = r.next_buffer(Vec::new()) {
                 got.push(b.map(|b| (b.index, b.offset, b.truncated)).map_err(|e| {
-                    assert!(matches!(e.kind, ErrorKind::BadValue(..)), "{e}");
-                    (e.offset, e.buffer)
+                    assert_eq!(e.code, Some(crate::validate::codes::BAD_VALUE), "{e}");
+                    (e.offset, e.context.clone())
                 }));
             }
             (got, r.truncation().map(|t| t.offset), r.offset())
@@ -457,8 +452,8 @@ mod tests {
         assert_eq!(
             got,
             [
-                Err((header as u64 + 4, Some(0))),
-                Err((second + 4, Some(1)))
+                Err((header as u64 + 4, Some("buffer #0".to_string()))),
+                Err((second + 4, Some("buffer #1".to_string())))
             ]
         );
         assert_eq!((cut, end), (None, bytes.len() as u64));

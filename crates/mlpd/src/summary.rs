@@ -75,7 +75,7 @@ pub fn summary_of(src: &mut dyn BufferSource) -> Summary {
                         }
                     }
                 }
-                Err(e) if e.is_truncation() => incomplete = Some(e),
+                Err(e) if e.is_truncation() => incomplete = Some((n, e)),
                 Err(e) => problem(&mut s, &e),
             }
         }
@@ -84,7 +84,7 @@ pub fn summary_of(src: &mut dyn BufferSource) -> Summary {
             t.records += n;
         }
         if b.truncated {
-            s.truncation = b.cut_at(next, s.records, incomplete.as_ref());
+            s.truncation = b.cut_at(next, s.records, incomplete.as_ref().map(|(i, e)| (*i, e)));
         }
     }
     s.truncation = src.cut(s.truncation.take(), s.records);

@@ -124,12 +124,13 @@ pub fn validate_source(src: &mut dyn BufferSource) -> Validation {
                 } else {
                     "no buffer magic follows: the rest of the file is skipped".to_string()
                 };
-                let buffer = e.buffer.unwrap_or(0);
+                // the scan places its errors in the buffer expected there
+                let place = e.context.as_deref().unwrap_or("buffer #0");
                 v.f.push(
-                    code_of(&e.kind),
+                    code_of(&e),
                     e.offset,
                     None,
-                    format!("buffer #{buffer}: {}; {skipped}", e.kind),
+                    format!("{place}: {}; {skipped}", e.message),
                 );
             }
         }
@@ -162,8 +163,9 @@ pub fn validate_stream(r: impl Read) -> Validation {
 /// The validation of a file whose header does not parse (`len` bytes of it are there).
 fn header_problem(e: &crate::Error, len: u64) -> Validation {
     let mut f = Findings::new(codes::ALL);
-    match e.kind {
-        ErrorKind::Truncated(what) => {
+    match e.kind() {
+        ErrorKind::Truncated => {
+            let what = crate::error::truncated_inside(e).unwrap_or("header");
             return f.finish(
                 0,
                 Some(Truncation::new(
@@ -171,10 +173,11 @@ fn header_problem(e: &crate::Error, len: u64) -> Validation {
                     None,
                     format!("the file ends inside its {what} ({len} bytes)"),
                 )),
-            )
+            );
         }
         // a stream that fails inside the header (a cut gzip stream) is cut there
-        ErrorKind::Io(ref why) => {
+        ErrorKind::Io => {
+            let why = crate::error::io_cause(e).unwrap_or(&e.message);
             return f.finish(
                 0,
                 Some(Truncation::new(
@@ -182,31 +185,23 @@ fn header_problem(e: &crate::Error, len: u64) -> Validation {
                     None,
                     format!("the file ends inside its header (the stream fails: {why})"),
                 )),
-            )
+            );
         }
-        ErrorKind::UnsupportedVersion(_) => f.push(
+        ErrorKind::Unsupported => f.push(
             codes::UNSUPPORTED_VERSION,
             e.offset,
             None,
-            e.kind.to_string(),
+            e.message.clone(),
         ),
-        _ => f.push(codes::HEADER_INVALID, e.offset, None, e.kind.to_string()),
+        _ => f.push(codes::HEADER_INVALID, e.offset, None, e.message.clone()),
     }
     f.finish(0, None)
 }
 
-/// The code of a decoding error (truncations are reported as the cut).
-fn code_of(kind: &ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::BadMagic(_) => codes::HEADER_INVALID,
-        ErrorKind::UnsupportedVersion(_) => codes::UNSUPPORTED_VERSION,
-        ErrorKind::BadBufferMagic(_) => codes::BAD_BUFFER_MAGIC,
-        ErrorKind::UnknownEvent { .. } => codes::UNKNOWN_EVENT,
-        ErrorKind::PastBuffer(_) | ErrorKind::Truncated(_) => codes::PAST_BUFFER,
-        ErrorKind::LebTooLong => codes::LEB_TOO_LONG,
-        ErrorKind::UnterminatedString => codes::UNTERMINATED_STRING,
-        _ => codes::BAD_VALUE,
-    }
+/// The code of a decoding error (truncations are reported as the cut): the one it carries,
+/// `bad-value` for a failing stream.
+fn code_of(e: &crate::Error) -> &'static str {
+    e.code.unwrap_or(codes::BAD_VALUE)
 }
 
 /// Where something was first used: (offset, record).
@@ -291,19 +286,23 @@ impl Validator {
             let e = match ev {
                 Ok(e) => e,
                 Err(e) if e.is_truncation() => {
-                    incomplete = Some(e);
+                    // an error does not count: the index is the incomplete event's
+                    incomplete = Some((evs.index(), e));
                     break;
                 }
                 Err(e) => {
-                    let event = e.event.unwrap_or(0);
+                    // the decoder places its errors in the buffer and the event
+                    let place = e
+                        .context
+                        .clone()
+                        .unwrap_or_else(|| format!("buffer #{}, event #0", b.index));
                     self.f.push(
-                        code_of(&e.kind),
+                        code_of(&e),
                         e.offset,
                         Some(rec),
                         format!(
-                            "buffer #{}, event #{event}: {}; the rest of the buffer ({} bytes) is skipped",
-                            b.index,
-                            e.kind,
+                            "{place}: {}; the rest of the buffer ({} bytes) is skipped",
+                            e.message,
                             evs.remaining()
                         ),
                     );
@@ -328,7 +327,7 @@ impl Validator {
             last = e.time;
             self.event(tid, e.offset, rec, &e.kind);
         }
-        b.cut_at(next, self.events, incomplete.as_ref())
+        b.cut_at(next, self.events, incomplete.as_ref().map(|(i, e)| (*i, e)))
     }
 
     fn event(&mut self, tid: u64, off: u64, rec: u64, kind: &EventKind<'_>) {

@@ -127,7 +127,7 @@ impl Format {
     /// YAML trace is re-encoded as the binary trace it describes (`None`: read as it is).
     pub fn encode(self, data: &[u8]) -> Option<Result<Vec<u8>, profkit_common::Error>> {
         match self {
-            Format::XrayYaml => Some(profkit_xray::yaml::text_to_binary(data).map_err(Into::into)),
+            Format::XrayYaml => Some(profkit_xray::yaml::text_to_binary(data)),
             _ => None,
         }
     }

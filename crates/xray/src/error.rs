@@ -1,188 +1,145 @@
-//! Errors: each carries the absolute byte offset and what was expected.
+//! Errors: profkit-common's one [`Error`] (every format crate returns it), built here by small
+//! helpers that keep XRay's wording; each carries the absolute byte offset and what was
+//! expected, and callers tell failures apart by [`Error::kind`]:
+//!
+//! * [`ErrorKind::Truncated`]: the data ends inside the 32-byte file header, where nothing can
+//!   be read (`truncated file header: needs 32 bytes, 3 available`);
+//! * [`ErrorKind::Malformed`]: the bytes are there but do not make sense (`expected …, found
+//!   …`), and also an instrumentation map that cannot be read, a YAML trace that is not UTF-8
+//!   text or not valid YAML (these three have no offset: [`Error::known_offset`] is `None`);
+//! * [`ErrorKind::Unsupported`]: a header of a type or version this crate does not read (at
+//!   offset 0).
 //!
 //! A file cut off inside its records is not an error: readers deliver every complete record and
 //! report the cut as a [`Truncation`] (`Trace::truncation`, `Decoded::truncation`, …). Only a
-//! file too short for its 32-byte header, where nothing can be read, is [`Error::Truncated`].
+//! file too short for its header, where nothing can be read, is a `Truncated` error. Inside the
+//! crate, an FDR record that runs past the end of the file is a `Truncated` error whose message
+//! is the cut's reason (`function record needs 8 bytes, 5 remain`), which the reader turns
+//! into the [`Truncation`] (`ErrorExt::to_truncation`) or, inside a buffer whose end is known,
+//! into an over-read (`ErrorExt::in_buffer`).
 
+pub use profkit_common::error::{Error, ErrorKind, Result};
 pub use profkit_common::Truncation;
 
-use core::fmt;
-
-/// Result alias of this crate.
-pub type Result<T, E = Error> = core::result::Result<T, E>;
-
-/// Record index suffix for messages: `" (record #N)"`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RecordIndex(pub Option<u64>);
-
-impl fmt::Display for RecordIndex {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(i) => write!(f, "record #{i} at "),
-            None => Ok(()),
-        }
-    }
+/// The data ends inside `what` (a file header: nothing can be read): `needed` bytes, of which
+/// `available` are there.
+#[cold]
+pub(crate) fn truncated(
+    offset: usize,
+    what: &'static str,
+    needed: usize,
+    available: usize,
+) -> Error {
+    Error::new(
+        ErrorKind::Truncated,
+        offset as u64,
+        None,
+        format!("truncated {what}: needs {needed} bytes, {available} available"),
+    )
 }
 
-/// Everything that can go wrong reading XRay data.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The data ends inside the 32-byte file header: nothing can be read. (A file cut inside
-    /// its records is a [`Truncation`] outcome, not this error.)
-    #[error("{}offset {offset:#x}: truncated {what}: needs {needed} bytes, {available} available", RecordIndex(*record))]
-    Truncated {
-        /// Absolute offset of the incomplete record.
-        offset: u64,
-        /// Index of the record in the file, when known.
-        record: Option<u64>,
-        /// What was being read.
-        what: &'static str,
-        /// Bytes the record needs.
-        needed: u64,
-        /// Bytes left in the file.
-        available: u64,
-    },
-    /// The bytes are there but do not make sense.
-    #[error("{}offset {offset:#x}: expected {expected}, found {found}", RecordIndex(*record))]
-    Invalid {
-        /// Absolute offset.
-        offset: u64,
-        /// Index of the record in the file, when known.
-        record: Option<u64>,
-        /// What the format requires here.
-        expected: &'static str,
-        /// What the data holds.
-        found: String,
-    },
-    /// A header this crate does not read (unknown type or version).
-    #[error("offset 0x0: unsupported XRay header: {0}")]
-    Unsupported(String),
-    /// The ELF file or its instrumentation map cannot be read.
-    #[error("instrumentation map: {0}")]
-    InstrMap(String),
-    /// A YAML trace that is not UTF-8 text.
-    #[error("not UTF-8 text: {0}")]
-    NotText(String),
-    /// The YAML text cannot be read.
-    #[error("YAML line {line}: {message}")]
-    Yaml {
-        /// 1-based line number.
-        line: usize,
-        /// What is wrong.
-        message: String,
-    },
+/// A record cut by the end of the file at `offset` (see the module docs): the message is the
+/// [`Truncation`]'s reason.
+#[cold]
+pub(crate) fn cut(offset: usize, what: &'static str, needed: usize, available: usize) -> Error {
+    Error::new(
+        ErrorKind::Truncated,
+        offset as u64,
+        None,
+        format!("{what} needs {needed} bytes, {available} remain"),
+    )
 }
 
-impl Error {
-    /// Absolute byte offset of the problem, when it has one.
-    pub fn offset(&self) -> Option<u64> {
-        match self {
-            Error::Truncated { offset, .. } | Error::Invalid { offset, .. } => Some(*offset),
-            Error::Unsupported(_) => Some(0),
-            _ => None,
-        }
-    }
+/// The bytes at `offset` do not make sense: the format requires `expected`, the data holds
+/// `found`.
+#[cold]
+pub(crate) fn invalid(offset: usize, expected: &'static str, found: impl Into<String>) -> Error {
+    Error::new(
+        ErrorKind::Malformed,
+        offset as u64,
+        None,
+        format!("expected {expected}, found {}", found.into()),
+    )
+}
 
-    /// Whether the data ends inside what was being read (for a whole file: inside its header).
-    pub fn is_truncation(&self) -> bool {
-        matches!(self, Error::Truncated { .. })
-    }
+/// A header (at offset 0) this crate does not read: unknown type or version.
+#[cold]
+pub(crate) fn unsupported(what: impl core::fmt::Display) -> Error {
+    Error::new(
+        ErrorKind::Unsupported,
+        0,
+        None,
+        format!("unsupported XRay header: {what}"),
+    )
+}
 
-    /// Index of the record, when known.
-    pub fn record(&self) -> Option<u64> {
-        match self {
-            Error::Truncated { record, .. } | Error::Invalid { record, .. } => *record,
-            _ => None,
-        }
-    }
+/// The ELF file or its instrumentation map cannot be read.
+#[cold]
+pub(crate) fn instr_map(message: impl core::fmt::Display) -> Error {
+    Error::unlocated(
+        ErrorKind::Malformed,
+        None,
+        format!("instrumentation map: {message}"),
+    )
+}
 
-    pub(crate) fn with_record(mut self, index: u64) -> Self {
-        match &mut self {
-            Error::Truncated { record, .. } | Error::Invalid { record, .. } => {
-                *record = Some(index)
-            }
-            _ => {}
+/// A YAML trace that is not UTF-8 text.
+#[cold]
+pub(crate) fn not_text(message: impl core::fmt::Display) -> Error {
+    Error::unlocated(
+        ErrorKind::Malformed,
+        None,
+        format!("not UTF-8 text: {message}"),
+    )
+}
+
+/// The YAML text cannot be read at (1-based) `line`.
+#[cold]
+pub(crate) fn yaml(line: usize, message: impl core::fmt::Display) -> Error {
+    Error::unlocated(
+        ErrorKind::Malformed,
+        None,
+        format!("YAML line {line}: {message}"),
+    )
+}
+
+/// What XRay's readers do with an [`Error`] beyond the common face.
+pub(crate) trait ErrorExt: Sized {
+    /// The same error in record `index` (errors without a place in the data stay as they are).
+    fn with_record(self, index: u64) -> Self;
+    /// The outcome for a record that ran into the end of the file: where the cut is and what
+    /// was incomplete (`None` for other errors).
+    fn to_truncation(&self) -> Option<Truncation>;
+    /// This error as met inside a buffer whose end is known: running out of bytes there means
+    /// the record over-reads the buffer, not that the file is cut.
+    fn in_buffer(self) -> Self;
+}
+
+impl ErrorExt for Error {
+    fn with_record(mut self, index: u64) -> Error {
+        if self.known_offset().is_some() && self.kind() != ErrorKind::Unsupported {
+            self.record = Some(index);
         }
         self
     }
 
-    #[cold]
-    pub(crate) fn truncated(
-        offset: usize,
-        what: &'static str,
-        needed: usize,
-        available: usize,
-    ) -> Self {
-        Error::Truncated {
-            offset: offset as u64,
-            record: None,
-            what,
-            needed: needed as u64,
-            available: available as u64,
-        }
+    fn to_truncation(&self) -> Option<Truncation> {
+        self.is_truncation()
+            .then(|| Truncation::new(self.offset, self.record, self.message.clone()))
     }
 
-    /// The outcome for a read that ran into the end of the file: where the cut is and what was
-    /// incomplete (`None` for other errors).
-    pub(crate) fn to_truncation(&self) -> Option<Truncation> {
-        match self {
-            Error::Truncated {
-                offset,
-                record,
-                what,
-                needed,
-                available,
-            } => Some(Truncation::new(
-                *offset,
-                *record,
-                format!("{what} needs {needed} bytes, {available} remain"),
-            )),
-            _ => None,
+    fn in_buffer(self) -> Error {
+        if !self.is_truncation() {
+            return self;
         }
-    }
-
-    /// This error as met inside a buffer whose end is known: running out of bytes there means
-    /// the record over-reads the buffer, not that the file is cut.
-    pub(crate) fn in_buffer(self) -> Self {
-        match self {
-            Error::Truncated {
-                offset,
-                record,
-                what,
-                needed,
-                available,
-            } => Error::Invalid {
-                offset,
-                record,
-                expected: "a record inside its buffer's extents",
-                found: format!("{what} needs {needed} bytes, {available} remain in the buffer"),
-            },
-            e => e,
-        }
-    }
-
-    #[cold]
-    pub(crate) fn invalid(offset: usize, expected: &'static str, found: impl Into<String>) -> Self {
-        Error::Invalid {
-            offset: offset as u64,
-            record: None,
-            expected,
-            found: found.into(),
-        }
-    }
-}
-
-/// The common error of every format, for callers that treat formats alike (`profkit`'s
-/// registry): the same text, the kind of failure kept.
-impl From<Error> for profkit_common::Error {
-    fn from(e: Error) -> profkit_common::Error {
-        use profkit_common::ErrorKind as K;
-        let kind = match &e {
-            Error::Truncated { .. } => K::Truncated,
-            Error::Unsupported(_) => K::Unsupported,
-            _ => K::Malformed,
-        };
-        profkit_common::Error::unlocated(kind, None, e.to_string())
+        Error::new(
+            ErrorKind::Malformed,
+            self.offset,
+            self.record,
+            format!(
+                "expected a record inside its buffer's extents, found {} in the buffer",
+                self.message
+            ),
+        )
     }
 }

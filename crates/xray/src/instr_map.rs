@@ -57,7 +57,7 @@ pub struct InstrMap {
 }
 
 fn err(m: impl Into<String>) -> Error {
-    Error::InstrMap(m.into())
+    crate::error::instr_map(m.into())
 }
 
 fn relative_type(arch: object::Architecture, r_type: u32) -> bool {
@@ -312,10 +312,7 @@ impl InstrMap {
             if t.is_empty() || t == "---" || t == "..." || t.starts_with('#') || t == "[]" {
                 continue;
             }
-            let bad = |m: String| Error::Yaml {
-                line: no,
-                message: m,
-            };
+            let bad = |m: String| crate::error::yaml(no, m);
             let fields = yaml::parse_flow_map(t, no)?;
             let get = |k: &str| {
                 fields

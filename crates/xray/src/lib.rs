@@ -80,7 +80,7 @@ pub mod verify;
 pub mod write;
 pub mod yaml;
 
-pub use error::{Error, Result, Truncation};
+pub use error::{Error, ErrorKind, Result, Truncation};
 pub use format::{XRAY, XRAY_PROFILE, XRAY_YAML};
 pub use instr_map::{InstrMap, Sled, SymbolInfo, Symbolizer};
 pub use profkit_common::{Finding, Severity, Summary, Validation};

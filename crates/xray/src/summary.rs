@@ -154,9 +154,7 @@ pub fn summary(trace: &Trace<'_>) -> Summary {
             records += u64::from(extents);
             let mut c = r.out;
             for p in &mut c.problems {
-                if let Some(i) = p.record() {
-                    *p = p.clone().with_record(records + i);
-                }
+                p.record = p.record.map(|i| records + i);
             }
             records += r.records;
             counts.merge(c);

@@ -209,8 +209,8 @@ fn verify_fdr(trace: &Trace<'_>, f: &mut Findings) -> (u64, Option<Truncation>) 
             FdrEntry::Problem(e) => {
                 f.push(
                     codes::RECORD_UNDECODABLE,
-                    e.offset().unwrap_or(0),
-                    e.record(),
+                    e.known_offset().unwrap_or(0),
+                    e.record,
                     e.to_string(),
                 );
                 state = BlockState::Unknown;

@@ -183,12 +183,7 @@ impl OwnedEvent {
 }
 
 fn invalid(what: &'static str, found: String) -> Error {
-    Error::Invalid {
-        offset: 0,
-        record: None,
-        expected: what,
-        found,
-    }
+    crate::error::invalid(0, what, found)
 }
 
 /// Writes an FDR trace (versions 1–5) thread by thread.

@@ -694,7 +694,7 @@ mod tests {
         let mut st = Stitcher::new(&Options::default(), Default::default());
         for off in [10, 5] {
             st.apply(Piece {
-                problem: Some(Error::new(off, profkit_mlpd::ErrorKind::BadBufferMagic(0))),
+                problem: Some(profkit_mlpd::error::bad_buffer_magic(off, 0)),
                 ..Piece::default()
             });
         }

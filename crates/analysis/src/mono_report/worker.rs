@@ -1009,7 +1009,7 @@ mod tests {
         assert_eq!(p.calls.open.len(), 1);
         assert_eq!(agg.problems.len(), 1);
         let e = &agg.problems[0];
-        assert_eq!((e.buffer, e.event), (Some(0), Some(1)));
+        assert_eq!(e.context.as_deref(), Some("buffer #0, event #1"));
         assert_eq!(agg.skipped_bytes, 3);
     }
 }

@@ -2,7 +2,7 @@
 //! list validated when its event is decoded and iterated lazily.
 
 use crate::cursor::Cursor;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{self, Result};
 use crate::raw::*;
 
 /// A counter description (COUNTERS_DESC).
@@ -137,12 +137,7 @@ fn counter_value<'a>(
                 CounterValue::String(None)
             }
         }
-        other => {
-            return Err(Error::new(
-                c.offset(),
-                ErrorKind::BadValue("counter type", other),
-            ))
-        }
+        other => return Err(error::bad_value(c.offset(), "counter type", other)),
     };
     Ok(Some((index, ctype, v)))
 }

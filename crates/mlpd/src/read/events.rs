@@ -12,7 +12,7 @@ use super::counters::{counter_descs, counter_values, CounterDescs, CounterValues
 use super::lists::{Frames, HeapRef, List, Obj, Ptr, Root};
 use super::metadata::{metadata, Metadata};
 use crate::cursor::{leb_word, Cursor};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{self, Error, ErrorExt, Result};
 use crate::raw::*;
 
 /// Per-buffer decoding context: the bases, the pointer mask and the data version.
@@ -514,13 +514,7 @@ impl<'a> Events<'a> {
     }
 
     fn unknown(&self, off: u64, byte: u8) -> Error {
-        Error::new(
-            off,
-            ErrorKind::UnknownEvent {
-                byte,
-                version: self.ctx.version,
-            },
-        )
+        error::unknown_event(off, byte, self.ctx.version)
     }
 
     fn decode(&mut self) -> Result<Event<'a>> {

@@ -11,7 +11,7 @@ use profkit_common::Truncation;
 
 use super::events::{Ctx, Events};
 use crate::cursor::Cursor;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{self, Error, ErrorExt, Result};
 use crate::header::Header;
 use crate::raw::*;
 
@@ -99,7 +99,7 @@ pub struct BufferHeader {
 
 impl BufferHeader {
     /// Decodes the 48-byte header at the start of `raw`, whose first byte is at file offset
-    /// `offset`: a wrong magic is [`ErrorKind::BadBufferMagic`] at `offset`, fewer than 48 bytes
+    /// `offset`: a wrong magic is a [`bad_buffer_magic`](crate::error::bad_buffer_magic) at `offset`, fewer than 48 bytes
     /// a truncation at the first field that does not fit. `len` is not judged: a length
     /// past the end of the file is a cut buffer, found when its events are read. The one check
     /// of the slice scan ([`Buffers`]) and of the stream ([`crate::stream::StreamReader`]).
@@ -107,7 +107,7 @@ impl BufferHeader {
         let mut c = Cursor::new(raw, offset, true);
         let id = c.u32le("buffer header")?;
         if id != BUF_ID {
-            return Err(Error::new(offset, ErrorKind::BadBufferMagic(id)));
+            return Err(error::bad_buffer_magic(offset, id));
         }
         Ok(BufferHeader {
             len: c.u32le("buffer header")?,
@@ -208,23 +208,18 @@ impl<'a> Buffer<'a> {
 
     /// The cut as a scan of the events in file order sees it: `next` is where the first event
     /// not decoded starts, `record` its index in the file, and `incomplete` the error that
-    /// ended the buffer inside that event, if one did.
+    /// ended the buffer inside that event, if one did, with the event's index in the buffer.
     pub(crate) fn cut_at(
         &self,
         next: u64,
         record: u64,
-        incomplete: Option<&Error>,
+        incomplete: Option<(u64, &Error)>,
     ) -> Option<Truncation> {
         let mut t = self.truncation()?;
         t.record = Some(record);
-        if let Some(e) = incomplete {
+        if let Some((event, e)) = incomplete {
             t.offset = next;
-            t.reason = format!(
-                "{}; event #{} is incomplete ({})",
-                t.reason,
-                e.event.unwrap_or(0),
-                e.kind
-            );
+            t.reason = format!("{}; event #{event} is incomplete ({})", t.reason, e.message);
         }
         Some(t)
     }

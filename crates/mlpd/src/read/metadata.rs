@@ -3,7 +3,7 @@
 
 use super::events::Ctx;
 use crate::cursor::Cursor;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{self, Result};
 use crate::raw::*;
 
 /// What a METADATA event does.
@@ -107,9 +107,10 @@ pub(super) fn metadata<'a>(c: &mut Cursor<'a>, ctx: Ctx, ex: u8) -> Result<Metad
             m.class = ctx.ptr(c, "vtable class")?;
         }
         other => {
-            return Err(Error::new(
+            return Err(error::bad_value(
                 mtype_off,
-                ErrorKind::BadValue("metadata type", u64::from(other)),
+                "metadata type",
+                u64::from(other),
             ));
         }
     }

@@ -62,7 +62,7 @@ pub mod summary;
 pub mod verify;
 pub mod write;
 
-use crate::error::{Error, Result, Truncation};
+use crate::error::{Error, ErrorExt, Result, Truncation};
 use crate::raw::{bytes_at, field, Endian};
 
 /// `"xrayprof"` read as a big-endian `u64`: the first field of every profile.
@@ -109,10 +109,10 @@ impl ProfileHeader {
     }
 
     /// Parses the header at the start of `data`: the magic decides the byte order; a version
-    /// other than [`PROFILE_VERSION`] is [`Error::Unsupported`].
+    /// other than [`PROFILE_VERSION`] is an [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) error.
     pub fn parse(data: &[u8]) -> Result<ProfileHeader> {
         let Some(h) = bytes_at::<PROFILE_HEADER_SIZE>(data, 0) else {
-            return Err(Error::truncated(
+            return Err(crate::error::truncated(
                 0,
                 "profile file header",
                 PROFILE_HEADER_SIZE,
@@ -125,7 +125,7 @@ impl ProfileHeader {
         } else if u64::from_be_bytes(magic) == PROFILE_MAGIC {
             Endian::Big
         } else {
-            return Err(Error::invalid(
+            return Err(crate::error::invalid(
                 0,
                 "the XRay profiling-mode magic \"xrayprof\" (0x7872617970726f66)",
                 format!("{:#018x}", u64::from_le_bytes(magic)),
@@ -138,7 +138,7 @@ impl ProfileHeader {
             endian,
         };
         if header.version != PROFILE_VERSION {
-            return Err(Error::Unsupported(format!(
+            return Err(crate::error::unsupported(format_args!(
                 "XRay profiling-mode version {:#x} (supported: {PROFILE_VERSION:#x})",
                 header.version
             )));
@@ -354,7 +354,7 @@ impl<'a> ProfileEntries<'a> {
         let tid = e.u64(field(&h, 8));
         if (size as usize) < BLOCK_HEADER_SIZE {
             self.done = true;
-            return Some(ProfileEntry::Problem(Error::invalid(
+            return Some(ProfileEntry::Problem(crate::error::invalid(
                 offset,
                 "a block size of at least 16 bytes (its header); the rest of the file cannot be walked",
                 format!("block size {size}"),
@@ -449,12 +449,14 @@ impl<'a> ProfileEntries<'a> {
         }
         self.pos = b.end;
         self.block = None;
-        Some(ProfileEntry::Problem(Error::Invalid {
-            offset: offset as u64,
-            record: Some(self.records),
-            expected: "a record inside its block (path ids, a 0, call count and time)",
-            found: format!("it needs at least {need} bytes, {have} remain in the block"),
-        }))
+        Some(ProfileEntry::Problem(
+            crate::error::invalid(
+                offset,
+                "a record inside its block (path ids, a 0, call count and time)",
+                format!("it needs at least {need} bytes, {have} remain in the block"),
+            )
+            .with_record(self.records),
+        ))
     }
 }
 

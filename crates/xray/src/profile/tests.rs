@@ -172,7 +172,7 @@ fn bad_blocks_and_records_are_problems() {
     let (blocks, problems, cut) = read_all(&bytes);
     assert_eq!(blocks.len(), 1);
     assert_eq!(problems.len(), 1);
-    assert_eq!(problems[0].offset(), Some(good as u64));
+    assert_eq!(problems[0].known_offset(), Some(good as u64));
     assert!(
         problems[0].to_string().contains("block size 8"),
         "{}",

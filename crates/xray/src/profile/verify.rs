@@ -109,12 +109,12 @@ pub fn verify(profile: &Profile<'_>) -> Validation {
             }
             ProfileEntry::Problem(e) => {
                 // Records carry their index; a bad block header does not.
-                let code = if e.record().is_some() {
+                let code = if e.record.is_some() {
                     codes::RECORD_OVERRUN
                 } else {
                     codes::BLOCK_SIZE
                 };
-                f.push(code, e.offset().unwrap_or(0), e.record(), e.to_string());
+                f.push(code, e.known_offset().unwrap_or(0), e.record, e.to_string());
                 chain.clear();
             }
         }

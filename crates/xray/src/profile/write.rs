@@ -19,7 +19,7 @@
 //! assert_eq!(paths, [vec![1], vec![1, 2]]);
 //! ```
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::profile::{ProfileHeader, BLOCK_HEADER_SIZE, RECORD_TAIL_SIZE};
 
 /// One record to write: a call path and its totals.
@@ -88,7 +88,7 @@ impl ProfileWriter {
         let mut size = BLOCK_HEADER_SIZE as u64;
         for r in records {
             if r.path.contains(&0) {
-                return Err(Error::invalid(
+                return Err(crate::error::invalid(
                     at,
                     "a path without function id 0 (0 ends a path)",
                     format!("{:?}", r.path),
@@ -97,7 +97,7 @@ impl ProfileWriter {
             size = size.saturating_add(r.size() as u64);
         }
         let size = u32::try_from(size).map_err(|_| {
-            Error::invalid(
+            crate::error::invalid(
                 at,
                 "a block of at most 4 GiB (its size is a u32)",
                 format!("{size} bytes"),

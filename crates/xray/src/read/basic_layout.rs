@@ -9,7 +9,7 @@
 //! reports). [`BasicLayout::visit_calls`] then decodes one thread's function records of one
 //! chunk without materialising anything: memory stays bounded by the chunk, whatever the file.
 
-use crate::error::{Error, Truncation};
+use crate::error::{Error, ErrorExt, Truncation};
 use crate::raw::{bytes_at, field, BasicRecordType, FunctionKind, BASIC_RECORD_SIZE, HEADER_SIZE};
 use crate::read::basic::basic_truncation;
 use crate::read::events::{Args, EventKind, ThreadKey};
@@ -225,7 +225,7 @@ impl BasicLayout {
             if record_type == BasicRecordType::ARG_PAYLOAD {
                 // Payloads right after their function record were taken with it.
                 f(ChunkItem::Problem(
-                    Error::invalid(
+                    crate::error::invalid(
                         pos,
                         "an arg payload right after a function record with the same function id, tid (and pid)",
                         "a non-matching arg payload",
@@ -236,7 +236,7 @@ impl BasicLayout {
             }
             if record_type != BasicRecordType::FUNCTION {
                 f(ChunkItem::Problem(
-                    Error::invalid(
+                    crate::error::invalid(
                         pos,
                         "basic record type 0 or 1",
                         format!("type {}", record_type.0),

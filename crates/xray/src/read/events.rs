@@ -6,7 +6,7 @@
 
 use rayon::prelude::*;
 
-use crate::error::{Error, Result, Truncation};
+use crate::error::{Error, ErrorExt, Result, Truncation};
 use crate::raw::{
     bytes_at, field, BasicRecordType, Endian, FunctionKind, TraceType, BASIC_RECORD_SIZE,
     FDR_METADATA_RECORD_SIZE, HEADER_SIZE,
@@ -42,7 +42,7 @@ impl EventKind {
             FunctionKind::EXIT => Ok(EventKind::Exit),
             FunctionKind::TAIL_EXIT => Ok(EventKind::TailExit),
             FunctionKind::ENTER_ARGS => Ok(EventKind::EnterArg),
-            k => Err(Error::invalid(
+            k => Err(crate::error::invalid(
                 offset,
                 "a function record kind 0-3",
                 format!("kind {}", k.0),
@@ -519,11 +519,10 @@ impl<'a> Trace<'a> {
                         base += 1;
                     }
                     let (events, problems) = r.out;
-                    out.problems
-                        .extend(problems.into_iter().map(|p| match p.record() {
-                            Some(i) => p.with_record(base + i),
-                            None => p,
-                        }));
+                    out.problems.extend(problems.into_iter().map(|mut p| {
+                        p.record = p.record.map(|i| base + i);
+                        p
+                    }));
                     base += r.records;
                     for ev in events {
                         out.push_event(&mut index_of, ev);
@@ -875,7 +874,7 @@ impl<'a> Iterator for BufferEvents<'a> {
                 }
                 FdrRecord::EndOfBuffer => {
                     if self.header.version >= 2 {
-                        return Some(Err(Error::invalid(
+                        return Some(Err(crate::error::invalid(
                             offset,
                             "no EndOfBuffer record at version >= 2",
                             "EndOfBuffer",
@@ -928,7 +927,7 @@ impl<'a> Iterator for BufferEvents<'a> {
                     return Some(Ok(ev));
                 }
                 FdrRecord::CallArgument { .. } => {
-                    return Some(Err(Error::invalid(
+                    return Some(Err(crate::error::invalid(
                         offset,
                         "CallArgument right after a function record",
                         "a CallArgument with no function record before it",
@@ -936,7 +935,7 @@ impl<'a> Iterator for BufferEvents<'a> {
                     .with_record(index)));
                 }
                 FdrRecord::UnknownMetadata { kind, .. } => {
-                    return Some(Err(Error::invalid(
+                    return Some(Err(crate::error::invalid(
                         offset,
                         "a metadata record kind 0-9",
                         format!("kind {}", kind.0),
@@ -1058,7 +1057,7 @@ pub(crate) fn visit_basic<'a>(
                 event(ev);
             }
             BasicRecord::ArgPayload { .. } => problems.push(
-                Error::invalid(
+                crate::error::invalid(
                     offset,
                     "an arg payload right after a function record with the same function id, tid (and pid)",
                     "a non-matching arg payload",
@@ -1066,7 +1065,7 @@ pub(crate) fn visit_basic<'a>(
                 .with_record(index - 1),
             ),
             BasicRecord::Unknown { record_type } => problems.push(
-                Error::invalid(offset, "basic record type 0 or 1", format!("type {}", record_type.0))
+                crate::error::invalid(offset, "basic record type 0 or 1", format!("type {}", record_type.0))
                     .with_record(index - 1),
             ),
         }

@@ -10,7 +10,7 @@
 //! in bits 24–27 and larger ones are truncated. [`FdrRecord::Function`] keeps the 28-bit value as
 //! written; split it with [`split_packed_id`] when the producer used DSO support.
 
-use crate::error::{Error, Result, Truncation};
+use crate::error::{Error, ErrorExt, Result, Truncation};
 use crate::raw::{
     bytes_at, field, Endian, FunctionKind, MetadataKind, FDR_FUNCTION_RECORD_SIZE,
     FDR_METADATA_RECORD_SIZE, HEADER_SIZE,
@@ -186,7 +186,7 @@ fn is_metadata(b: u8, endian: Endian) -> bool {
 
 fn need(data: &[u8], offset: usize, len: usize, end: usize, what: &'static str) -> Result<usize> {
     let rec_end = offset.checked_add(len).ok_or_else(|| {
-        Error::invalid(
+        crate::error::invalid(
             offset,
             "a record size that fits in memory",
             format!("{len} bytes"),
@@ -196,14 +196,14 @@ fn need(data: &[u8], offset: usize, len: usize, end: usize, what: &'static str) 
         return Ok(rec_end);
     }
     if end >= data.len() {
-        Err(Error::truncated(
+        Err(crate::error::cut(
             offset,
             what,
             len,
             data.len().saturating_sub(offset),
         ))
     } else {
-        Err(Error::invalid(
+        Err(crate::error::invalid(
             offset,
             "a record inside its buffer's extents",
             format!(
@@ -215,8 +215,9 @@ fn need(data: &[u8], offset: usize, len: usize, end: usize, what: &'static str) 
 }
 
 /// Parses the record at `offset`, which must end at or before `end` (a buffer end or the file end).
-/// Returns the record and its length. A record that runs past `end` is [`Error::Truncated`]
-/// when `end` is the end of the file, else [`Error::Invalid`].
+/// Returns the record and its length. A record that runs past `end` is a truncation (a
+/// [`cut`](crate::error::cut): see the `error` module) when `end` is the end of the file, else
+/// malformed.
 pub(crate) fn parse_fdr_record<'a>(
     data: &'a [u8],
     offset: usize,
@@ -226,7 +227,7 @@ pub(crate) fn parse_fdr_record<'a>(
     let e = header.endian;
     let end = end.min(data.len());
     let Some(&b0) = data.get(offset) else {
-        return Err(Error::truncated(offset, "FDR record", 1, 0));
+        return Err(crate::error::cut(offset, "FDR record", 1, 0));
     };
     if !is_metadata(b0, e) {
         need(
@@ -261,23 +262,26 @@ pub(crate) fn parse_fdr_record<'a>(
     let u64_at = |at: usize| e.u64(field(&p, at));
     let payload = |size: i32| -> Result<&'a [u8]> {
         if size <= 0 {
-            return Err(Error::invalid(
+            return Err(crate::error::invalid(
                 offset,
                 "an event payload size > 0",
                 size.to_string(),
             ));
         }
-        let stop =
-            need(data, body_end, size as usize, end, "event payload").map_err(|err| match err {
-                Error::Truncated { available, .. } => Error::Truncated {
-                    offset: offset as u64,
-                    record: None,
-                    what: "event payload",
-                    needed: FDR_METADATA_RECORD_SIZE as u64 + size as u64,
-                    available: available.saturating_add(FDR_METADATA_RECORD_SIZE as u64),
-                },
-                other => other,
-            })?;
+        let stop = need(data, body_end, size as usize, end, "event payload").map_err(|err| {
+            if !err.is_truncation() {
+                return err;
+            }
+            // the cut is the whole record's, from its start
+            crate::error::cut(
+                offset,
+                "event payload",
+                FDR_METADATA_RECORD_SIZE.saturating_add(size as usize),
+                data.len()
+                    .saturating_sub(body_end)
+                    .saturating_add(FDR_METADATA_RECORD_SIZE),
+            )
+        })?;
         Ok(data.get(body_end..stop).unwrap_or_default())
     };
     let record = match kind {
@@ -785,7 +789,7 @@ mod tests {
         out.extend_from_slice(&[0; 8]);
         assert!(matches!(
             parse_fdr_record(&out, 0, 10, &h),
-            Err(Error::Invalid { .. })
+            Err(e) if e.kind() == crate::ErrorKind::Malformed
         ));
         assert!(parse_fdr_record(&out[..10], 0, 10, &h)
             .unwrap_err()

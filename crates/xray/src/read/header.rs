@@ -1,6 +1,6 @@
 //! The 32-byte file header shared by basic and FDR traces.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::raw::{bytes_at, field, Endian, TraceType, HEADER_SIZE};
 
 /// The file header.
@@ -73,7 +73,12 @@ impl FileHeader {
     /// (little-endian tried first); unlike llvm-xray there is no blind retry whose error hides the first.
     pub fn parse(data: &[u8]) -> Result<FileHeader> {
         let Some(h) = bytes_at::<HEADER_SIZE>(data, 0) else {
-            return Err(Error::truncated(0, "file header", HEADER_SIZE, data.len()));
+            return Err(crate::error::truncated(
+                0,
+                "file header",
+                HEADER_SIZE,
+                data.len(),
+            ));
         };
         let read = |endian: Endian| FileHeader {
             version: endian.u16(field(&h, 0)),
@@ -98,11 +103,11 @@ impl FileHeader {
             be
         };
         Err(match h.trace_type {
-            TraceType::BASIC | TraceType::FDR => Error::Unsupported(format!(
+            TraceType::BASIC | TraceType::FDR => crate::error::unsupported(format_args!(
                 "{} version {} (supported: basic 1-3, FDR 1-5)",
                 h.trace_type, h.version
             )),
-            t => Error::Unsupported(format!(
+            t => crate::error::unsupported(format_args!(
                 "unknown trace type {} (expected 0 basic or 1 FDR)",
                 t.0
             )),

@@ -1,6 +1,6 @@
 //! The small subset of YAML that llvm-xray writes: flow maps on one line, LLVM's quoting rules.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// How LLVM's YAML writer quotes a scalar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -197,10 +197,7 @@ pub fn scalar(s: &str) -> String {
 /// leading `- `) into (key, value) pairs. Quoted values are unquoted; flow sequences are kept
 /// as their inner text.
 pub fn parse_flow_map(line: &str, line_no: usize) -> Result<Vec<(String, String)>> {
-    let err = |m: &str| Error::Yaml {
-        line: line_no,
-        message: m.to_string(),
-    };
+    let err = |m: &str| crate::error::yaml(line_no, m);
     let t = line.trim();
     let t = t.strip_prefix("- ").unwrap_or(t).trim();
     let inner = t

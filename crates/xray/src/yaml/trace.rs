@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use super::syntax::{parse_flow_map, parse_int, scalar};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorExt, Result};
 use crate::raw::TraceType;
 use crate::read::events::{Event, EventKind};
 use crate::read::header::{is_supported, FileHeader};
@@ -226,12 +226,7 @@ pub struct YamlTrace {
 }
 
 fn bad(line: usize, what: &'static str, found: &str) -> Error {
-    Error::Invalid {
-        offset: line as u64,
-        record: Some(line as u64),
-        expected: what,
-        found: found.to_string(),
-    }
+    crate::error::invalid(line, what, found).with_record(line as u64)
 }
 
 fn kind_of(s: &str) -> Option<EventKind> {
@@ -363,7 +358,7 @@ pub fn read_yaml(text: &str) -> Result<YamlTrace> {
 /// An llvm-xray YAML trace's text (`data`, as read from the file) re-encoded as a binary
 /// trace: what every reader and analysis of YAML input works on.
 pub fn text_to_binary(data: &[u8]) -> Result<Vec<u8>> {
-    let text = std::str::from_utf8(data).map_err(|e| Error::NotText(e.to_string()))?;
+    let text = std::str::from_utf8(data).map_err(crate::error::not_text)?;
     yaml_to_binary(&read_yaml(text)?)
 }
 
