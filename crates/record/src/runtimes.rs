@@ -263,9 +263,34 @@ fn turn_on(env: &mut JitEnv, runtime: Runtime, program: &Path, dir: &Path) {
                 "php: opcache.jit_debug=0x20 added (a jitdump when the JIT is enabled: opcache.enable_cli=1, opcache.jit, opcache.jit_buffer_size)".into(),
             );
         }
-        Runtime::Mono => env
-            .vars
-            .push(extended("MONO_ENV_OPTIONS", "--jitdump", " ")),
+        Runtime::Mono => {
+            // --jitdump came after Mono 6.8 (Debian 12's), which refuses the option and
+            // exits: ask this mono, and fall back to its perf map
+            let mono = if by_name(program) == Some(Runtime::Mono) {
+                program.to_path_buf()
+            } else {
+                crate::workload::resolve(OsStr::new("mono"))
+                    .unwrap_or_else(|| PathBuf::from("mono"))
+            };
+            let takes = |option: &str| {
+                std::process::Command::new(&mono)
+                    .arg("--version")
+                    .env("MONO_ENV_OPTIONS", option)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+            };
+            if takes("--jitdump") {
+                env.vars
+                    .push(extended("MONO_ENV_OPTIONS", "--jitdump", " "));
+            } else {
+                env.vars.push(extended("MONO_ENV_OPTIONS", "--jitmap", " "));
+                env.notes.push(
+                    "mono: this Mono (6.8 and older) refuses --jitdump: its perf map (--jitmap) instead".into(),
+                );
+            }
+        }
         Runtime::Xray => {
             let mut base = dir.as_os_str().to_os_string();
             base.push("/xray-log.");

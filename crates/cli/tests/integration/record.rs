@@ -243,6 +243,31 @@ fn erlang_is_named_with_no_flag() {
 }
 
 #[test]
+fn mono_is_named_with_no_flag() {
+    let test = "record::mono_is_named_with_no_flag";
+    let (Some(mono), Some(mcs)) = (
+        profkit_testkit::tool(test, "mono", "Mono (mono-runtime mono-devel)"),
+        profkit_testkit::tool(test, "mcs", "Mono (mono-runtime mono-devel)"),
+    ) else {
+        return;
+    };
+    if !can_sample(test) {
+        return;
+    }
+    // Debian 12's Mono 6.8 refuses --jitdump: profkit asks it and sets --jitmap
+    check(&Case {
+        test,
+        script: "mono/Busy.cs",
+        compile: Some(&mcs),
+        program: &mono,
+        args: &["Busy.exe", "38", "3"],
+        runtime: "mono",
+        kind: "perf-map",
+        names: &["Busy:Fib"],
+    });
+}
+
+#[test]
 fn php_jit_is_named_when_the_user_enabled_it() {
     let test = "record::php_jit_is_named_when_the_user_enabled_it";
     let Some(php) = profkit_testkit::tool(test, "php", "PHP (php-cli php-opcache)") else {
