@@ -5,7 +5,8 @@
 use std::io;
 
 use crate::events::{
-    CallPath, CodeRegion, Counter, Enter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo,
+    CallPath, CodeRegion, Counter, Enter, EventSink, Instant, MappingInfo, ProcessInfo, Sample,
+    ThreadInfo,
     TraceInfo,
 };
 use crate::func::{FuncId, FuncInfo};
@@ -236,6 +237,10 @@ impl<S: EventSink> EventSink for Filter<S> {
         } else {
             Ok(())
         }
+    }
+    fn mapping(&mut self, m: &MappingInfo<'_>) -> io::Result<()> {
+        // Mappings stay whatever the window, as code does.
+        self.inner.mapping(m)
     }
     fn finish(&mut self) -> io::Result<()> {
         self.inner.finish()
