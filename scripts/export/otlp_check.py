@@ -2,7 +2,7 @@
 """Decodes profkit's OpenTelemetry profiles with the official generated classes (PyPI package
 opentelemetry-proto) and checks them.
 
-Usage: otlp_check.py FILE [--total TYPE=N]... [--name NAME]...
+Usage: otlp_check.py FILE [--total TYPE=N]... [--name NAME]... [--attr KEY=VALUE]...
 
 FILE ending in .json is parsed with google.protobuf.json_format (the OTLP/JSON encoding),
 anything else with ProfilesData.FromString (binary protobuf). Checks:
@@ -12,7 +12,8 @@ anything else with ProfilesData.FromString (binary protobuf). Checks:
   * the attribute keys of a sample, location and mapping are unique;
   * --total TYPE=N: the values of all profiles of sample type TYPE add up to N (for timestamps
     without values, each counts 1);
-  * --name NAME: NAME is in the string table and names a function.
+  * --name NAME: NAME is in the string table and names a function;
+  * --attr KEY=VALUE: the attribute table has KEY with the string value VALUE.
 Prints one JSON line: {"file", "encoding", "profiles", "totals": {type: sum}, "samples":
 {type: n}}; exits 1 with the reasons on stderr when a check fails.
 """
@@ -39,6 +40,7 @@ def main(argv):
     path = argv[0]
     totals_wanted = {}
     names_wanted = []
+    attrs_wanted = []
     rest = argv[1:]
     while rest:
         opt = rest.pop(0)
@@ -47,6 +49,8 @@ def main(argv):
             totals_wanted[t] = int(n)
         elif opt == "--name" and rest:
             names_wanted.append(rest.pop(0))
+        elif opt == "--attr" and rest:
+            attrs_wanted.append(tuple(rest.pop(0).split("=", 1)))
         else:
             print(f"otlp_check: unknown argument {opt!r}", file=sys.stderr)
             return 2
@@ -139,6 +143,15 @@ def main(argv):
             err(f"{n!r} is not in the string table")
         elif n not in named:
             err(f"{n!r} names no function")
+
+    have_attrs = {
+        (strings[a.key_strindex], a.value.string_value)
+        for a in d.attribute_table
+        if a.key_strindex < len(strings) and a.value.WhichOneof("value") == "string_value"
+    }
+    for k, v in attrs_wanted:
+        if (k, v) not in have_attrs:
+            err(f"no attribute {k}={v!r}")
 
     print(json.dumps({
         "file": path,

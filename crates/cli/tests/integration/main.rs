@@ -14,6 +14,7 @@ mod gzip;
 mod jitdump;
 mod limits;
 mod mlpd;
+mod otlp;
 mod perf;
 mod record;
 mod runtimes;
