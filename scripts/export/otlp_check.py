@@ -13,7 +13,9 @@ anything else with ProfilesData.FromString (binary protobuf). Checks:
   * --total TYPE=N: the values of all profiles of sample type TYPE add up to N (for timestamps
     without values, each counts 1);
   * --name NAME: NAME is in the string table and names a function;
-  * --attr KEY=VALUE: the attribute table has KEY with the string value VALUE.
+  * --attr KEY=VALUE: the attribute table has KEY with the string value VALUE;
+  * the same bytes (or JSON) decode as the collector's ExportProfilesServiceRequest, the body
+    of an OTLP export (docs/fleet.md posts the file as it is).
 Prints one JSON line: {"file", "encoding", "profiles", "totals": {type: sum}, "samples":
 {type: n}}; exits 1 with the reasons on stderr when a check fails.
 """
@@ -22,15 +24,16 @@ import json
 import sys
 
 from google.protobuf import json_format
+from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2
 from opentelemetry.proto.profiles.v1development import profiles_pb2
 
 
-def load(path):
+def load(path, message):
     with open(path, "rb") as f:
         raw = f.read()
     if path.endswith(".json"):
-        return json_format.Parse(raw.decode("utf-8"), profiles_pb2.ProfilesData()), "json"
-    return profiles_pb2.ProfilesData.FromString(raw), "protobuf"
+        return json_format.Parse(raw.decode("utf-8"), message()), "json"
+    return message.FromString(raw), "protobuf"
 
 
 def main(argv):
@@ -55,13 +58,18 @@ def main(argv):
             print(f"otlp_check: unknown argument {opt!r}", file=sys.stderr)
             return 2
 
-    data, encoding = load(path)
+    data, encoding = load(path, profiles_pb2.ProfilesData)
+    request, _ = load(path, profiles_service_pb2.ExportProfilesServiceRequest)
     d = data.dictionary
     errors = []
 
     def err(msg):
         if len(errors) < 20:
             errors.append(msg)
+
+    if (list(request.resource_profiles) != list(data.resource_profiles)
+            or request.dictionary != data.dictionary):
+        err("the file does not decode as the same ExportProfilesServiceRequest")
 
     strings = list(d.string_table)
     if not strings or strings[0] != "":

@@ -9,6 +9,7 @@
 
 mod cuts;
 mod export;
+mod fleet;
 mod graph;
 mod gzip;
 mod jitdump;
