@@ -5,8 +5,7 @@ use std::time::{Duration, Instant as Clock};
 
 use profkit_model::events::{
     CallPath, CodeRegion, Counter, Enter, EventSink, Instant, MappingInfo, ProcessInfo, Sample,
-    ThreadInfo,
-    TraceInfo,
+    ThreadInfo, TraceInfo,
 };
 use profkit_model::{FuncId, FuncInfo, Span};
 

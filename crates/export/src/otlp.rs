@@ -41,8 +41,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use profkit_model::events::{
-    CallPath, CodeRegion, Enter, EventSink, MappingInfo, ProcessInfo, Sample, ThreadInfo,
-    TraceInfo,
+    CallPath, CodeRegion, Enter, EventSink, MappingInfo, ProcessInfo, Sample, ThreadInfo, TraceInfo,
 };
 use profkit_model::span::Span;
 use profkit_model::{FuncId, FuncInfo, FuncKind, FunctionTable};
@@ -403,10 +402,7 @@ impl<W: Write> OtlpSink<W> {
                 start = i;
             }
         }
-        let mut locations: Vec<i32> = groups
-            .iter()
-            .map(|g| self.location(d, pid, g))
-            .collect();
+        let mut locations: Vec<i32> = groups.iter().map(|g| self.location(d, pid, g)).collect();
         locations.reverse(); // leaf first
         d.stack(locations)
     }
@@ -591,10 +587,7 @@ struct Building {
 impl Building {
     fn sample(&mut self, stack: i32, attrs: &[i32]) -> Option<&mut pb::Sample> {
         let next = self.samples.len();
-        let i = *self
-            .index
-            .entry((stack, attrs.to_vec()))
-            .or_insert(next);
+        let i = *self.index.entry((stack, attrs.to_vec())).or_insert(next);
         if i == next {
             self.samples.push(pb::Sample {
                 stack_index: stack,
@@ -613,6 +606,11 @@ enum Val {
     Int(i64),
 }
 
+/// A location's identity: mapping, address, (function, line) per line, attributes.
+type LocationKey = (i32, u64, Vec<(i32, i64)>, Vec<i32>);
+/// A mapping's identity: start, limit, offset, file name, attributes.
+type MappingKey = (u64, u64, u64, i32, Vec<i32>);
+
 /// The dictionary being built: every table starts with its zero value, entries are unique.
 struct Dict {
     strings: Vec<String>,
@@ -620,9 +618,9 @@ struct Dict {
     functions: Vec<pb::Function>,
     function_ids: HashMap<(i32, i32, i64), i32>,
     locations: Vec<pb::Location>,
-    location_ids: HashMap<(i32, u64, Vec<(i32, i64)>, Vec<i32>), i32>,
+    location_ids: HashMap<LocationKey, i32>,
     mappings: Vec<pb::Mapping>,
-    mapping_ids: HashMap<(u64, u64, u64, i32, Vec<i32>), i32>,
+    mapping_ids: HashMap<MappingKey, i32>,
     attributes: Vec<pb::KeyValueAndUnit>,
     attribute_ids: HashMap<(String, Val), i32>,
     stacks: Vec<pb::Stack>,

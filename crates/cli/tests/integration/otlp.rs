@@ -109,8 +109,7 @@ fn perf_data_with_jitdump_decodes_with_every_sample_and_the_js_names() {
     let Some(python) = otlp_python(test) else {
         return;
     };
-    let (dir, data) =
-        crate::perf::recording("node-fp", Some(("node-fp.jit-30519.dump.gz", 30519)));
+    let (dir, data) = crate::perf::recording("node-fp", Some(("node-fp.jit-30519.dump.gz", 30519)));
     let data = data.to_str().unwrap();
     let (total, frames) = folded(data, &[], dir.path());
     // perf report --stats: 355 samples of period 1001001.
@@ -120,7 +119,11 @@ fn perf_data_with_jitdump_decodes_with_every_sample_and_the_js_names() {
     let mut args = totals(&[("samples", total)]);
     args.extend(names(js));
     // The kinds, and node's build id on its mapping.
-    for a in ["profkit.code.kind=jit", "profkit.code.kind=native", "profile.frame.type=native"] {
+    for a in [
+        "profkit.code.kind=jit",
+        "profkit.code.kind=native",
+        "profile.frame.type=native",
+    ] {
         args.extend(["--attr".to_string(), a.to_string()]);
     }
     check(&python, data, &[], dir.path(), &args);
@@ -128,15 +131,15 @@ fn perf_data_with_jitdump_decodes_with_every_sample_and_the_js_names() {
     // The mapping table holds the build ids perf recorded.
     let out = dir.path().join("b.otlp.json");
     convert(data, &[], &out, dir.path());
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     let strings = json["dictionary"]["stringTable"].as_array().unwrap();
     assert!(strings
         .iter()
         .any(|s| s == "process.executable.build_id.gnu"));
     let mappings = json["dictionary"]["mappingTable"].as_array().unwrap();
-    assert!(mappings.iter().any(|m| m["memoryStart"].is_string()
-        && m["attributeIndices"].is_array()));
+    assert!(mappings
+        .iter()
+        .any(|m| m["memoryStart"].is_string() && m["attributeIndices"].is_array()));
     // 64-bit integers are strings in OTLP/JSON; 32-bit ones numbers.
     let p = &json["resourceProfiles"][0]["scopeProfiles"][0]["profiles"][0];
     assert!(p["samples"][0]["values"][0].is_string());
@@ -204,8 +207,7 @@ fn mono_calls_and_samples_decode() {
 
 #[test]
 fn jitdump_decodes_with_a_load_per_record_and_tiers() {
-    let Some(python) = otlp_python("otlp::jitdump_decodes_with_a_load_per_record_and_tiers")
-    else {
+    let Some(python) = otlp_python("otlp::jitdump_decodes_with_a_load_per_record_and_tiers") else {
         return;
     };
     // 28 JIT_CODE_LOAD records (`profkit info`), their names those of the perf map.

@@ -14,7 +14,11 @@ use super::generated::resource::v1::Resource;
 /// Appends `data` as one OTLP/JSON object (no newline).
 pub fn profiles_data(out: &mut Vec<u8>, data: &pb::ProfilesData) {
     let mut o = Obj::open(out);
-    o.list("resourceProfiles", &data.resource_profiles, resource_profiles);
+    o.list(
+        "resourceProfiles",
+        &data.resource_profiles,
+        resource_profiles,
+    );
     if let Some(d) = &data.dictionary {
         o.key("dictionary");
         dictionary(o.out, d);
@@ -232,8 +236,7 @@ fn any(out: &mut Vec<u8>, v: &AnyValue) {
         }
         Some(any_value::Value::BoolValue(b)) => {
             o.key("boolValue");
-            o.out
-                .extend_from_slice(if *b { b"true" } else { b"false" });
+            o.out.extend_from_slice(if *b { b"true" } else { b"false" });
         }
         Some(any_value::Value::IntValue(n)) => {
             o.key("intValue");

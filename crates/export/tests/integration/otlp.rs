@@ -72,7 +72,10 @@ fn synthetic_trace_totals_equal_the_folded_expectations() {
     let [exclusive, _, _] = synthetic::expected_folded();
     let weights: u64 = synthetic::samples().iter().map(|s| s.3).sum();
     let t = totals(&data);
-    assert_eq!(t["time"].0 as u64, exclusive.values().sum::<u64>() - weights);
+    assert_eq!(
+        t["time"].0 as u64,
+        exclusive.values().sum::<u64>() - weights
+    );
     assert_eq!(t["calls"].0 as usize, synthetic::call_count());
     assert_eq!(t["samples"], (weights as i64, synthetic::samples().len()));
     // One resource per process, `time` first.
@@ -116,7 +119,11 @@ fn inline_stream(sink: &mut dyn EventSink) {
         name: "t",
     })
     .unwrap();
-    sink.process(&ProcessInfo { pid: 7, name: "app" }).unwrap();
+    sink.process(&ProcessInfo {
+        pid: 7,
+        name: "app",
+    })
+    .unwrap();
     sink.thread(&ThreadInfo {
         index: 0,
         pid: 7,
@@ -190,15 +197,21 @@ fn inlined_frames_are_lines_of_one_location_with_mapping_and_attributes() {
             })
             .collect()
     };
-    assert!(attrs(&leaf.attribute_indices).contains(&("profkit.jit.tier".into(), "Turbofan".into())));
-    assert!(attrs(&outer.attribute_indices)
-        .contains(&("profile.frame.type".into(), "native".into())));
+    assert!(
+        attrs(&leaf.attribute_indices).contains(&("profkit.jit.tier".into(), "Turbofan".into()))
+    );
+    assert!(
+        attrs(&outer.attribute_indices).contains(&("profile.frame.type".into(), "native".into()))
+    );
     let m = &d.mapping_table[outer.mapping_index as usize];
     assert_eq!((m.memory_start, m.memory_limit), (0x1000, 0x2000));
     assert_eq!(s(m.filename_strindex), "/usr/bin/app");
     assert_eq!(
         attrs(&m.attribute_indices),
-        [("process.executable.build_id.gnu".to_string(), "abcd01".to_string())]
+        [(
+            "process.executable.build_id.gnu".to_string(),
+            "abcd01".to_string()
+        )]
     );
     assert_eq!(
         attrs(&sample.attribute_indices),

@@ -18,8 +18,7 @@ use std::thread::JoinHandle;
 
 use super::{
     ArgValue, CallPath, CodeEvent, CodeRegion, CodeTier, Counter, Enter, EventSink, Instant,
-    MappingInfo,
-    ProcessInfo, Sample, ThreadInfo, TraceInfo,
+    MappingInfo, ProcessInfo, Sample, ThreadInfo, TraceInfo,
 };
 use crate::clock::Clock;
 use crate::func::{FuncId, FuncInfo, FuncTier, FunctionTable};

@@ -6,8 +6,7 @@ use std::io;
 
 use crate::events::{
     CallPath, CodeRegion, Counter, Enter, EventSink, Instant, MappingInfo, ProcessInfo, Sample,
-    ThreadInfo,
-    TraceInfo,
+    ThreadInfo, TraceInfo,
 };
 use crate::func::{FuncId, FuncInfo};
 use crate::span::Span;
