@@ -25,8 +25,9 @@
 //!   frame with the functions inlined into it is **one location with several lines**, the
 //!   innermost first and the caller last (the spec's order), the address of the function's
 //!   entry when known; location attributes `profkit.code.kind` (`native`, `kernel`, `jit`,
-//!   `unsymbolized`), `profkit.jit.tier` (the jitdump JIT_TIER's name) and, for native and
-//!   kernel code, the semantic convention `profile.frame.type`; a mapping per binary
+//!   `unsymbolized`), `profkit.jit.tier` (the jitdump JIT_TIER's name) and, where one of its
+//!   well-known values applies, the semantic convention `profile.frame.type` (`native`,
+//!   `kernel`, `v8js` for V8's `JS:` code, `dotnet` for Mono's managed code); a mapping per binary
 //!   (file name; with the address range, file offset and the GNU build id as
 //!   `process.executable.build_id.gnu` (hex) when the input recorded the mapping, as
 //!   perf.data does), stacks leaf first, and every table's entry 0 the zero value.
@@ -138,6 +139,7 @@ pub struct OtlpSink<W: Write> {
     encoding: Encoding,
     counts: bool,
     name: String,
+    format: &'static str,
     origin_ns: u64,
     functions: FunctionTable,
     nodes: Vec<Node>,
@@ -162,6 +164,7 @@ impl<W: Write> OtlpSink<W> {
             encoding,
             counts,
             name: String::new(),
+            format: "",
             origin_ns: 0,
             functions: FunctionTable::new(),
             nodes: Vec::new(),
@@ -290,6 +293,9 @@ impl<W: Write> OtlpSink<W> {
             let function_index = d.function(&c.name, "", 0);
             let mut attribute_indices =
                 vec![d.attribute("profkit.code.kind", Val::Str("jit".into()))];
+            if let Some(t) = frame_type(self.format, FuncKind::Jit, &c.name) {
+                attribute_indices.push(d.attribute("profile.frame.type", Val::Str(t.into())));
+            }
             if let Some(t) = &c.tier {
                 attribute_indices.push(d.attribute("profkit.jit.tier", Val::Str(t.clone())));
             }
@@ -434,12 +440,9 @@ impl<W: Write> OtlpSink<W> {
             if let Some(k) = kind {
                 attribute_indices.push(d.attribute("profkit.code.kind", Val::Str(k.into())));
             }
-            match info.kind {
-                FuncKind::Native => attribute_indices
-                    .push(d.attribute("profile.frame.type", Val::Str("native".into()))),
-                FuncKind::Kernel => attribute_indices
-                    .push(d.attribute("profile.frame.type", Val::Str("kernel".into()))),
-                _ => {}
+            let name = self.functions.name(outer);
+            if let Some(t) = frame_type(self.format, info.kind, &name) {
+                attribute_indices.push(d.attribute("profile.frame.type", Val::Str(t.into())));
             }
             if let Some(t) = &info.tier {
                 attribute_indices.push(d.attribute("profkit.jit.tier", Val::Str(t.name.clone())));
@@ -536,6 +539,20 @@ fn inlined_name(name: &str) -> (&str, bool) {
     match name.strip_suffix(" (inlined)") {
         Some(n) => (n, true),
         None => (name, false),
+    }
+}
+
+/// The semantic convention `profile.frame.type` of a frame, where a well-known value applies
+/// (the convention requires it then): `native` and `kernel` code, `v8js` for V8's JIT code
+/// (its names start `JS:`, as node's jitdumps and perf maps write them), `dotnet` for the
+/// managed code of a Mono profile. Other JIT code (a JIT that names itself nowhere) gets none.
+fn frame_type(format: &str, kind: FuncKind, name: &str) -> Option<&'static str> {
+    match kind {
+        FuncKind::Native => Some("native"),
+        FuncKind::Kernel => Some("kernel"),
+        FuncKind::Jit if name.starts_with("JS:") => Some("v8js"),
+        _ if format == "mlpd" => Some("dotnet"),
+        _ => None,
     }
 }
 
@@ -769,6 +786,7 @@ impl<W: Write + Send> EventSink for OtlpSink<W> {
     fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
         self.functions = trace.functions.clone();
         self.name = trace.name.to_string();
+        self.format = trace.format;
         self.origin_ns = trace.origin_ns;
         if trace.clock.ticks_per_second == 0 {
             self.time_unit = "ticks";

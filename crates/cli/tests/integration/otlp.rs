@@ -123,6 +123,7 @@ fn perf_data_with_jitdump_decodes_with_every_sample_and_the_js_names() {
         "profkit.code.kind=jit",
         "profkit.code.kind=native",
         "profile.frame.type=native",
+        "profile.frame.type=v8js",
     ] {
         args.extend(["--attr".to_string(), a.to_string()]);
     }
@@ -197,6 +198,10 @@ fn mono_calls_and_samples_decode() {
     let (calls, _) = folded("busy_calls.mlpd", &["--counts"], &dir);
     let mut args = totals(&[("time", time), ("calls", calls)]);
     args.extend(names(frames.iter().take(20)));
+    args.extend([
+        "--attr".to_string(),
+        "profile.frame.type=dotnet".to_string(),
+    ]);
     check(&python, "busy_calls.mlpd", &[], &dir, &args);
 
     let (samples, frames) = folded("cpu_sample.mlpd", &[], &dir);

@@ -197,9 +197,17 @@ fn inlined_frames_are_lines_of_one_location_with_mapping_and_attributes() {
             })
             .collect()
     };
-    assert!(
-        attrs(&leaf.attribute_indices).contains(&("profkit.jit.tier".into(), "Turbofan".into()))
-    );
+    let leaf_attrs = attrs(&leaf.attribute_indices);
+    for (k, v) in [
+        ("profkit.jit.tier", "Turbofan"),
+        ("profkit.code.kind", "jit"),
+        ("profile.frame.type", "v8js"),
+    ] {
+        assert!(
+            leaf_attrs.contains(&(k.to_string(), v.to_string())),
+            "{leaf_attrs:?}"
+        );
+    }
     assert!(
         attrs(&outer.attribute_indices).contains(&("profile.frame.type".into(), "native".into()))
     );
