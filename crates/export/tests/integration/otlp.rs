@@ -270,3 +270,127 @@ fn json_encoding_follows_otlp_json() {
         dict.string_table.len()
     );
 }
+
+/// Per (thread id, frames): the (time, value) observations.
+type Observed = std::collections::BTreeMap<(i64, Vec<String>), Vec<(u64, i64)>>;
+
+/// The frames of a decoded stack, outermost first, as function names (each location's lines
+/// reversed: the caller, then what was inlined into it).
+fn frames_of(d: &pb::ProfilesDictionary, stack: i32) -> Vec<String> {
+    let mut out = Vec::new();
+    for &l in d.stack_table[stack as usize].location_indices.iter().rev() {
+        for line in d.location_table[l as usize].lines.iter().rev() {
+            let f = &d.function_table[line.function_index as usize];
+            out.push(d.string_table[f.name_strindex as usize].clone());
+        }
+    }
+    out
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Any stream of samples: decoding the binary output gives back every sample's weight and
+    /// time under its thread, and its frames (an inlined frame a line of its caller's location);
+    /// the OTLP/JSON output holds the same values.
+    #[test]
+    fn samples_round_trip(
+        samples in proptest::collection::vec(
+            (0u32..3, proptest::collection::vec(0u32..6, 1..7), 1u64..5000, 0u64..1000),
+            1..40,
+        )
+    ) {
+        // Functions 0..6; 3 and 4 are inlined frames (after their caller), 5 is JIT code.
+        let mut table = FunctionTable::new();
+        for i in 0..6u32 {
+            let name = match i {
+                3 | 4 => format!("f{i} (inlined)"),
+                _ => format!("f{i}"),
+            };
+            table.insert(FuncId(i), FuncInfo {
+                name: Some(name),
+                kind: if i == 5 { FuncKind::Jit } else { FuncKind::Native },
+                module: Some("m".into()),
+                ..FuncInfo::default()
+            });
+        }
+        let run = |encoding| {
+            let mut sink = OtlpSink::new(Vec::new(), encoding, false);
+            sink.begin(&TraceInfo {
+                format: "perf",
+                functions: &table,
+                clock: Clock::NANOSECONDS,
+                origin_ns: 0,
+                name: "p",
+            }).unwrap();
+            for t in 0..3u32 {
+                sink.thread(&ThreadInfo { index: t, pid: 1 + t % 2, tid: 100 + u64::from(t), name: "t" }).unwrap();
+            }
+            let mut time = 0;
+            for (thread, stack, weight, gap) in &samples {
+                time += gap;
+                let mut stack: Vec<FuncId> = stack.iter().map(|&f| FuncId(f)).collect();
+                // An inlined frame never comes first (it needs a caller).
+                if matches!(stack[0].0, 3 | 4) {
+                    stack.insert(0, FuncId(0));
+                }
+                sink.sample(&Sample { thread: *thread, time, stack: &stack, lines: &[], weight: *weight }).unwrap();
+            }
+            sink
+        };
+        let sink = run(Encoding::Protobuf);
+        let data = decode(&sink.encode());
+        let d = data.dictionary.as_ref().unwrap();
+        check_dictionary(d);
+        // (tid, frames) -> observations, from the output.
+        let mut got: Observed = Default::default();
+        for rp in &data.resource_profiles {
+            for p in &rp.scope_profiles[0].profiles {
+                for s in &p.samples {
+                    let tid = s.attribute_indices.iter().find_map(|&a| {
+                        let kv = &d.attribute_table[a as usize];
+                        (d.string_table[kv.key_strindex as usize] == "thread.id").then(|| {
+                            match kv.value.as_ref().unwrap().value.as_ref().unwrap() {
+                                profkit_export::otlp::generated::common::v1::any_value::Value::IntValue(n) => *n,
+                                _ => -1,
+                            }
+                        })
+                    }).unwrap();
+                    let e = got.entry((tid, frames_of(d, s.stack_index))).or_default();
+                    e.extend(s.timestamps_unix_nano.iter().copied().zip(s.values.iter().copied()));
+                }
+            }
+        }
+        let mut want: Observed = Default::default();
+        let mut time = 0;
+        for (thread, stack, weight, gap) in &samples {
+            time += gap;
+            let mut names: Vec<String> = stack.iter().map(|f| format!("f{f}")).collect();
+            if matches!(stack[0], 3 | 4) {
+                names.insert(0, "f0".into());
+            }
+            want.entry((100 + i64::from(*thread), names)).or_default().push((time, *weight as i64));
+        }
+        for v in got.values_mut() {
+            v.sort_unstable();
+        }
+        for v in want.values_mut() {
+            v.sort_unstable();
+        }
+        proptest::prop_assert_eq!(got, want);
+
+        // OTLP/JSON: the same values, as strings.
+        let json: serde_json::Value = serde_json::from_slice(&run(Encoding::Json).encode()).unwrap();
+        let mut total = 0i64;
+        for rp in json["resourceProfiles"].as_array().unwrap() {
+            for p in rp["scopeProfiles"][0]["profiles"].as_array().unwrap() {
+                for s in p["samples"].as_array().unwrap() {
+                    for v in s["values"].as_array().unwrap() {
+                        total += v.as_str().unwrap().parse::<i64>().unwrap();
+                    }
+                }
+            }
+        }
+        proptest::prop_assert_eq!(total, samples.iter().map(|s| s.2 as i64).sum::<i64>());
+    }
+}
