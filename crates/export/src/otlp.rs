@@ -15,7 +15,9 @@
 //!   sample hits), `calls`/`count` and `time`/`nanoseconds` (`ticks` when the trace's clock is
 //!   unknown) for traced calls and call-path totals (XRay, Mono calls): a call adds 1 and its
 //!   exclusive time to its stack, as the pprof writer does, so the values per stack equal the
-//!   folded output's;
+//!   folded output's; `jit_code_loads`/`count` when the input loads JIT code (jitdump, Mono JIT
+//!   events): a sample per load or move whose stack is the loaded function alone, with its tier
+//!   (so a bare jitdump converts too);
 //! * sampled stacks keep every observation: a `Sample` per stack and thread with one value
 //!   (the weight) and one timestamp per sample; traced calls are one aggregated value per
 //!   stack and thread, without timestamps (each profile has one shape);
