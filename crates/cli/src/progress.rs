@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant as Clock};
 
 use profkit_model::events::{
-    CallPath, CodeRegion, Counter, Enter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo,
-    TraceInfo,
+    CallPath, CodeRegion, Counter, Enter, EventSink, Instant, MappingInfo, ProcessInfo, Sample,
+    ThreadInfo, TraceInfo,
 };
 use profkit_model::{FuncId, FuncInfo, Span};
 
@@ -96,6 +96,9 @@ impl<S: EventSink> EventSink for Progress<S> {
     fn call_path(&mut self, p: &CallPath<'_>) -> std::io::Result<()> {
         self.tick();
         self.inner.call_path(p)
+    }
+    fn mapping(&mut self, m: &MappingInfo<'_>) -> std::io::Result<()> {
+        self.inner.mapping(m)
     }
     fn finish(&mut self) -> std::io::Result<()> {
         if let Some(b) = self.bar.take() {

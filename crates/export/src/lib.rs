@@ -13,6 +13,9 @@
 //!   graphs drawn by inferno.
 //! * [`firefox`]: the Firefox Profiler's processed format via `fxprof-processed-profile`.
 //! * [`pprof`]: pprof protobuf profiles (`.pb.gz`).
+//! * [`otlp`]: OpenTelemetry profiles (`ProfilesData`, opentelemetry-proto v1.11.0) in the
+//!   binary protobuf (`.otlp.pb`) or OTLP/JSON (`.otlp.json`) encoding; prost types generated
+//!   from the official .proto files (`otlp::generated`).
 //! * [`parquet`] (feature `parquet`): the `spans`, `events`, `functions` and `code` tables.
 //! * [`perfmap`]: perf map (`perf-<pid>.map`) from any code source.
 //! * [`output`]: [`Output`], where every writer's files go (stdout, staged files,
@@ -30,6 +33,7 @@ pub mod chrome;
 pub mod firefox;
 pub mod folded;
 pub mod harness;
+pub mod otlp;
 pub mod output;
 #[cfg(feature = "parquet")]
 pub mod parquet;
@@ -58,13 +62,17 @@ pub enum Format {
     Pprof,
     /// Parquet tables.
     Parquet,
+    /// OpenTelemetry profiles, binary protobuf.
+    Otlp,
+    /// OpenTelemetry profiles, OTLP/JSON.
+    OtlpJson,
     /// perf map text.
     PerfMap,
 }
 
 impl Format {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: [Format; 9] = [
+    pub const ALL: [Format; 11] = [
         Format::Perfetto,
         Format::Chrome,
         Format::Firefox,
@@ -73,6 +81,8 @@ impl Format {
         Format::Svg,
         Format::Pprof,
         Format::Parquet,
+        Format::Otlp,
+        Format::OtlpJson,
         Format::PerfMap,
     ];
 
@@ -87,6 +97,8 @@ impl Format {
             Format::Svg => "svg",
             Format::Pprof => "pprof",
             Format::Parquet => "parquet",
+            Format::Otlp => "otlp",
+            Format::OtlpJson => "otlp-json",
             Format::PerfMap => "perf-map",
         }
     }
@@ -102,6 +114,8 @@ impl Format {
             "svg" | "flamegraph" => Format::Svg,
             "pprof" => Format::Pprof,
             "parquet" => Format::Parquet,
+            "otlp" | "otlp-pb" | "otlp-proto" => Format::Otlp,
+            "otlp-json" => Format::OtlpJson,
             "perf-map" | "perfmap" | "map" => Format::PerfMap,
             _ => return None,
         })
@@ -109,11 +123,15 @@ impl Format {
 
     /// The format a file name implies (`.pftrace`, `.perfetto-trace`, `.json`, `.json.gz`,
     /// `.speedscope.json`, `.fxprof.json.gz` / `.firefox.json.gz`, `.folded`, `.svg`, `.pb.gz` /
-    /// `.pprof`, `.parquet`, `.map`).
+    /// `.pprof`, `.parquet`, `.otlp.pb` / `.otlp`, `.otlp.json`, `.map`).
     pub fn from_path(path: &Path) -> Option<Format> {
         let name = path.file_name()?.to_str()?.to_ascii_lowercase();
         let ends = |s: &str| name.ends_with(s);
-        Some(if ends(".speedscope.json") {
+        Some(if ends(".otlp.json") {
+            Format::OtlpJson
+        } else if ends(".otlp.pb") || ends(".otlp") {
+            Format::Otlp
+        } else if ends(".speedscope.json") {
             Format::Speedscope
         } else if ends(".fxprof.json.gz")
             || ends(".firefox.json.gz")
@@ -179,6 +197,8 @@ pub fn open(
         Format::Parquet => Err(unsupported(
             "this profkit was built without the `parquet` feature",
         )),
+        Format::Otlp => otlp::sink(output, options, otlp::Encoding::Protobuf),
+        Format::OtlpJson => otlp::sink(output, options, otlp::Encoding::Json),
         Format::PerfMap => perfmap::sink(output, options),
     }
 }

@@ -1,12 +1,19 @@
-//! Parquet output (feature `parquet`): seven tables, written with the `parquet` crate's
+//! Parquet output (feature `parquet`): eight tables, written with the `parquet` crate's
 //! low-level column writers (no Arrow), Snappy-compressed, dictionary-encoded where it pays.
 //!
 //! `-o out.parquet` writes the `spans` table to `out.parquet` and the others beside it as
 //! `out.events.parquet`, `out.functions.parquet`, `out.code.parquet`, `out.samples.parquet`,
-//! `out.stacks.parquet` and `out.frames.parquet`. When the file is named `spans.parquet` the
-//! others are `events.parquet`, `functions.parquet` … in the same directory (the layout
-//! `docs/fleet.md` uses: one directory per host). All seven files are always written, possibly
-//! with no rows. Standard output is not supported (seven files).
+//! `out.stacks.parquet`, `out.frames.parquet` and `out.mappings.parquet`. When the file is
+//! named `spans.parquet` the others are `events.parquet`, `functions.parquet` … in the same
+//! directory (the layout `docs/fleet.md` uses: one directory per host). All eight files are
+//! always written, possibly with no rows. Standard output is not supported (eight files).
+//!
+//! The schema's version is [`SCHEMA_VERSION`], in every file's key-value metadata as
+//! `profkit.schema`. Version 2 added `mappings` and the `frames` columns `tier` and
+//! `mapping_id`; every column of version 1 kept its name, type and meaning. The sampled tables
+//! follow the OTLP/pprof dictionary: `samples` (one row per sample, its weight and time) →
+//! `stacks` (the stack table, as a prefix tree) → `frames` (locations: a function at a line,
+//! each inlined function a frame of its own) → `functions`, and `frames` → `mappings`.
 //!
 //! Every table starts with a `source` column, the trace's name, so files from many hosts and
 //! runs can be unioned. Integers are `INT64` (unsigned values are stored bit for bit, so an
@@ -20,12 +27,15 @@
 //! | `code` | `source`, `pid`, `address`, `size`, `load_ns`, `unload_ns`?, `name` |
 //! | `samples` | `source`, `process`, `thread`, `time_ns`, `stack_id`, `weight` |
 //! | `stacks` | `source`, `id`, `parent`?, `frame_id`, `depth` (INT32, 0 = outermost) |
-//! | `frames` | `source`, `id`, `function_id`, `function`, `line`?, `file`?, `module`?, `kind` |
+//! | `frames` | `source`, `id`, `function_id`, `function`, `line`?, `file`?, `module`?, `kind`, `tier`?, `mapping_id`? |
+//! | `mappings` | `source`, `id`, `pid`, `start`, `limit`, `file_offset`, `path`, `build_id`? (hex) |
 //!
 //! Stacks form a prefix tree: a stack is its leaf node, and its frames are the chain of
 //! `parent`s up to the root (`parent` null). A frame is a function at a source line (the
 //! sample's line in that frame), `kind` is `native`, `kernel`, `jit`, `unsymbolized` or
-//! `unknown`.
+//! `unknown`; `tier` the JIT tier that compiled it (jitdump JIT_TIER); `mapping_id` the
+//! first recorded mapping of its module (a `mappings` row of any process: the binary and its
+//! build id; a process's own range is the row of that `pid` with the same `path`).
 //! (`?` = nullable.) Times are ns since the trace's origin; `self_ns` is the call's duration
 //! minus its callees' durations. In `code`, a region's `unload_ns`
 //! is the time it moved away or another region was loaded at its address, else null.
@@ -48,7 +58,8 @@ use parquet::file::properties::{WriterProperties, WriterVersion};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
 use profkit_model::events::{
-    ArgValue, CodeEvent, CodeRegion, Enter, EventSink, Instant, Sample, ThreadInfo, TraceInfo,
+    ArgValue, CodeEvent, CodeRegion, Enter, EventSink, Instant, MappingInfo, Sample, ThreadInfo,
+    TraceInfo,
 };
 use profkit_model::span::Span;
 use profkit_model::{FuncId, FuncInfo, FuncKind, FunctionTable};
@@ -57,6 +68,10 @@ use crate::{Dest, Options, Output};
 
 /// The parent of a stack tree root.
 const ROOT: i64 = -1;
+
+/// The version of the tables' schema (docs/fleet.md), in each file's key-value metadata as
+/// `profkit.schema`.
+pub const SCHEMA_VERSION: &str = "2";
 
 /// Rows buffered per table before they are written as one row group.
 pub const ROWS_PER_GROUP: usize = 1 << 20;
@@ -124,6 +139,19 @@ const FRAMES: &str = "message frames {
   optional binary file (STRING);
   optional binary module (STRING);
   required binary kind (STRING);
+  optional binary tier (STRING);
+  optional int64 mapping_id;
+}";
+
+const MAPPINGS: &str = "message mappings {
+  required binary source (STRING);
+  required int64 id;
+  required int64 pid;
+  required int64 start;
+  required int64 limit;
+  required int64 file_offset;
+  required binary path (STRING);
+  optional binary build_id (STRING);
 }";
 
 const CODE: &str = "message code {
@@ -141,7 +169,7 @@ pub fn sink(output: &Output, options: &Options) -> io::Result<Box<dyn EventSink 
     let _ = options;
     match output.dest() {
         Dest::Stdout => Err(crate::unsupported(
-            "parquet output writes seven files: give a path (-o out.parquet), not standard output",
+            "parquet output writes eight files: give a path (-o out.parquet), not standard output",
         )),
         Dest::Path(p) => Ok(Box::new(ParquetSink::with_row_group_size(
             output,
@@ -151,9 +179,9 @@ pub fn sink(output: &Output, options: &Options) -> io::Result<Box<dyn EventSink 
     }
 }
 
-/// The paths of the seven tables for `-o path`: spans, events, functions, code, samples,
-/// stacks, frames.
-pub fn table_paths(path: &Path) -> [PathBuf; 7] {
+/// The paths of the eight tables for `-o path`: spans, events, functions, code, samples,
+/// stacks, frames, mappings.
+pub fn table_paths(path: &Path) -> [PathBuf; 8] {
     let dir = path.parent().map(PathBuf::from).unwrap_or_default();
     let name = path
         .file_name()
@@ -181,6 +209,7 @@ pub fn table_paths(path: &Path) -> [PathBuf; 7] {
         other("samples"),
         other("stacks"),
         other("frames"),
+        other("mappings"),
     ]
 }
 
@@ -250,6 +279,10 @@ impl Table {
                 .set_compression(Compression::SNAPPY)
                 .set_writer_version(WriterVersion::PARQUET_1_0)
                 .set_created_by(format!("profkit {}", env!("CARGO_PKG_VERSION")))
+                .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
+                    "profkit.schema".to_string(),
+                    SCHEMA_VERSION.to_string(),
+                )]))
                 .build(),
         );
         let cols = schema
@@ -426,7 +459,7 @@ struct CodeRow {
     name: String,
 }
 
-/// Writes the seven tables; see the [module docs](self).
+/// Writes the eight tables; see the [module docs](self).
 pub struct ParquetSink {
     spans: Table,
     events: Table,
@@ -435,6 +468,10 @@ pub struct ParquetSink {
     samples: Table,
     stacks_t: Table,
     frames_t: Table,
+    mappings_t: Table,
+    /// Mapping ids by module: the recorded path and its file name.
+    mapping_of: HashMap<String, i64>,
+    mapping_count: i64,
     /// Stack tree nodes by (parent node or [`ROOT`], frame id).
     stacks: HashMap<(i64, i64), i64>,
     /// Frame ids by (function, line).
@@ -459,7 +496,7 @@ impl ParquetSink {
     /// a row group every `rows` rows (at least 1).
     pub fn with_row_group_size(out: &Output, path: &Path, rows: usize) -> io::Result<ParquetSink> {
         let rows = rows.max(1);
-        let [s, e, f, c, sa, st, fr] = table_paths(path);
+        let [s, e, f, c, sa, st, fr, ma] = table_paths(path);
         Ok(ParquetSink {
             spans: Table::create(out, &s, SPANS, rows)?,
             events: Table::create(out, &e, EVENTS, rows)?,
@@ -468,6 +505,9 @@ impl ParquetSink {
             samples: Table::create(out, &sa, SAMPLES, rows)?,
             stacks_t: Table::create(out, &st, STACKS, rows)?,
             frames_t: Table::create(out, &fr, FRAMES, rows)?,
+            mappings_t: Table::create(out, &ma, MAPPINGS, rows)?,
+            mapping_of: HashMap::new(),
+            mapping_count: 0,
             stacks: HashMap::new(),
             frames: HashMap::new(),
             source: ByteArray::from(Vec::new()),
@@ -503,6 +543,10 @@ impl ParquetSink {
             bytes(info.and_then(|f| f.file.as_ref())),
             bytes(info.and_then(|f| f.module.as_ref())),
         );
+        let tier = bytes(info.and_then(|f| f.tier.as_ref()).map(|t| &t.name));
+        let mapping = info
+            .and_then(|f| f.module.as_deref())
+            .and_then(|m| self.mapping_of.get(m).copied());
         let kind = match info.map_or(FuncKind::Unknown, |f| f.kind) {
             FuncKind::Native => "native",
             FuncKind::Kernel => "kernel",
@@ -519,6 +563,8 @@ impl ParquetSink {
         t.opt_str(5, file);
         t.opt_str(6, module);
         t.str(7, ByteArray::from(kind.as_bytes().to_vec()));
+        t.opt_str(8, tier);
+        t.opt_i64(9, mapping);
         t.end_row()?;
         Ok(id)
     }
@@ -698,6 +744,29 @@ impl EventSink for ParquetSink {
         t.end_row()
     }
 
+    fn mapping(&mut self, m: &MappingInfo<'_>) -> io::Result<()> {
+        let id = self.mapping_count;
+        self.mapping_count += 1;
+        for key in [m.path, m.path.rsplit('/').next().unwrap_or(m.path)] {
+            self.mapping_of.entry(key.to_string()).or_insert(id);
+        }
+        let build_id = m.build_id.filter(|b| !b.is_empty()).map(|b| {
+            let mut hex = Vec::with_capacity(b.len() * 2);
+            profkit_common::json::push_hex(&mut hex, b);
+            ByteArray::from(hex)
+        });
+        let t = &mut self.mappings_t;
+        t.str(0, self.source.clone());
+        t.i64(1, id);
+        t.i64(2, i64::from(m.pid));
+        t.i64(3, m.start as i64);
+        t.i64(4, m.end as i64);
+        t.i64(5, m.file_offset as i64);
+        t.str(6, ByteArray::from(m.path.as_bytes().to_vec()));
+        t.opt_str(7, build_id);
+        t.end_row()
+    }
+
     fn code(&mut self, code: &CodeRegion<'_>) -> io::Result<()> {
         if let CodeEvent::Move { old_address } = code.event {
             if let Some(i) = self.live.remove(&(code.pid, old_address)) {
@@ -732,6 +801,7 @@ impl EventSink for ParquetSink {
         self.code_t.close()?;
         self.samples.close()?;
         self.stacks_t.close()?;
-        self.frames_t.close()
+        self.frames_t.close()?;
+        self.mappings_t.close()
     }
 }

@@ -15,6 +15,8 @@ mod firefox;
 mod folded;
 #[path = "integration/harness.rs"]
 mod harness;
+#[path = "integration/otlp.rs"]
+mod otlp;
 #[path = "integration/parquet.rs"]
 mod parquet;
 #[path = "integration/perfetto.rs"]

@@ -248,6 +248,24 @@ pub struct CodeRegion<'a> {
     pub tier: Option<CodeTier<'a>>,
 }
 
+/// A file (or pseudo file) mapped into a process's memory, as the input recorded it (perf.data
+/// MMAP/MMAP2 records of executable mappings): what a profile's mapping table is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MappingInfo<'a> {
+    /// Process id.
+    pub pid: u32,
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// Offset in the file of `start`.
+    pub file_offset: u64,
+    /// The path as recorded (`/usr/bin/node`, `[vdso]` …).
+    pub path: &'a str,
+    /// The file's GNU build id, when the input recorded it.
+    pub build_id: Option<&'a [u8]>,
+}
+
 /// Receives a trace as events. See the [module docs](self) for the order of calls. Every
 /// method but [`EventSink::begin`] and [`EventSink::finish`] has a default that ignores the
 /// event, so an exporter implements what its output can show.
@@ -291,6 +309,11 @@ pub trait EventSink {
     }
     /// A code region was loaded or moved.
     fn code(&mut self, _code: &CodeRegion<'_>) -> io::Result<()> {
+        Ok(())
+    }
+    /// A process mapped a file (see [`MappingInfo`]); before the samples whose frames it
+    /// holds. Writers that keep no mapping table ignore it.
+    fn mapping(&mut self, _mapping: &MappingInfo<'_>) -> io::Result<()> {
         Ok(())
     }
     /// The totals of one call path (XRay profiling mode). Unlike the other events, the
@@ -372,6 +395,9 @@ macro_rules! forward_sink {
             }
             fn code(&mut self, code: &CodeRegion<'_>) -> io::Result<()> {
                 (**self).code(code)
+            }
+            fn mapping(&mut self, mapping: &MappingInfo<'_>) -> io::Result<()> {
+                (**self).mapping(mapping)
             }
             fn call_path(&mut self, path: &CallPath<'_>) -> io::Result<()> {
                 (**self).call_path(path)

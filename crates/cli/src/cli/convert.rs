@@ -95,7 +95,7 @@ pub struct ConvertArgs {
     pub output: PathBuf,
     /// Output format; by default taken from the output's extension (.map, .dump/.jitdump, .yaml,
     /// .pftrace, .json, .json.gz, .fxprof.json.gz, .speedscope.json, .folded, .svg, .pb.gz,
-    /// .parquet).
+    /// .parquet, .otlp.pb, .otlp.json).
     #[arg(short, long, value_parser = OutputFormat::parse, value_name = "FORMAT")]
     pub format: Option<OutputFormat>,
     /// Byte order of jitdump output (default: the input's, or the host's).

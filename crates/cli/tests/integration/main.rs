@@ -9,11 +9,13 @@
 
 mod cuts;
 mod export;
+mod fleet;
 mod graph;
 mod gzip;
 mod jitdump;
 mod limits;
 mod mlpd;
+mod otlp;
 mod perf;
 mod record;
 mod runtimes;

@@ -25,7 +25,7 @@ fn gunzip_to(src: &Path, dst: &Path) {
 
 /// A scratch directory holding `data` as `<stem>.data` with its jitdump beside it as
 /// `jit-<pid>.dump` (where `profkit convert` looks without arguments).
-fn recording(stem: &str, dump: Option<(&str, u32)>) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn recording(stem: &str, dump: Option<(&str, u32)>) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let fixtures = fixture_dir("perf");
     let data = dir.path().join(format!("{stem}.data"));

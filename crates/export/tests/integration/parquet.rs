@@ -87,7 +87,7 @@ fn accounting() -> BTreeMap<u64, (u64, u64)> {
 
 #[test]
 fn table_paths_beside_the_output() {
-    let [s, e, f, c, sa, st, fr] = table_paths(Path::new("/x/out.parquet"));
+    let [s, e, f, c, sa, st, fr, ma] = table_paths(Path::new("/x/out.parquet"));
     assert_eq!(s, Path::new("/x/out.parquet"));
     assert_eq!(e, Path::new("/x/out.events.parquet"));
     assert_eq!(f, Path::new("/x/out.functions.parquet"));
@@ -95,6 +95,7 @@ fn table_paths_beside_the_output() {
     assert_eq!(sa, Path::new("/x/out.samples.parquet"));
     assert_eq!(st, Path::new("/x/out.stacks.parquet"));
     assert_eq!(fr, Path::new("/x/out.frames.parquet"));
+    assert_eq!(ma, Path::new("/x/out.mappings.parquet"));
     let [_, e, f, c, sa, ..] = table_paths(Path::new("host1/spans.parquet"));
     assert_eq!(e, Path::new("host1/events.parquet"));
     assert_eq!(f, Path::new("host1/functions.parquet"));

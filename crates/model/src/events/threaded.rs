@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 
 use super::{
     ArgValue, CallPath, CodeEvent, CodeRegion, CodeTier, Counter, Enter, EventSink, Instant,
-    ProcessInfo, Sample, ThreadInfo, TraceInfo,
+    MappingInfo, ProcessInfo, Sample, ThreadInfo, TraceInfo,
 };
 use crate::clock::Clock;
 use crate::func::{FuncId, FuncInfo, FuncTier, FunctionTable};
@@ -76,6 +76,14 @@ enum Event {
         calls: u64,
         inclusive: u64,
         exclusive: u64,
+    },
+    Mapping {
+        pid: u32,
+        start: u64,
+        end: u64,
+        file_offset: u64,
+        path: String,
+        build_id: Option<Vec<u8>>,
     },
     Code {
         thread: Option<u32>,
@@ -355,6 +363,21 @@ fn deliver<S: EventSink>(
                 js: t.js,
             }),
         }),
+        Event::Mapping {
+            pid,
+            start,
+            end,
+            file_offset,
+            path,
+            build_id,
+        } => inner.mapping(&MappingInfo {
+            pid,
+            start,
+            end,
+            file_offset,
+            path: &path,
+            build_id: build_id.as_deref(),
+        }),
         // Handled by `run`.
         Event::Finish => Ok(()),
     }
@@ -449,6 +472,16 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
                 color: t.color,
                 js: t.js,
             }),
+        })
+    }
+    fn mapping(&mut self, m: &MappingInfo<'_>) -> io::Result<()> {
+        self.push(Event::Mapping {
+            pid: m.pid,
+            start: m.start,
+            end: m.end,
+            file_offset: m.file_offset,
+            path: m.path.to_string(),
+            build_id: m.build_id.map(<[u8]>::to_vec),
         })
     }
     fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {

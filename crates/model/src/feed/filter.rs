@@ -5,8 +5,8 @@
 use std::io;
 
 use crate::events::{
-    CallPath, CodeRegion, Counter, Enter, EventSink, Instant, ProcessInfo, Sample, ThreadInfo,
-    TraceInfo,
+    CallPath, CodeRegion, Counter, Enter, EventSink, Instant, MappingInfo, ProcessInfo, Sample,
+    ThreadInfo, TraceInfo,
 };
 use crate::func::{FuncId, FuncInfo};
 use crate::span::Span;
@@ -236,6 +236,10 @@ impl<S: EventSink> EventSink for Filter<S> {
         } else {
             Ok(())
         }
+    }
+    fn mapping(&mut self, m: &MappingInfo<'_>) -> io::Result<()> {
+        // Mappings stay whatever the window, as code does.
+        self.inner.mapping(m)
     }
     fn finish(&mut self) -> io::Result<()> {
         self.inner.finish()

@@ -48,7 +48,7 @@ use profkit_native::{Binaries, BuildId, Kallsyms, Unwinder};
 use profkit_perf::{EventData, Mmap, PerfData, Sample as PerfSample};
 
 use super::FeedSummary;
-use crate::events::{EventSink, ProcessInfo, Sample, ThreadInfo, TraceInfo};
+use crate::events::{EventSink, MappingInfo, ProcessInfo, Sample, ThreadInfo, TraceInfo};
 use crate::func::{FuncId, FunctionTable};
 pub use jit::JitSearch;
 use process::{Map, MapKind, Process};
@@ -185,6 +185,8 @@ struct Walk<'o> {
     previous: HashMap<u32, PreviousStack>,
     /// Per process: JIT regions in the unwinder, by expiry.
     expiries: HashMap<u32, BinaryHeap<Expiry>>,
+    /// Executable mappings not yet told to the sink (it is begun at the first sample).
+    pending_maps: Vec<(u32, u64, Map)>,
     // Scratch buffers, reused by every sample.
     addrs: Vec<(u64, bool)>,
     unwound: Vec<u64>,
@@ -233,9 +235,15 @@ pub fn feed(
                             sink.begin(&trace_info(&functions, walk.origin, name))?;
                             begun = true;
                         }
+                        walk.flush_maps(sink)?;
                         walk.sample(s, sink)?;
                     }
-                    EventData::Mmap(m) => walk.mmap(m),
+                    EventData::Mmap(m) => {
+                        walk.mmap(m);
+                        if begun {
+                            walk.flush_maps(sink)?;
+                        }
+                    }
                     EventData::Comm(c) => {
                         let (Ok(pid), Ok(tid)) = (u32::try_from(c.pid), u32::try_from(c.tid))
                         else {
@@ -527,6 +535,7 @@ impl<'o> Walk<'o> {
             expiries: HashMap::default(),
             previous: HashMap::default(),
             kernel_text_check,
+            pending_maps: Vec::new(),
             addrs: Vec::new(),
             unwound: Vec::new(),
         };
@@ -578,18 +587,35 @@ impl<'o> Walk<'o> {
                 .binaries
                 .prefetch(Path::new(&*path), id.as_ref());
         }
-        process.map(
-            m.start,
-            Map {
-                end: m.end(),
-                pgoff: m.pgoff,
-                path: Arc::from(&*path),
-                build_id,
-                kind,
-                executable: m.executable,
-                binary: None,
-            },
-        );
+        let told = m.executable && matches!(kind, MapKind::File | MapKind::Special);
+        let map = Map {
+            end: m.end(),
+            pgoff: m.pgoff,
+            path: Arc::from(&*path),
+            build_id,
+            kind,
+            executable: m.executable,
+            binary: None,
+        };
+        if told {
+            self.pending_maps.push((pid, m.start, map.clone()));
+        }
+        process.map(m.start, map);
+    }
+
+    /// Tells the sink the executable mappings seen since the last call.
+    fn flush_maps(&mut self, sink: &mut dyn EventSink) -> io::Result<()> {
+        for (pid, start, map) in self.pending_maps.drain(..) {
+            sink.mapping(&MappingInfo {
+                pid,
+                start,
+                end: map.end,
+                file_offset: map.pgoff,
+                path: &map.path,
+                build_id: map.build_id.as_deref(),
+            })?;
+        }
+        Ok(())
     }
 
     /// Process `pid` mapped its jitdump `marker`: the dump is loaded on another thread while
