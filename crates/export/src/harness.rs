@@ -24,6 +24,7 @@ use profkit_model::{FuncId, FuncInfo, Source};
 use crate::chrome::ChromeWriter;
 use crate::firefox::FirefoxSink;
 use crate::folded::FoldedWriter;
+use crate::otlp::{Encoding as OtlpEncoding, OtlpSink};
 use crate::perfetto::PerfettoWriter;
 use crate::pprof::PprofSink;
 use crate::speedscope::SpeedscopeWriter;
@@ -94,6 +95,12 @@ pub fn check_convert(data: &[u8]) {
             sinks.push(Box::new(PprofSink::new(w, false, false)));
         }
         if let Some(w) = next() {
+            sinks.push(Box::new(OtlpSink::new(w, OtlpEncoding::Protobuf, false)));
+        }
+        if let Some(w) = next() {
+            sinks.push(Box::new(OtlpSink::new(w, OtlpEncoding::Json, false)));
+        }
+        if let Some(w) = next() {
             sinks.push(Box::new(FoldedWriter::new(w, &options)));
         }
         #[cfg(feature = "svg")]
@@ -123,6 +130,8 @@ const WRITERS: &[&str] = &[
     "firefox",
     "speedscope",
     "pprof",
+    "otlp",
+    "otlp-json",
     "folded",
     #[cfg(feature = "svg")]
     "svg",
