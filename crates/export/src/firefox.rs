@@ -270,9 +270,10 @@ pub struct FirefoxSink<W: Write> {
 /// profile is built in memory by fxprof-processed-profile before it is written, at ~500 bytes
 /// a frame (its string, function, frame and stack tables, and this sink's maps), so an input
 /// naming millions of distinct functions (an XRay profiling-mode file of 50 MB names up to
-/// 12.5M) would need several GB. 1M frames stay under ~0.6 GB (issue #23, B5: `ulimit -v
-/// 2000000` must not trip on an input under 50 MB).
-pub const MAX_TRACED_FRAMES: usize = 1_000_000;
+/// 12.5M) would need several GB. 1.5M frames stay under ~1 GB (issue #23, B5: `ulimit -v
+/// 2000000` must not trip on an input under 50 MB; at 2M frames, a 50 MB profile of one
+/// 12.5M-deep path ran out of it, its call tree (400 MB) beside them).
+pub const MAX_TRACED_FRAMES: usize = 1_500_000;
 
 fn too_many_frames() -> io::Error {
     io::Error::other(format!(
