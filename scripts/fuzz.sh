@@ -46,7 +46,7 @@ made_seeds() {
     case "$t" in
         inject)
             { printf '\x01'; cat "$fx/perf/node-fp.data"; } >"$d/recording"
-            { printf '\x00'; zcat "$fx/perf/node-fp.jit-30519.dump.gz" | head -c 400000; } >"$d/dump" ;;
+            { printf '\x00'; head -c 400000 < <(zcat "$fx/perf/node-fp.jit-30519.dump.gz"); } >"$d/dump" ;;
         diff)
             for pair in "xray/demo-basic.xray xray/demo-fdr.xray" "perf/node-fp.data perf/node-pipe.data"; do
                 set -- $pair
@@ -60,7 +60,7 @@ made_seeds() {
         perf_feed_jit)
             local n; n=$(stat -c %s "$fx/perf/node-fp.data")
             { python3 -c "import sys,struct; sys.stdout.buffer.write(struct.pack('<I', $n))";
-              cat "$fx/perf/node-fp.data"; zcat "$fx/perf/node-fp.jit-30519.dump.gz" | head -c 400000; } >"$d/node-fp" ;;
+              cat "$fx/perf/node-fp.data"; head -c 400000 < <(zcat "$fx/perf/node-fp.jit-30519.dump.gz"); } >"$d/node-fp" ;;
     esac
 }
 
@@ -74,10 +74,11 @@ max_len() {
 }
 # Seconds an input may take: a perf_mutate input may hold COMPRESSED records inflating to
 # profkit-perf's bound of 64 MiB per sort window, which every entry point inflates again
-# (~4 s under the fuzzer's instrumentation on a loaded machine).
+# (~4 s under the fuzzer's instrumentation on a loaded machine), or 50,000 copies of a sample
+# (33.6 s through every entry point under ASan alone; each CLI command < 1 s in release).
 input_timeout() {
     case "$1" in
-        perf_mutate) echo 30 ;;
+        perf_mutate) echo 60 ;;
         *) echo 10 ;;
     esac
 }
@@ -99,7 +100,7 @@ for t in "${targets[@]}"; do
     log="artifacts/$t.log"
     # -detect_leaks=0: LeakSanitizer reports the thread-local destructor list of rayon's worker
     # threads (32 bytes from __cxa_thread_atexit_impl) as a leak and stops the run.
-    cargo fuzz run -O "$t" "corpus/$t" -- -max_total_time="$secs" -timeout="$(input_timeout "$t")" -rss_limit_mb="${RSS_MB:-512}" -detect_leaks=0 \
+    cargo fuzz run -O "$t" "corpus/$t" -- -max_total_time="$secs" -timeout="$(input_timeout "$t")" -rss_limit_mb="${RSS_MB:-512}" -detect_leaks=0 -artifact_prefix="artifacts/$t/" \
         -max_len="$(max_len "$t")" -print_final_stats=1 >"$log" 2>&1 || true
     after=$(ls "artifacts/$t" | wc -l)
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

@@ -13,7 +13,7 @@
 //! Rows are sorted by the absolute change of one of them ([`DiffKey`]), largest first, and
 //! written as text, CSV or JSON (`profkit.diff/1`), in one [`DiffUnit`].
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::FxHashMap;
 use std::io::{self, Write};
 
 use crate::account::human_ns;
@@ -31,37 +31,299 @@ pub struct Totals {
     pub total: u64,
 }
 
-/// Totals per function name of `tree` (values through `to_units`).
-pub fn totals(
-    tree: &StackTree,
-    names: &FunctionTable,
-    to_units: &dyn Fn(u64) -> u64,
-) -> HashMap<String, Totals> {
-    let mut out: HashMap<String, Totals> = HashMap::new();
-    let mut cache: HashMap<profkit_model::func::FuncId, String> = HashMap::new();
-    let mut seen: HashSet<&str> = HashSet::new();
-    let paths = tree.paths();
-    for p in &paths {
-        for f in &p.path {
-            cache.entry(*f).or_insert_with(|| names.name(*f));
-        }
-    }
-    for p in &paths {
-        let exclusive = to_units(p.exclusive);
-        seen.clear();
-        for f in &p.path {
-            let Some(name) = cache.get(f) else { continue };
-            if seen.insert(name.as_str()) {
-                let t = out.entry(name.clone()).or_default();
-                t.total = t.total.saturating_add(exclusive);
+/// A function's name in a diff: a name from a function table, or `#ID` (a function no table
+/// names), which is made when it is written (an input can name 12.5M functions: issue #23 B5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiffName<'a> {
+    /// A function table's name.
+    Named(&'a str),
+    /// `#ID`.
+    Id(u32),
+}
+
+impl DiffName<'_> {
+    /// Calls `f` with the name's text.
+    pub fn with_str<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        match self {
+            DiffName::Named(s) => f(s),
+            DiffName::Id(id) => {
+                let mut buf = [0u8; 11];
+                f(id_text(&mut buf, *id))
             }
         }
-        if let Some(name) = p.path.last().and_then(|f| cache.get(f)) {
-            let t = out.entry(name.clone()).or_default();
-            t.calls += p.count;
-            t.self_ = t.self_.saturating_add(exclusive);
+    }
+}
+
+impl std::fmt::Display for DiffName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DiffName::Named(s) => f.write_str(s),
+            DiffName::Id(id) => write!(f, "#{id}"),
         }
     }
+}
+
+/// `#ID` in `buf`.
+fn id_text(buf: &mut [u8; 11], id: u32) -> &str {
+    buf[0] = b'#';
+    let mut itoa = itoa::Buffer::new();
+    let digits = itoa.format(id).as_bytes();
+    let end = 1 + digits.len();
+    if let Some(d) = buf.get_mut(1..end) {
+        d.copy_from_slice(digits);
+    }
+    std::str::from_utf8(buf.get(..end).unwrap_or_default()).unwrap_or("#")
+}
+
+/// The id of a name written `#ID` exactly as [`FunctionTable::name`] writes an unnamed id (so
+/// that the two are one name).
+fn id_of_text(name: &str) -> Option<u32> {
+    let digits = name.strip_prefix('#')?;
+    let id: u32 = digits.parse().ok()?;
+    let mut buf = [0u8; 11];
+    (id_text(&mut buf, id) == name).then_some(id)
+}
+
+/// A name as a number: `#ID` is the id, a table name `2^32 +` its index in
+/// [`InputTotals::named`].
+type Key = u64;
+
+const NAMED: u64 = 1 << 32;
+
+/// Per-function totals of one input, by name (values through `to_units`): one entry per
+/// function name, sorted by name.
+#[derive(Clone, Debug, Default)]
+pub struct InputTotals<'a> {
+    named: Vec<&'a str>,
+    entries: Vec<(Key, Totals)>,
+}
+
+impl<'a> InputTotals<'a> {
+    /// Totals given by name (tests, and inputs aggregated elsewhere).
+    pub fn from_list(list: &[(&'a str, Totals)]) -> InputTotals<'a> {
+        let mut t = InputTotals::default();
+        for &(name, totals) in list {
+            let key = t.key(name);
+            t.entries.push((key, totals));
+        }
+        t.sort_and_merge();
+        t
+    }
+
+    fn key(&mut self, name: &'a str) -> Key {
+        if let Some(id) = id_of_text(name) {
+            return u64::from(id);
+        }
+        match self.named.iter().position(|n| *n == name) {
+            Some(i) => NAMED + i as u64,
+            None => {
+                self.named.push(name);
+                NAMED + (self.named.len() - 1) as u64
+            }
+        }
+    }
+
+    /// The name of `key`.
+    fn name(&self, key: Key) -> DiffName<'a> {
+        match key.checked_sub(NAMED) {
+            None => DiffName::Id(key as u32),
+            Some(i) => DiffName::Named(self.named.get(i as usize).copied().unwrap_or("?")),
+        }
+    }
+
+    /// Sorts the entries by name and adds up those of one name.
+    fn sort_and_merge(&mut self) {
+        let mut entries = std::mem::take(&mut self.entries);
+        entries.sort_unstable_by(|a, b| self.cmp_names(self, a.0, b.0));
+        entries.dedup_by(|later, earlier| {
+            if later.0 != earlier.0 {
+                return false;
+            }
+            earlier.1.calls = earlier.1.calls.saturating_add(later.1.calls);
+            earlier.1.self_ = earlier.1.self_.saturating_add(later.1.self_);
+            earlier.1.total = earlier.1.total.saturating_add(later.1.total);
+            true
+        });
+        entries.shrink_to_fit();
+        self.entries = entries;
+    }
+
+    /// The byte order of the name of `a` (a key of `self`) and of `b` (a key of `other`).
+    fn cmp_names(&self, other: &InputTotals<'_>, a: Key, b: Key) -> std::cmp::Ordering {
+        self.name(a)
+            .with_str(|x| other.name(b).with_str(|y| x.cmp(y)))
+    }
+
+    /// Number of functions.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there is no function.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The totals of the function named `name`.
+    pub fn get(&self, name: &str) -> Option<Totals> {
+        self.entries
+            .iter()
+            .find(|(k, _)| self.name(*k).with_str(|n| n == name))
+            .map(|(_, t)| *t)
+    }
+}
+
+/// Per-function totals of `tree` by name (values through `to_units`).
+///
+/// In the tree's depth-first order every node gets a record: its name, its place (`pre`), the
+/// end of its subtree and its subtree's value; a node with calls adds them and its value to its
+/// function's `calls` and `self`. A function's `total` is the value of the subtrees of its
+/// outermost nodes (no caller above them has its name): sorted by name and place, a node is
+/// outermost when it starts after the end of every earlier node of its name. Memory: 24 bytes
+/// a node, whatever the depth (the stack-by-stack count of names this replaces copied every
+/// path and held a name string per function: 1.2 GB for 3M functions).
+pub fn totals<'a>(
+    tree: &StackTree,
+    names: &'a FunctionTable,
+    to_units: &dyn Fn(u64) -> u64,
+) -> InputTotals<'a> {
+    /// A node: its name (and, in bit 63, whether its subtree has calls), its place and the end
+    /// of its subtree (`a`: place in the low half), and its subtree's value (`b`); then, in the
+    /// same memory, a function's totals (`a` calls, `b` self, `c` total): the records become
+    /// the entries in place (one large allocation, not two: 400 MB each for 12.5M functions).
+    #[derive(Clone, Copy)]
+    struct Slot {
+        key: u64,
+        a: u64,
+        b: u64,
+        c: u64,
+    }
+    const COUNTED: u64 = 1 << 63;
+    let mut out = InputTotals::default();
+    let mut named_key: FxHashMap<&'a str, Key> = FxHashMap::default();
+    let mut recs: Vec<Slot> = Vec::with_capacity(tree.len());
+    // The nodes with calls: their name, calls and value.
+    let mut counted: Vec<Slot> = Vec::new();
+    // The open path, as indices into `recs`.
+    let mut open: Vec<u32> = Vec::new();
+    let close = |recs: &mut Vec<Slot>, open: &mut Vec<u32>, at: u32| {
+        let Some(i) = open.pop() else { return };
+        let (sum, flag) = match recs.get_mut(i as usize) {
+            Some(r) => {
+                r.a = (r.a & 0xffff_ffff) | (u64::from(at) << 32);
+                (r.b, r.key & COUNTED)
+            }
+            None => return,
+        };
+        if let Some(p) = open.last().and_then(|&p| recs.get_mut(p as usize)) {
+            p.b = p.b.saturating_add(sum);
+            p.key |= flag;
+        }
+    };
+    let mut at = 0u32;
+    tree.for_each_node(|path, s| {
+        while open.len() >= path.len() {
+            close(&mut recs, &mut open, at);
+        }
+        let Some(&f) = path.last() else { return };
+        let key = match names.get(f).and_then(|i| i.name.as_deref()) {
+            None => u64::from(f.0),
+            Some(n) => match id_of_text(n) {
+                Some(id) => u64::from(id),
+                None => *named_key.entry(n).or_insert_with(|| {
+                    out.named.push(n);
+                    NAMED + (out.named.len() - 1) as u64
+                }),
+            },
+        };
+        let mut own = 0;
+        let mut flag = 0;
+        if s.count > 0 {
+            own = to_units(s.exclusive);
+            flag = COUNTED;
+            counted.push(Slot {
+                key,
+                a: s.count,
+                b: own,
+                c: 0,
+            });
+        }
+        open.push(recs.len() as u32);
+        recs.push(Slot {
+            key: key | flag,
+            a: u64::from(at),
+            b: own,
+            c: 0,
+        });
+        at = at.saturating_add(1);
+    });
+    while !open.is_empty() {
+        close(&mut recs, &mut open, at);
+    }
+    drop(open);
+    recs.sort_unstable_by_key(|r| (r.key & !COUNTED, r.a & 0xffff_ffff));
+    // A function's total: its outermost nodes' subtrees with calls. Only a function on the
+    // path of a node with calls has a row. Written over the records (a group's entry goes at
+    // or before the group's first record).
+    let mut kept = 0usize;
+    let mut i = 0usize;
+    while let Some(first) = recs.get(i).copied() {
+        let key = first.key & !COUNTED;
+        let mut total = 0u64;
+        let mut present = false;
+        let mut end = 0u32;
+        while let Some(r) = recs.get(i).filter(|r| r.key & !COUNTED == key) {
+            let (pre, r_end) = (r.a as u32, (r.a >> 32) as u32);
+            if pre >= end && r.key & COUNTED != 0 {
+                total = total.saturating_add(r.b);
+                present = true;
+            }
+            end = end.max(r_end);
+            i += 1;
+        }
+        if present {
+            if let Some(slot) = recs.get_mut(kept) {
+                *slot = Slot {
+                    key,
+                    a: 0,
+                    b: 0,
+                    c: total,
+                };
+            }
+            kept += 1;
+        }
+    }
+    recs.truncate(kept);
+    // Calls and self time, added in place (a function with calls is on its own path: it has
+    // an entry; both lists are by key).
+    counted.sort_unstable_by_key(|c| c.key);
+    let mut at = 0usize;
+    for c in &counted {
+        while recs.get(at).is_some_and(|r| r.key < c.key) {
+            at += 1;
+        }
+        if let Some(r) = recs.get_mut(at).filter(|r| r.key == c.key) {
+            r.a = r.a.saturating_add(c.a);
+            r.b = r.b.saturating_add(c.b);
+        }
+    }
+    drop(counted);
+    // The same memory (same size and alignment).
+    let entries: Vec<(Key, Totals)> = recs
+        .into_iter()
+        .map(|r| {
+            (
+                r.key,
+                Totals {
+                    calls: r.a,
+                    self_: r.b,
+                    total: r.c,
+                },
+            )
+        })
+        .collect();
+    out.entries = entries;
+    out.sort_and_merge();
     out
 }
 
@@ -120,10 +382,10 @@ impl DiffUnit {
 }
 
 /// One function in both inputs (zeros where it is absent).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DiffRow {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DiffRow<'a> {
     /// The function's name.
-    pub name: String,
+    pub name: DiffName<'a>,
     /// In the first input.
     pub a: Totals,
     /// In the second input.
@@ -134,29 +396,91 @@ fn delta(a: u64, b: u64) -> i128 {
     i128::from(b) - i128::from(a)
 }
 
+/// The rows of a diff: every function of either input, in order (see [`rows`]).
+#[derive(Clone, Debug, Default)]
+pub struct DiffRows<'a> {
+    a: InputTotals<'a>,
+    b: InputTotals<'a>,
+    /// Per row, its entry in `a` and in `b` (`u32::MAX`: absent).
+    order: Vec<(u32, u32)>,
+}
+
+impl<'a> DiffRows<'a> {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Whether there is no row.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// Keeps the first `n` rows.
+    pub fn truncate(&mut self, n: usize) {
+        self.order.truncate(n);
+    }
+
+    fn row(&self, (ia, ib): (u32, u32)) -> DiffRow<'a> {
+        let ea = self.a.entries.get(ia as usize);
+        let eb = self.b.entries.get(ib as usize);
+        let name = match (ea, eb) {
+            (Some(&(k, _)), _) => self.a.name(k),
+            (None, Some(&(k, _))) => self.b.name(k),
+            (None, None) => DiffName::Named("?"),
+        };
+        DiffRow {
+            name,
+            a: ea.map(|e| e.1).unwrap_or_default(),
+            b: eb.map(|e| e.1).unwrap_or_default(),
+        }
+    }
+
+    /// The rows in order.
+    pub fn iter(&self) -> impl Iterator<Item = DiffRow<'a>> + '_ {
+        self.order.iter().map(|&o| self.row(o))
+    }
+}
+
 /// The rows of every function of `a` or `b`, by absolute change of `key` (largest first), then
 /// name.
-pub fn rows(
-    a: &HashMap<String, Totals>,
-    b: &HashMap<String, Totals>,
-    key: DiffKey,
-) -> Vec<DiffRow> {
-    let mut names: Vec<&String> = a.keys().chain(b.keys()).collect();
-    names.sort_unstable();
-    names.dedup();
-    let mut rows: Vec<DiffRow> = names
-        .into_iter()
-        .map(|n| DiffRow {
-            name: n.clone(),
-            a: a.get(n).copied().unwrap_or_default(),
-            b: b.get(n).copied().unwrap_or_default(),
-        })
-        .collect();
-    rows.sort_by(|x, y| {
-        let dx = delta(key.of(&x.a), key.of(&x.b)).unsigned_abs();
-        let dy = delta(key.of(&y.a), key.of(&y.b)).unsigned_abs();
-        dy.cmp(&dx).then_with(|| x.name.cmp(&y.name))
-    });
+pub fn rows<'a>(a: InputTotals<'a>, b: InputTotals<'a>, key: DiffKey) -> DiffRows<'a> {
+    const NONE: u32 = u32::MAX;
+    // Both are sorted by name: merge them, in name order.
+    let mut order: Vec<(u32, u32)> = Vec::with_capacity(a.len().max(b.len()));
+    let (mut i, mut j) = (0usize, 0usize);
+    loop {
+        let ord = match (a.entries.get(i), b.entries.get(j)) {
+            (None, None) => break,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some(x), Some(y)) => a.cmp_names(&b, x.0, y.0),
+        };
+        match ord {
+            std::cmp::Ordering::Less => {
+                order.push((i as u32, NONE));
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                order.push((NONE, j as u32));
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                order.push((i as u32, j as u32));
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let mut rows = DiffRows { a, b, order };
+    // Stable: rows of one change stay in name order.
+    let change = |rows: &DiffRows<'_>, o: (u32, u32)| {
+        let r = rows.row(o);
+        delta(key.of(&r.a), key.of(&r.b)).unsigned_abs()
+    };
+    let mut order = std::mem::take(&mut rows.order);
+    order.sort_by_key(|&o| std::cmp::Reverse(change(&rows, o)));
+    rows.order = order;
     rows
 }
 
@@ -167,7 +491,7 @@ pub struct DiffReport<'a> {
     /// The second input's name.
     pub b: &'a str,
     /// Rows, sorted and cut.
-    pub rows: &'a [DiffRow],
+    pub rows: &'a DiffRows<'a>,
     /// Number of functions before the cut.
     pub functions: usize,
     /// The sort key.
@@ -224,7 +548,7 @@ pub fn write_text(out: &mut dyn Write, r: &DiffReport<'_>) -> io::Result<()> {
         "Δ self", "self A", "self B", "Δ total", "total A", "total B", "calls A", "calls B"
     )?;
     let v = |x: u64| r.value(x);
-    for row in r.rows {
+    for row in r.rows.iter() {
         writeln!(
             out,
             "{:>12} {:>12} {:>12}  {:>12} {:>12} {:>12}  {:>10} {:>10}  {}",
@@ -258,11 +582,11 @@ pub fn write_csv(out: &mut dyn Write, r: &DiffReport<'_>) -> io::Result<()> {
         out,
         "function,self_a_{u},self_b_{u},delta_self_{u},total_a_{u},total_b_{u},delta_total_{u},calls_a,calls_b,delta_calls"
     )?;
-    for row in r.rows {
+    for row in r.rows.iter() {
         writeln!(
             out,
             "{},{},{},{},{},{},{},{},{},{}",
-            csv_field(&row.name),
+            row.name.with_str(csv_field),
             row.a.self_,
             row.b.self_,
             delta(row.a.self_, row.b.self_),
@@ -301,7 +625,7 @@ pub fn write_json(out: &mut dyn Write, r: &DiffReport<'_>) -> io::Result<()> {
         write!(
             out,
             "{{\"name\":{},\"a\":{},\"b\":{},\"delta\":{{\"calls\":{},\"self\":{},\"total\":{}}}}}",
-            quoted(&row.name),
+            row.name.with_str(quoted),
             totals(&row.a),
             totals(&row.b),
             delta(row.a.calls, row.b.calls),
@@ -343,7 +667,7 @@ mod tests {
         tree.add_sample(&[FuncId(0)], 1);
         let t = totals(&tree, &n, &|v| v);
         assert_eq!(
-            t["fib"],
+            t.get("fib").unwrap(),
             Totals {
                 calls: 2,
                 self_: 5,
@@ -351,7 +675,7 @@ mod tests {
             }
         );
         assert_eq!(
-            t["main"],
+            t.get("main").unwrap(),
             Totals {
                 calls: 1,
                 self_: 1,
@@ -360,11 +684,51 @@ mod tests {
         );
     }
 
+    /// Two functions of one name count once per stack; a table name `#7` and the unnamed id 7
+    /// are one function; names without a table entry are `#ID`.
+    #[test]
+    fn one_name_is_one_function() {
+        let mut n = names(&["main", "main"]);
+        n.insert(
+            FuncId(8),
+            FuncInfo {
+                name: Some("#7".to_string()),
+                ..FuncInfo::default()
+            },
+        );
+        let mut tree = StackTree::new();
+        tree.add_sample(&[FuncId(0), FuncId(1), FuncId(7)], 4);
+        tree.add_sample(&[FuncId(0), FuncId(8)], 2);
+        tree.add_sample(&[FuncId(0), FuncId(9)], 1);
+        let t = totals(&tree, &n, &|v| v);
+        assert_eq!(t.len(), 3);
+        assert_eq!(
+            t.get("main").unwrap(),
+            Totals {
+                calls: 0,
+                self_: 0,
+                total: 7
+            }
+        );
+        assert_eq!(
+            t.get("#7").unwrap(),
+            Totals {
+                calls: 2,
+                self_: 6,
+                total: 6
+            }
+        );
+        assert_eq!(t.get("#9").unwrap().total, 1);
+        let r = rows(t, InputTotals::default(), DiffKey::Total);
+        let order: Vec<String> = r.iter().map(|r| r.name.to_string()).collect();
+        assert_eq!(order, ["main", "#7", "#9"]);
+    }
+
     #[test]
     fn rows_by_absolute_change() {
-        let a: HashMap<String, Totals> = [
+        let a = InputTotals::from_list(&[
             (
-                "x".to_string(),
+                "x",
                 Totals {
                     calls: 1,
                     self_: 10,
@@ -372,18 +736,17 @@ mod tests {
                 },
             ),
             (
-                "y".to_string(),
+                "y",
                 Totals {
                     calls: 1,
                     self_: 50,
                     total: 50,
                 },
             ),
-        ]
-        .into();
-        let b: HashMap<String, Totals> = [
+        ]);
+        let b = InputTotals::from_list(&[
             (
-                "x".to_string(),
+                "x",
                 Totals {
                     calls: 1,
                     self_: 30,
@@ -391,17 +754,16 @@ mod tests {
                 },
             ),
             (
-                "z".to_string(),
+                "z",
                 Totals {
                     calls: 2,
                     self_: 5,
                     total: 5,
                 },
             ),
-        ]
-        .into();
-        let r = rows(&a, &b, DiffKey::SelfTime);
-        let order: Vec<&str> = r.iter().map(|r| r.name.as_str()).collect();
+        ]);
+        let r = rows(a, b, DiffKey::SelfTime);
+        let order: Vec<String> = r.iter().map(|r| r.name.to_string()).collect();
         assert_eq!(order, ["y", "x", "z"]);
         let mut csv = Vec::new();
         let report = DiffReport {
@@ -426,9 +788,9 @@ mod tests {
             self_: 1500,
             total: 1500,
         };
-        let a: HashMap<String, Totals> = [("f".to_string(), t)].into();
-        let b = HashMap::new();
-        let r = rows(&a, &b, DiffKey::SelfTime);
+        let a = InputTotals::from_list(&[("f", t)]);
+        let b = InputTotals::default();
+        let r = rows(a, b, DiffKey::SelfTime);
         let report = DiffReport {
             a: "A",
             b: "B",

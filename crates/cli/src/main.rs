@@ -24,7 +24,7 @@ use std::process::ExitCode;
 /// XRay and Mono runs as fast as before (docs/BENCHMARKS.md).
 ///
 /// An allocation that fails (the address space is exhausted: `ulimit -v`) ends the command
-/// with an error and exit code 2 rather than Rust's abort (SIGABRT, exit 134 through a shell):
+/// with an error and exit code 2 (its staged temporary files removed) rather than Rust's abort (SIGABRT, exit 134 through a shell):
 /// a 580 MB jitdump of 10M CODE_LOADs under `ulimit -v 2000000` (B5).
 #[global_allocator]
 static ALLOCATOR: OrExit = OrExit(mimalloc::MiMalloc);
@@ -65,9 +65,11 @@ unsafe impl std::alloc::GlobalAlloc for OrExit {
     }
 }
 
-/// Says that `size` bytes could not be allocated and ends the process (exit code 2). Nothing
-/// is allocated here: the message is put together on the stack.
+/// Says that `size` bytes could not be allocated and ends the process (exit code 2), after
+/// removing the output's staged temporary files (B13). Nothing is allocated here: the message
+/// is put together on the stack, the temporary files' names are in static slots.
 fn out_of_memory(size: usize) -> ! {
+    profkit_common::output::emergency::remove_all();
     let mut msg = [0u8; 160];
     let mut n = 0;
     let mut put = |b: &[u8]| {
@@ -172,6 +174,8 @@ fn start_thread_pool() {
 fn main() -> ExitCode {
     // The process ends with its command: large structures are left to the exit.
     profkit_common::release::at_exit_only();
+    // Ctrl-C, a kill or a hang-up removes the staged temporary files before the process ends.
+    profkit_common::output::emergency::remove_on_signals();
     start_thread_pool();
     let args = cli::Cli::parse();
     profkit_native::set_cpp_parameters(!args.short_names);

@@ -9,8 +9,10 @@
 //!   file, `O_EXCL | O_NOFOLLOW`, its name unpredictable) and renamed over their names
 //!   (atomically) only by [`Output::commit`], after the whole conversion succeeded. A failed or
 //!   interrupted conversion leaves no partial output and never clobbers an existing file
-//!   ([`Output::discard`], or dropping the last handle, removes the temporary files); those a
-//!   killed run left are removed by the next run that writes in that directory.
+//!   ([`Output::discard`], or dropping the last handle, removes the temporary files). A process
+//!   that ends at once — out of memory, SIGINT, SIGTERM, SIGHUP — removes them on its way out
+//!   ([`emergency`]: their names are kept in static slots, removed without allocating); those
+//!   a SIGKILL or a crash left are removed by the next run that writes in that directory.
 //! * A file written beside the main one (Parquet's tables, perf maps, inject's ELFs) is never
 //!   opened through a symbolic link: its name is replaced on commit. Only the main output,
 //!   which the user named, is followed (a link's target replaced; a device written in place).
@@ -26,6 +28,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+pub mod emergency;
 mod write_behind;
 pub use write_behind::WriteBehind;
 
@@ -52,10 +55,21 @@ impl PartialEq for Output {
     }
 }
 
+/// A temporary file, the name it takes on commit, and its slot in the [`emergency`] registry.
+type StagedFile = (PathBuf, PathBuf, Option<emergency::Registered>);
+
+/// Removes a temporary file that will not be committed, and forgets it.
+fn remove_staged((tmp, _, slot): StagedFile) {
+    let _ = std::fs::remove_file(tmp);
+    if let Some(r) = slot {
+        emergency::unregister(r);
+    }
+}
+
 /// Temporary files and the names they take on commit.
 #[derive(Debug, Default)]
 struct Staged {
-    files: Mutex<Vec<(PathBuf, PathBuf)>>,
+    files: Mutex<Vec<StagedFile>>,
     /// Directories already cleared of a killed run's temporary files.
     cleared: Mutex<Vec<PathBuf>>,
 }
@@ -63,8 +77,8 @@ struct Staged {
 impl Drop for Staged {
     fn drop(&mut self) {
         if let Ok(files) = self.files.get_mut() {
-            for (tmp, _) in files.drain(..) {
-                let _ = std::fs::remove_file(tmp);
+            for f in files.drain(..) {
+                remove_staged(f);
             }
         }
     }
@@ -236,7 +250,8 @@ impl Output {
             }
         }
         let (f, tmp) = create_temp(&dir, &name, files.len()).map_err(named_err)?;
-        files.push((tmp.clone(), path.to_path_buf()));
+        let slot = emergency::register(&tmp);
+        files.push((tmp.clone(), path.to_path_buf(), slot));
         Ok((f, tmp))
     }
 
@@ -252,10 +267,15 @@ impl Output {
             .lock()
             .map_err(|_| io::Error::other("output staging poisoned"))?;
         while !files.is_empty() {
-            let (tmp, name) = files.remove(0);
+            let (tmp, name, slot) = files.remove(0);
             if let Err(e) = std::fs::rename(&tmp, &name) {
-                let _ = std::fs::remove_file(&tmp);
+                remove_staged((tmp, name.clone(), slot));
                 return Err(io::Error::new(e.kind(), format!("{}: {e}", name.display())));
+            }
+            // Renamed first: a process ending between the two removes nothing (the
+            // temporary name is gone), never the output.
+            if let Some(r) = slot {
+                emergency::unregister(r);
             }
         }
         Ok(())
@@ -265,8 +285,8 @@ impl Output {
     pub fn discard(&self) {
         let Some(staged) = &self.staged else { return };
         if let Ok(mut files) = staged.files.lock() {
-            for (tmp, _) in files.drain(..) {
-                let _ = std::fs::remove_file(tmp);
+            for f in files.drain(..) {
+                remove_staged(f);
             }
         }
     }

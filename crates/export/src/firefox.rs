@@ -262,6 +262,23 @@ pub struct FirefoxSink<W: Write> {
     other_counters: Vec<(u32, u32, u64, f64)>,
     other_counter_names: Vec<String>,
     other_counter_ids: HashMap<String, u32>,
+    /// Frames of traced threads made so far (at most [`MAX_TRACED_FRAMES`]).
+    traced_frames: usize,
+}
+
+/// Frames (a function on a thread) of traced calls and call paths a profile may hold: the
+/// profile is built in memory by fxprof-processed-profile before it is written, at ~500 bytes
+/// a frame (its string, function, frame and stack tables, and this sink's maps), so an input
+/// naming millions of distinct functions (an XRay profiling-mode file of 50 MB names up to
+/// 12.5M) would need several GB. 1.5M frames stay under ~1 GB (issue #23, B5: `ulimit -v
+/// 2000000` must not trip on an input under 50 MB; at 2M frames, a 50 MB profile of one
+/// 12.5M-deep path ran out of it, its call tree (400 MB) beside them).
+pub const MAX_TRACED_FRAMES: usize = 1_500_000;
+
+fn too_many_frames() -> io::Error {
+    io::Error::other(format!(
+        "firefox output: more than {MAX_TRACED_FRAMES} distinct frames (functions of a thread): the Firefox profile is built whole in memory (~500 bytes a frame) before it is written; convert to folded, speedscope or pprof instead"
+    ))
 }
 
 impl<W: Write> FirefoxSink<W> {
@@ -289,6 +306,7 @@ impl<W: Write> FirefoxSink<W> {
             other_counters: Vec::new(),
             other_counter_names: Vec::new(),
             other_counter_ids: HashMap::new(),
+            traced_frames: 0,
         }
     }
 }
@@ -468,6 +486,10 @@ impl<W: Write + Send> FirefoxSink<W> {
         if let Some(f) = self.state(thread).frames.get(&func) {
             return Ok(*f);
         }
+        if self.traced_frames >= MAX_TRACED_FRAMES {
+            return Err(too_many_frames());
+        }
+        self.traced_frames += 1;
         let (s, category_pair, flags) = self.func(func)?;
         let p = self.profile.as_mut().ok_or_else(not_begun)?;
         let fh = p.intern_frame(

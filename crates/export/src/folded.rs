@@ -52,6 +52,13 @@ pub fn sink(
     Ok(Box::new(w))
 }
 
+/// Frames (distinct call paths) an SVG flame graph may have: inferno holds every frame of the
+/// graph in memory (~120 bytes each, after the ~40 bytes each of the call tree), so an input
+/// with millions of distinct call paths (an XRay profiling-mode file of 50 MB can hold one path
+/// 12.5M functions deep) would need GBs for a drawing no viewer shows (issue #23, B5). Folded
+/// output has no such limit.
+pub const MAX_SVG_FRAMES: usize = 4_000_000;
+
 /// What a line's value measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Weight {
@@ -204,7 +211,18 @@ impl<W: Write + Send> EventSink for FoldedWriter<W> {
         }
         self.finished = true;
         if self.svg {
+            let frames = self.stacks.tree().len();
+            if frames > MAX_SVG_FRAMES {
+                return Err(io::Error::other(format!(
+                    "svg output: {frames} frames (distinct call paths) to draw, more than {MAX_SVG_FRAMES}: inferno lays out every frame in memory (~120 bytes each) and the graph would be as many rows of 16 px deep; write folded stacks (-o NAME.folded) and draw a part of them"
+                )));
+            }
             let lines = self.lines();
+            // The tree is in the lines now: let it go before inferno lays them out.
+            let mut rest = StackSink::new();
+            rest.samples = self.stacks.samples;
+            rest.calls = self.stacks.calls;
+            drop(std::mem::replace(&mut self.stacks, rest));
             if lines.is_empty() {
                 // The input's fault, not the output's: `InvalidInput` names the input.
                 return Err(io::Error::new(

@@ -25,6 +25,8 @@
 //! time; `time_nanos` stays 0 (the trace clock is not wall time).
 
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::io::{self, Write};
 
 use flate2::write::GzEncoder;
@@ -80,6 +82,13 @@ struct ThreadMeta {
     name: String,
 }
 
+/// Stack frames (call-tree nodes) a profile may hold: the profile is built in memory before it
+/// is written, ~250 bytes a frame, so an input naming millions of distinct functions (an XRay
+/// profiling-mode file of 50 MB names up to 12.5M in one path) would need several GB; 4M
+/// frames stay under ~1 GB (issue #23, B5: `ulimit -v 2000000` must not trip on an input under
+/// 50 MB).
+pub const MAX_NODES: usize = 4_000_000;
+
 /// Aggregates stacks and writes a pprof profile at [`EventSink::finish`].
 pub struct PprofSink<W: Write> {
     out: Option<W>,
@@ -87,7 +96,7 @@ pub struct PprofSink<W: Write> {
     counts: bool,
     functions: FunctionTable,
     nodes: Vec<Node>,
-    children: HashMap<(u32, FuncId, u32), u32>,
+    children: FxHashMap<(u32, FuncId, u32), u32>,
     threads: HashMap<u32, ThreadState>,
     meta: HashMap<u32, ThreadMeta>,
     traced: bool,
@@ -107,7 +116,7 @@ impl<W: Write> PprofSink<W> {
             counts,
             functions: FunctionTable::new(),
             nodes: Vec::new(),
-            children: HashMap::new(),
+            children: FxHashMap::default(),
             threads: HashMap::new(),
             meta: HashMap::new(),
             traced: false,
@@ -133,8 +142,16 @@ impl<W: Write> PprofSink<W> {
         id
     }
 
-    fn child(&mut self, parent: u32, func: FuncId, line: u32, thread: u32) -> u32 {
+    fn child(&mut self, parent: u32, func: FuncId, line: u32, thread: u32) -> io::Result<u32> {
         let next = self.nodes.len() as u32;
+        if let Some(&id) = self.children.get(&(parent, func, line)) {
+            return Ok(id);
+        }
+        if self.nodes.len() >= MAX_NODES {
+            return Err(io::Error::other(format!(
+                "pprof output: more than {MAX_NODES} distinct stack frames (a function at a line under a stack): the profile is built whole in memory (~250 bytes a frame: the call tree, locations, functions and their names) before it is written; convert to folded or speedscope instead"
+            )));
+        }
         let id = *self.children.entry((parent, func, line)).or_insert(next);
         if id == next {
             self.nodes.push(Node {
@@ -145,12 +162,21 @@ impl<W: Write> PprofSink<W> {
                 ..Node::default()
             });
         }
-        id
+        Ok(id)
     }
 
-    fn encode(&self) -> Vec<u8> {
+    /// Writes the profile to `out`: its top-level fields are independent, so the encoded bytes
+    /// go out every 1 MiB instead of making one buffer of the whole profile.
+    fn encode(&self, out: &mut dyn Write) -> io::Result<()> {
         let mut strings = Strings::default();
         let mut p = Message::with_capacity(1 << 16);
+        let spill = |p: &mut Message, out: &mut dyn Write| -> io::Result<()> {
+            if p.len() >= 1 << 20 {
+                out.write_all(p.as_bytes())?;
+                p.clear();
+            }
+            Ok(())
+        };
 
         // Sample types.
         let mut types: Vec<(&str, &str)> = Vec::new();
@@ -173,9 +199,9 @@ impl<W: Write> PprofSink<W> {
         }
 
         // Locations (one per function and line used) and functions, in first-use order.
-        let mut loc_of: HashMap<(FuncId, u32), u64> = HashMap::new();
+        let mut loc_of: FxHashMap<(FuncId, u32), u64> = FxHashMap::default();
         let mut locations: Vec<(FuncId, u32)> = Vec::new();
-        let mut func_of: HashMap<FuncId, u64> = HashMap::new();
+        let mut func_of: FxHashMap<FuncId, u64> = FxHashMap::default();
         let mut funcs: Vec<FuncId> = Vec::new();
         for n in &self.nodes {
             if let Some(f) = n.func {
@@ -237,6 +263,7 @@ impl<W: Write> PprofSink<W> {
                     });
                 }
             });
+            spill(&mut p, out)?;
         }
 
         for (i, &(f, sample_line)) in locations.iter().enumerate() {
@@ -260,11 +287,12 @@ impl<W: Write> PprofSink<W> {
                     }
                 });
             });
+            spill(&mut p, out)?;
         }
         for (i, f) in funcs.iter().enumerate() {
             let id = i as u64 + 1;
             let info = self.functions.get(*f);
-            let name = strings.id(&self.functions.name(*f));
+            let name = strings.func_name(&self.functions, *f);
             let file = info
                 .and_then(|f| f.file.as_deref())
                 .map_or(0, |s| strings.id(s));
@@ -280,6 +308,7 @@ impl<W: Write> PprofSink<W> {
                     m.int64(5, i64::from(line));
                 }
             });
+            spill(&mut p, out)?;
         }
 
         let default_type = if self.traced {
@@ -303,18 +332,43 @@ impl<W: Write> PprofSink<W> {
             p.uint64(12, 1);
         }
         p.uint64(14, default_id);
+        let mut id = [0u8; 11];
         for s in &strings.list {
-            p.string(6, s);
+            match s {
+                Str::Text(s) => p.string(6, s),
+                Str::Id(f) => p.bytes(6, hash_id(&mut id, *f)),
+            }
+            spill(&mut p, out)?;
         }
-        p.into_bytes()
+        out.write_all(p.as_bytes())
     }
 }
 
 /// The profile's string table: index 0 is `""`.
 #[derive(Debug)]
 struct Strings {
-    list: Vec<String>,
+    list: Vec<Str>,
     ids: HashMap<String, u64>,
+}
+
+/// A string of the table: text, or the name `#ID` of a function the function table does not
+/// name, written when the table is (an input can name 12.5M functions: issue #23 B5).
+#[derive(Debug)]
+enum Str {
+    Text(Box<str>),
+    Id(u32),
+}
+
+/// `#ID` in `buf`.
+fn hash_id(buf: &mut [u8; 11], id: u32) -> &[u8] {
+    buf[0] = b'#';
+    let mut itoa = itoa::Buffer::new();
+    let digits = itoa.format(id).as_bytes();
+    let end = 1 + digits.len();
+    if let Some(d) = buf.get_mut(1..end) {
+        d.copy_from_slice(digits);
+    }
+    buf.get(..end).unwrap_or_default()
 }
 
 impl Default for Strings {
@@ -322,7 +376,7 @@ impl Default for Strings {
         let mut ids = HashMap::new();
         ids.insert(String::new(), 0);
         Strings {
-            list: vec![String::new()],
+            list: vec![Str::Text("".into())],
             ids,
         }
     }
@@ -334,8 +388,25 @@ impl Strings {
             return *id;
         }
         let id = self.list.len() as u64;
-        self.list.push(s.to_string());
+        self.list.push(Str::Text(s.into()));
         self.ids.insert(s.to_string(), id);
+        id
+    }
+
+    /// The name of `f` (as [`FunctionTable::name`] gives it). `#ID` is not looked up again
+    /// (each function has its own; only the thread names, files and sample types before it
+    /// could be the same text, and those are looked up).
+    fn func_name(&mut self, names: &FunctionTable, f: FuncId) -> u64 {
+        if let Some(name) = names.get(f).and_then(|i| i.name.as_deref()) {
+            return self.id(name);
+        }
+        let mut buf = [0u8; 11];
+        let text = hash_id(&mut buf, f.0);
+        if let Some(id) = std::str::from_utf8(text).ok().and_then(|t| self.ids.get(t)) {
+            return *id;
+        }
+        let id = self.list.len() as u64;
+        self.list.push(Str::Id(f.0));
         id
     }
 }
@@ -353,7 +424,7 @@ impl<W: Write + Send> EventSink for PprofSink<W> {
         self.traced = true;
         let mut node = self.root(p.thread);
         for &f in p.stack {
-            node = self.child(node, f, 0, p.thread);
+            node = self.child(node, f, 0, p.thread)?;
         }
         if let Some(n) = self.nodes.get_mut(node as usize) {
             n.calls = n.calls.saturating_add(p.calls);
@@ -388,7 +459,7 @@ impl<W: Write + Send> EventSink for PprofSink<W> {
             .get(&call.thread)
             .and_then(|t| t.stack.last().map(|e| e.0))
             .unwrap_or(root);
-        let node = self.child(parent, call.func, 0, call.thread);
+        let node = self.child(parent, call.func, 0, call.thread)?;
         if let Some(t) = self.threads.get_mut(&call.thread) {
             t.stack.push((node, 0));
         }
@@ -423,7 +494,7 @@ impl<W: Write + Send> EventSink for PprofSink<W> {
         self.last_time = self.last_time.max(sample.time);
         let mut node = self.root(sample.thread);
         for (i, f) in sample.stack.iter().enumerate() {
-            node = self.child(node, *f, sample.line(i), sample.thread);
+            node = self.child(node, *f, sample.line(i), sample.thread)?;
         }
         if let Some(n) = self.nodes.get_mut(node as usize) {
             n.samples += sample.weight;
@@ -432,16 +503,15 @@ impl<W: Write + Send> EventSink for PprofSink<W> {
     }
 
     fn finish(&mut self) -> io::Result<()> {
-        let bytes = self.encode();
         let Some(mut out) = self.out.take() else {
             return Ok(());
         };
         if self.gzip {
             let mut gz = GzEncoder::new(&mut out, Compression::default());
-            gz.write_all(&bytes)?;
+            self.encode(&mut gz)?;
             gz.finish()?;
         } else {
-            out.write_all(&bytes)?;
+            self.encode(&mut out)?;
         }
         out.flush()
     }

@@ -47,6 +47,7 @@ pub mod replay;
 pub mod source;
 pub mod span;
 pub mod stack;
+mod trie;
 
 pub use clock::Clock;
 pub use events::ThreadId;

@@ -10,40 +10,80 @@
 //! * [`StackTree::write_folded`]: *the* folded-stacks writer (`a;b;c 123` lines, sorted; frame
 //!   names with `;` → `:` and line breaks → spaces, so that every name stays one frame).
 
-use rustc_hash::FxHashMap;
 use std::io::{self, Write};
 
 use crate::events::{CallPath, Enter, EventSink, Sample, TraceInfo};
 use crate::func::{FuncId, FuncInfo, FunctionTable};
 use crate::replay::Fold;
 use crate::span::{Span, SpanSink};
+use crate::trie::{self, Children, Chunks, Found, Linked, NONE};
 
 mod folded;
 
-#[derive(Clone, Debug, Default)]
+/// A call path (40 bytes: an input of 50 MB can hold 12.5M, issue #23 B5). Its children are a
+/// list through `first_child` and `next_sibling`, newest first ([`crate::trie`]).
+#[derive(Clone, Debug)]
 struct Node {
     func: FuncId,
-    children: Vec<u32>,
+    first_child: u32,
+    next_sibling: u32,
     count: u64,
     inclusive: u64,
     exclusive: u64,
 }
 
+impl Node {
+    fn new(func: FuncId) -> Node {
+        Node {
+            func,
+            first_child: NONE,
+            next_sibling: NONE,
+            count: 0,
+            inclusive: 0,
+            exclusive: 0,
+        }
+    }
+
+    fn has_children(&self) -> bool {
+        self.first_child != NONE
+    }
+}
+
+impl Linked for Node {
+    fn func(&self) -> FuncId {
+        self.func
+    }
+    fn first_child(&self) -> u32 {
+        self.first_child
+    }
+    fn next_sibling(&self) -> u32 {
+        self.next_sibling
+    }
+    fn set_first_child(&mut self, n: u32) {
+        self.first_child = n;
+    }
+    fn set_next_sibling(&mut self, n: u32) {
+        self.next_sibling = n;
+    }
+}
+
 /// Call paths of one thread (or several merged) with counts, inclusive and exclusive time.
 #[derive(Clone, Debug)]
 pub struct StackTree {
-    nodes: Vec<Node>,
-    /// Children by (parent, function): looked up once per call or sampled frame, so a fast
-    /// non-cryptographic hash (the keys are the trace's own small integers).
-    index: FxHashMap<(u32, FuncId), u32>,
+    /// Node 0 is the root; the others in the order their paths were first seen.
+    nodes: Chunks<Node>,
+    /// Children of nodes with many (a child is looked up once per call or sampled frame).
+    index: Children,
     path: Vec<u32>,
 }
 
 impl Default for StackTree {
     fn default() -> Self {
+        let mut nodes = Chunks::default();
+        nodes.push(Node::new(FuncId(0)));
         StackTree {
-            nodes: vec![Node::default()],
-            index: FxHashMap::default(),
+            nodes,
+            index: Children::default(),
             path: Vec::new(),
         }
     }
@@ -146,25 +186,37 @@ impl StackTree {
         }
     }
 
+    /// Number of call paths (nodes below the root), with calls or not.
+    pub fn len(&self) -> usize {
+        self.nodes.len().saturating_sub(1)
+    }
+
     /// Whether no call or sample was added.
     pub fn is_empty(&self) -> bool {
         self.nodes.iter().all(|n| n.count == 0)
     }
 
+    /// The node of `func` called from `parent`, made if new. A tree of 4G nodes (an input of
+    /// 16 GB) has no room for more: their calls count at the parent.
     fn child(&mut self, parent: u32, func: FuncId) -> u32 {
-        if let Some(&n) = self.index.get(&(parent, func)) {
-            return n;
+        match self.index.find(&self.nodes, parent, func) {
+            Found::Yes(n) => n,
+            Found::No(had) => {
+                let Some(n) = u32::try_from(self.nodes.len()).ok().filter(|&n| n < NONE) else {
+                    return parent;
+                };
+                self.nodes.push(Node::new(func));
+                self.index.link(&mut self.nodes, parent, had, n);
+                n
+            }
         }
-        let n = self.nodes.len() as u32;
-        self.nodes.push(Node {
-            func,
-            ..Node::default()
-        });
-        if let Some(p) = self.nodes.get_mut(parent as usize) {
-            p.children.push(n);
-        }
-        self.index.insert((parent, func), n);
-        n
+    }
+
+    /// The children of `n` in the order they were first seen.
+    fn children_in_order(&self, n: u32) -> Vec<u32> {
+        let mut v: Vec<u32> = trie::children(&self.nodes, n).collect();
+        v.reverse();
+        v
     }
 
     /// Adds `other`'s paths and totals into this tree.
@@ -177,10 +229,7 @@ impl StackTree {
     fn merge_under(&mut self, at: u32, other: &StackTree) {
         let mut todo: Vec<(u32, u32)> = vec![(0, at)];
         while let Some((theirs, mine)) = todo.pop() {
-            let Some(t) = other.nodes.get(theirs as usize) else {
-                continue;
-            };
-            for &c in &t.children {
+            for c in other.children_in_order(theirs) {
                 let Some(tc) = other.nodes.get(c as usize) else {
                     continue;
                 };
@@ -195,15 +244,14 @@ impl StackTree {
         }
     }
 
-    /// Every path with at least one completed call, depth first, children in first-call order.
-    pub fn paths(&self) -> Vec<PathStats> {
-        let mut out = Vec::new();
+    /// Calls `visit` with every node below the root, depth first (children in first-call
+    /// order): its path (outermost first, the node's function last) and its totals.
+    pub fn for_each_node(&self, mut visit: impl FnMut(&[FuncId], &NodeStats)) {
         let mut todo: Vec<(u32, usize)> = Vec::new();
         let mut path: Vec<FuncId> = Vec::new();
-        if let Some(root) = self.nodes.first() {
-            for &c in root.children.iter().rev() {
-                todo.push((c, 0));
-            }
+        // Children newest first: the oldest is taken first.
+        for c in trie::children(&self.nodes, 0) {
+            todo.push((c, 0));
         }
         while let Some((n, depth)) = todo.pop() {
             let Some(node) = self.nodes.get(n as usize) else {
@@ -211,23 +259,40 @@ impl StackTree {
             };
             path.truncate(depth);
             path.push(node.func);
-            if node.count > 0 {
-                out.push(PathStats {
-                    path: path.clone(),
+            visit(
+                &path,
+                &NodeStats {
                     count: node.count,
                     inclusive: node.inclusive,
                     exclusive: node.exclusive,
-                });
-            }
-            for &c in node.children.iter().rev() {
+                },
+            );
+            for c in trie::children(&self.nodes, n) {
                 todo.push((c, depth + 1));
             }
         }
+    }
+
+    /// Every path with at least one completed call, depth first, children in first-call order.
+    pub fn paths(&self) -> Vec<PathStats> {
+        let mut out = Vec::new();
+        self.for_each_node(|path, n| {
+            if n.count > 0 {
+                out.push(PathStats {
+                    path: path.to_vec(),
+                    count: n.count,
+                    inclusive: n.inclusive,
+                    exclusive: n.exclusive,
+                });
+            }
+        });
         out
     }
 
     /// The `n` call paths with the most exclusive time, as an aligned table; `time` shows a raw
-    /// value with its unit (e.g. [`crate::account::human_time`]).
+    /// value with its unit (e.g. [`crate::account::human_time`]). Only those `n` paths are
+    /// copied out of the tree, and names are written as they are looked up (a path can be
+    /// 12.5M functions deep: issue #23 B5).
     pub fn write_top(
         &self,
         out: &mut dyn Write,
@@ -235,10 +300,43 @@ impl StackTree {
         n: usize,
         time: &dyn Fn(u64) -> String,
     ) -> io::Result<()> {
-        let mut paths = self.paths();
-        paths.sort_by_key(|p| std::cmp::Reverse(p.exclusive));
-        let total = paths.len();
-        paths.truncate(n);
+        // Paths with calls, by exclusive time (ties in tree order), as their place in the walk.
+        let mut order: Vec<(u64, usize)> = Vec::new();
+        let mut at = 0usize;
+        self.for_each_node(|_, s| {
+            if s.count > 0 {
+                order.push((s.exclusive, at));
+            }
+            at += 1;
+        });
+        let total = order.len();
+        order.sort_by_key(|&(excl, _)| std::cmp::Reverse(excl));
+        order.truncate(n);
+        let mut rank: Vec<(usize, usize)> = order
+            .iter()
+            .enumerate()
+            .map(|(r, &(_, at))| (at, r))
+            .collect();
+        rank.sort_unstable();
+        let mut paths: Vec<Option<PathStats>> = vec![None; order.len()];
+        let mut at = 0usize;
+        let mut next = rank.iter().peekable();
+        self.for_each_node(|path, s| {
+            if let Some(&&(want, r)) = next.peek() {
+                if want == at {
+                    next.next();
+                    if let Some(slot) = paths.get_mut(r) {
+                        *slot = Some(PathStats {
+                            path: path.to_vec(),
+                            count: s.count,
+                            inclusive: s.inclusive,
+                            exclusive: s.exclusive,
+                        });
+                    }
+                }
+            }
+            at += 1;
+        });
         writeln!(
             out,
             "Unique stacks: {total}; top {} by self time:",
@@ -249,19 +347,38 @@ impl StackTree {
             "{:>12} {:>12} {:>10}  stack",
             "self", "inclusive", "calls"
         )?;
-        for p in &paths {
-            let stack: Vec<String> = p.path.iter().map(|f| names.name(*f)).collect();
-            writeln!(
+        for p in paths.iter().flatten() {
+            write!(
                 out,
-                "{:>12} {:>12} {:>10}  {}",
+                "{:>12} {:>12} {:>10}  ",
                 time(p.exclusive),
                 time(p.inclusive),
                 p.count,
-                stack.join(" > ")
             )?;
+            for (i, f) in p.path.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b" > ")?;
+                }
+                match names.get(*f).and_then(|info| info.name.as_deref()) {
+                    Some(name) => out.write_all(name.as_bytes())?,
+                    None => write!(out, "#{}", f.0)?,
+                }
+            }
+            out.write_all(b"\n")?;
         }
         Ok(())
     }
+}
+
+/// A node's totals (see [`StackTree::for_each_node`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeStats {
+    /// Calls (samples).
+    pub count: u64,
+    /// Inclusive time (raw units).
+    pub inclusive: u64,
+    /// Exclusive time (raw units).
+    pub exclusive: u64,
 }
 
 /// An open call of a thread in a [`StackSink`].

@@ -13,6 +13,7 @@ use profkit_analysis::diff::{self, DiffKey, DiffReport, DiffUnit};
 use profkit_analysis::graph::dot;
 use profkit_export::folded::{differential, write_differential_svg};
 use profkit_export::Output;
+use profkit_model::func::FunctionTable;
 use profkit_model::stack::{StackSink, Value};
 
 use crate::cli::{DiffArgs, DiffFormat, DiffSort};
@@ -57,10 +58,30 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode> {
             .each_ref()
             .map(|(o, _)| o.format == Format::XrayProfile);
         let tsc_hz = args.clock.tsc_hz.filter(|_| profile[0] == profile[1]);
-        let [a, b] = inputs
-            .each_ref()
-            .map(|(o, m)| named(o.name(), stacks(o, m, tsc_hz)));
-        let (a, b) = (a?, b?);
+        // A table needs only each input's per-function totals: they are taken, and the input's
+        // call tree let go, before the next input is read (two trees and their totals at once
+        // passed 2 GB on an XRay profile naming 12.5M functions: issue #23 B5).
+        let table = !matches!(args.format, DiffFormat::Folded | DiffFormat::Svg);
+        let ident = |v: u64| v;
+        let read = |(o, m): &(Opened, Vec<String>)| -> Result<(Stacks, FunctionTable)> {
+            let mut s = named(o.name(), stacks(o, m, tsc_hz))?;
+            let functions = if table {
+                std::mem::take(&mut s.sink.functions)
+            } else {
+                FunctionTable::new()
+            };
+            Ok((s, functions))
+        };
+        let (mut a, functions_a) = read(&inputs[0])?;
+        let totals_a = table.then(|| diff::totals(a.sink.tree(), &functions_a, &ident));
+        if table {
+            a.sink = StackSink::new();
+        }
+        let (mut b, functions_b) = read(&inputs[1])?;
+        let totals_b = table.then(|| diff::totals(b.sink.tree(), &functions_b, &ident));
+        if table {
+            b.sink = StackSink::new();
+        }
         let [name_a, name_b] = [inputs[0].0.name(), inputs[1].0.name()];
         if a.kind != b.kind {
             bail!(
@@ -76,7 +97,14 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode> {
                 b.unit.name()
             );
         }
-        table_or_flame(args, [&inputs[0].0, &inputs[1].0], [&a, &b], &mut out)?;
+        let totals = totals_a.zip(totals_b);
+        table_or_flame(
+            args,
+            [&inputs[0].0, &inputs[1].0],
+            [&a, &b],
+            totals,
+            &mut out,
+        )?;
         if a.kind == Kind::CallPaths && a.unit == DiffUnit::Ticks {
             output::print_ticks_note(name_a);
             output::print_ticks_note(name_b);
@@ -163,10 +191,13 @@ fn stacks(opened: &Opened, instr_maps: &[String], tsc_hz: Option<u64>) -> Result
     })
 }
 
+/// The table (from `totals`, each input's per-function totals) or the differential flame
+/// graph (from the inputs' stacks).
 fn table_or_flame(
     args: &DiffArgs,
     opened: [&Opened; 2],
     inputs: [&Stacks; 2],
+    totals: Option<(diff::InputTotals<'_>, diff::InputTotals<'_>)>,
     out: &mut dyn Write,
 ) -> Result<()> {
     let [a, b] = inputs.map(|s| &s.sink);
@@ -197,12 +228,10 @@ fn table_or_flame(
         DiffSort::Total => DiffKey::Total,
         DiffSort::Calls => DiffKey::Calls,
     };
-    let ident = |v: u64| v;
-    let mut rows = diff::rows(
-        &diff::totals(a.tree(), &a.functions, &ident),
-        &diff::totals(b.tree(), &b.functions, &ident),
-        key,
-    );
+    let Some((totals_a, totals_b)) = totals else {
+        bail!("internal: a diff table without totals");
+    };
+    let mut rows = diff::rows(totals_a, totals_b, key);
     let functions = rows.len();
     if let Some(n) = args.top.filter(|&n| n > 0) {
         rows.truncate(n);

@@ -392,3 +392,132 @@ fn inject_onto_a_full_disk_leaves_nothing_and_names_the_file() {
         );
     }
 }
+
+/// The staged temporary files (`.NAME.profkit-PID-N-….tmp`) left in `dir`.
+fn temporaries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".profkit-") && n.ends_with(".tmp"))
+        .collect()
+}
+
+/// B13: a command ended by an allocation that failed (the allocator's "error: out of memory",
+/// exit 2) removes its staged temporary files on its way out (they stayed until the next run
+/// that wrote in the directory). The address space is lowered until `convert` runs out of it
+/// after staging its output (a 2M-deep profile: its call trees need ~150 MB).
+#[test]
+fn out_of_memory_leaves_no_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("deep.xprof"), deep_profile(2_000_000)).unwrap();
+    let mut oom = Vec::new();
+    for kib in [
+        400_000, 300_000, 250_000, 200_000, 170_000, 150_000, 130_000, 110_000,
+    ] {
+        for out in ["out.folded", "out.speedscope.json", "out.pb.gz"] {
+            let limit = format!("ulimit -v {kib}");
+            let args = ["convert", "deep.xprof", "-o", out];
+            let o = run_limited(dir.path(), &limit, &[], &args, false);
+            let what = format!("{} under {limit}", args.join(" "));
+            assert_clean(&what, &o, &[0, 2]);
+            let err = String::from_utf8_lossy(&o.stderr);
+            if err.contains("error: out of memory") {
+                oom.push(what.clone());
+            }
+            assert_eq!(
+                temporaries(dir.path()),
+                Vec::<String>::new(),
+                "{what}: {err}"
+            );
+            let _ = std::fs::remove_file(dir.path().join(out));
+        }
+    }
+    assert!(!oom.is_empty(), "no limit ran out of memory");
+}
+
+/// B13: SIGTERM and SIGINT end a conversion as they did (killed by the signal), its staged
+/// temporary file removed on the way out.
+#[test]
+fn a_signal_leaves_no_temporary_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("deep.xprof"), deep_profile(3_000_000)).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("profkit");
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let mut child = Command::new(&bin)
+            .current_dir(dir.path())
+            .args(["convert", "deep.xprof", "-o", "out.svg"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while temporaries(dir.path()).is_empty() && start.elapsed().as_secs() < 30 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let staged = !temporaries(dir.path()).is_empty();
+        // SAFETY: a signal to the child this test started.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, sig);
+        }
+        let status = child.wait().unwrap();
+        if !staged || status.success() {
+            // It finished first (a very fast machine): nothing to check.
+            eprintln!("a_signal_leaves_no_temporary_file: the conversion finished first");
+            continue;
+        }
+        assert_eq!(status.signal(), Some(sig), "{status:?}");
+        assert_eq!(temporaries(dir.path()), Vec::<String>::new());
+        assert!(!dir.path().join("out.svg").exists());
+    }
+}
+
+/// An XRay profiling-mode file of `records` call paths `main;f` (one thread), each `f` a
+/// function of its own (ids 2, 3, …), with 1 call and its time.
+fn wide_profile(records: u32) -> Vec<u8> {
+    let mut b = Vec::new();
+    for v in [0x7872_6179_7072_6f66u64, 0x2018_0424, 0, 42] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    b.extend_from_slice(&(16 + records * 28).to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes());
+    b.extend_from_slice(&7u64.to_le_bytes());
+    for i in 0..records {
+        for v in [2 + i, 1, 0] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&1u64.to_le_bytes());
+        b.extend_from_slice(&u64::from(10 + i % 1000).to_le_bytes());
+    }
+    b
+}
+
+/// B5: an XRay profiling-mode file whose call paths name a million distinct functions (4 MB)
+/// cost 100-700 bytes per function (an 8 MB file: 1.4 GB for firefox, 1.2 GB for `diff`; over
+/// ~12 MB, `ulimit -v 2000000` tripped). Now ~100 bytes per function for the commands that keep
+/// every function (folded, speedscope, account, stack, diff): under 600 MB of address space
+/// here, where each took 0.5-1.4 GB before. The 50 MB measurements are
+/// `scripts/limits/xray-profile.sh` (docs/BENCHMARKS.md).
+#[test]
+fn an_xray_profile_naming_a_million_functions_stays_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("deep.xprof"), deep_profile(1_000_000)).unwrap();
+    std::fs::write(dir.path().join("wide.xprof"), wide_profile(300_000)).unwrap();
+    for file in ["deep.xprof", "wide.xprof"] {
+        for args in [
+            &["info", file][..],
+            &["validate", file],
+            &["convert", file, "-o", "out.folded"],
+            &["convert", file, "-o", "out.speedscope.json"],
+            &["account", file],
+            &["stack", file],
+            &["diff", file, file],
+        ] {
+            let o = run_limited(dir.path(), "ulimit -v 600000", &[], args, false);
+            assert_clean(&args.join(" "), &o, &[0]);
+            assert_eq!(temporaries(dir.path()), Vec::<String>::new());
+        }
+    }
+    let folded = std::fs::read_to_string(dir.path().join("out.folded")).unwrap();
+    assert_eq!(folded.lines().count(), 300_000);
+}

@@ -20,6 +20,8 @@
 use std::collections::HashMap;
 use std::io;
 
+use crate::trie::{self, Children, Chunks, Found, Linked, NONE};
+
 use profkit_xray::profile::{Profile, ProfileEntry};
 use profkit_xray::Truncation;
 
@@ -31,82 +33,124 @@ use crate::func::{FuncId, FunctionTable};
 use crate::replay::Fold;
 use crate::span::BuilderStats;
 
-/// A call path of a thread's tree.
+/// A call path of a thread's tree (32 bytes: a file of 50 MB can hold 12.5M of them, issue
+/// #23 B5).
 #[derive(Clone, Copy, Debug)]
 struct Node {
     func: FuncId,
-    /// Index of the caller's node; `u32::MAX` for a root.
+    /// Index of the caller's node (0, the tree's root, for a root call).
     parent: u32,
+    first_child: u32,
+    next_sibling: u32,
     calls: u64,
     inclusive: u64,
-    /// Inclusive time of the callees (the nodes one deeper).
-    callees: u64,
 }
 
-const ROOT: u32 = u32::MAX;
+impl Linked for Node {
+    fn func(&self) -> FuncId {
+        self.func
+    }
+    fn first_child(&self) -> u32 {
+        self.first_child
+    }
+    fn next_sibling(&self) -> u32 {
+        self.next_sibling
+    }
+    fn set_first_child(&mut self, n: u32) {
+        self.first_child = n;
+    }
+    fn set_next_sibling(&mut self, n: u32) {
+        self.next_sibling = n;
+    }
+}
 
 /// Cumulative times from here on wrapped below zero (`profile-time-wrapped` of `validate`).
 const WRAPPED: u64 = 1 << 63;
 
-/// One thread's call paths.
-#[derive(Debug, Default)]
+/// One thread's call paths: node 0 is the root above the thread's root calls; the others in
+/// the order their paths first appeared (callers before callees).
+#[derive(Debug)]
 struct ThreadTree {
-    nodes: Vec<Node>,
-    index: HashMap<(u32, FuncId), u32>,
+    nodes: Chunks<Node>,
+    children: Children,
+}
+
+impl Default for ThreadTree {
+    fn default() -> Self {
+        let mut nodes = Chunks::default();
+        nodes.push(Node {
+            func: FuncId(0),
+            parent: NONE,
+            first_child: NONE,
+            next_sibling: NONE,
+            calls: 0,
+            inclusive: 0,
+        });
+        ThreadTree {
+            nodes,
+            children: Children::default(),
+        }
+    }
 }
 
 impl ThreadTree {
-    fn add(&mut self, path: impl Iterator<Item = u32>, calls: u64, time: u64) {
-        let mut at = ROOT;
+    /// Adds a record; false (nothing added) when the tree has no room for its new nodes (4G
+    /// nodes: a file of 16 GB).
+    fn add(&mut self, path: impl Iterator<Item = u32>, calls: u64, time: u64) -> bool {
+        let mut at = 0u32;
         for id in path {
             let func = FuncId(id);
-            let next = self.nodes.len() as u32;
-            let n = *self.index.entry((at, func)).or_insert(next);
-            if n == next {
-                self.nodes.push(Node {
-                    func,
-                    parent: at,
-                    calls: 0,
-                    inclusive: 0,
-                    callees: 0,
-                });
-            }
-            at = n;
-        }
-        if let Some(node) = self.nodes.get_mut(at as usize) {
-            node.calls = node.calls.saturating_add(calls);
-            node.inclusive = node.inclusive.saturating_add(time);
-        }
-    }
-
-    /// Sums each node's callees' time into it (children come after their parents).
-    fn finish(&mut self) {
-        for i in (0..self.nodes.len()).rev() {
-            let Some(&n) = self.nodes.get(i) else {
-                continue;
+            at = match self.children.find(&self.nodes, at, func) {
+                Found::Yes(n) => n,
+                Found::No(had) => {
+                    let Some(n) = u32::try_from(self.nodes.len()).ok().filter(|&n| n < NONE) else {
+                        return false;
+                    };
+                    self.nodes.push(Node {
+                        func,
+                        parent: at,
+                        first_child: NONE,
+                        next_sibling: NONE,
+                        calls: 0,
+                        inclusive: 0,
+                    });
+                    self.children.link(&mut self.nodes, at, had, n);
+                    n
+                }
             };
-            if let Some(p) = self.nodes.get_mut(n.parent as usize) {
-                p.callees = p.callees.saturating_add(n.inclusive);
+        }
+        if at != 0 {
+            if let Some(node) = self.nodes.get_mut(at as usize) {
+                node.calls = node.calls.saturating_add(calls);
+                node.inclusive = node.inclusive.saturating_add(time);
             }
         }
+        true
     }
 
-    /// Calls `f` with every path that has calls or time, callers before callees.
-    fn paths(&self, mut f: impl FnMut(&[FuncId], &Node)) {
+    /// Calls `f` with every path that has calls or time, callers before callees, and the
+    /// inclusive time of its callees (the nodes one deeper).
+    fn paths(&self, mut f: impl FnMut(&[FuncId], &Node, u64)) {
         let mut stack: Vec<FuncId> = Vec::new();
-        for n in &self.nodes {
+        for (i, n) in self.nodes.iter().enumerate().skip(1) {
             if n.calls == 0 && n.inclusive == 0 {
                 continue;
             }
             stack.clear();
             stack.push(n.func);
             let mut p = n.parent;
-            while let Some(up) = self.nodes.get(p as usize) {
+            while p != 0 {
+                let Some(up) = self.nodes.get(p as usize) else {
+                    break;
+                };
                 stack.push(up.func);
                 p = up.parent;
             }
             stack.reverse();
-            f(&stack, n);
+            let callees = trie::children(&self.nodes, i as u32)
+                .filter_map(|c| self.nodes.get(c as usize))
+                .fold(0u64, |sum, c| sum.saturating_add(c.inclusive));
+            f(&stack, n, callees);
         }
     }
 }
@@ -129,6 +173,7 @@ fn read(profile: &Profile<'_>) -> Read {
     let mut problems = Vec::new();
     let mut empty = 0u64;
     let mut wrapped = 0u64;
+    let mut full = 0u64;
     let mut it = profile.entries();
     for entry in it.by_ref() {
         match entry {
@@ -166,7 +211,15 @@ fn read(profile: &Profile<'_>) -> Read {
                     r.cumulative_time
                 };
                 if let Some((_, t)) = threads.get_mut(current) {
-                    t.add(r.path.root_first(), r.call_count, time);
+                    if !t.add(r.path.root_first(), r.call_count, time) {
+                        full += 1;
+                        if full == 1 {
+                            problems.push(format!(
+                                "record #{} at offset {:#x}: the thread's call tree is full (4G call paths): skipped, with the records after it that add paths",
+                                r.index, r.offset
+                            ));
+                        }
+                    }
                 }
             }
             ProfileEntry::Problem(e) => problems.push(e.to_string()),
@@ -176,9 +229,6 @@ fn read(profile: &Profile<'_>) -> Read {
         problems.push(format!(
             "{empty} records with an empty call path in all (skipped)"
         ));
-    }
-    for (_, t) in &mut threads {
-        t.finish();
     }
     Read {
         threads,
@@ -210,13 +260,13 @@ pub fn fold<F: Fold>(profile: &Profile<'_>, make: impl Fn(ThreadId) -> F) -> Fol
     let mut threads = Vec::with_capacity(r.threads.len());
     for (key, tree) in &r.threads {
         let mut f = make(*key);
-        tree.paths(|stack, n| {
+        tree.paths(|stack, n, callees| {
             let path = CallPath {
                 thread: 0,
                 stack,
                 calls: n.calls,
                 inclusive: n.inclusive,
-                exclusive: n.inclusive.saturating_sub(n.callees),
+                exclusive: n.inclusive.saturating_sub(callees),
             };
             if !f.call_path(&path) {
                 refused += 1;
@@ -264,7 +314,7 @@ pub fn feed(
     }
     for (i, (_, tree)) in r.threads.iter().enumerate() {
         let mut result = Ok(());
-        tree.paths(|stack, n| {
+        tree.paths(|stack, n, callees| {
             if result.is_err() {
                 return;
             }
@@ -273,7 +323,7 @@ pub fn feed(
                 stack,
                 calls: n.calls,
                 inclusive: clock.to_ns(n.inclusive),
-                exclusive: clock.to_ns(n.inclusive.saturating_sub(n.callees)),
+                exclusive: clock.to_ns(n.inclusive.saturating_sub(callees)),
             });
         });
         result?;

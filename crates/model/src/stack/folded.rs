@@ -22,6 +22,7 @@ use rustc_hash::FxHashMap;
 
 use super::{StackTree, Value};
 use crate::func::{FuncId, FunctionTable};
+use crate::trie;
 
 /// What follows an entry's name.
 #[derive(Clone, Copy)]
@@ -40,9 +41,42 @@ enum Nodes {
     Many(u32),
 }
 
+/// A frame's name as written: escaped from the function table, or `#ID` for a function the
+/// table does not name, made when it is needed (an input can name 12.5M functions no table
+/// names: issue #23 B5).
+#[derive(Clone, Copy)]
+enum Name<'n> {
+    Table(&'n [u8]),
+    Id { text: [u8; 11], len: u8 },
+}
+
+impl<'n> Name<'n> {
+    fn id(func: FuncId) -> Name<'n> {
+        let mut text = [0u8; 11];
+        text[0] = b'#';
+        let mut itoa = itoa::Buffer::new();
+        let digits = itoa.format(func.0).as_bytes();
+        let len = 1 + digits.len();
+        if let Some(d) = text.get_mut(1..len) {
+            d.copy_from_slice(digits);
+        }
+        Name::Id {
+            text,
+            len: len as u8,
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Name::Table(b) => b,
+            Name::Id { text, len } => text.get(..usize::from(*len)).unwrap_or_default(),
+        }
+    }
+}
+
 #[derive(Clone, Copy)]
 struct Entry<'n> {
-    name: &'n [u8],
+    name: Name<'n>,
     rest: Rest,
 }
 
@@ -64,8 +98,13 @@ impl Entry<'_> {
 
     /// Byte order of `name`, separator, tail.
     fn cmp_bytes(&self, other: &Entry<'_>) -> Ordering {
-        let a = self.name.iter().copied().chain([self.separator()]);
-        let b = other.name.iter().copied().chain([other.separator()]);
+        let a = self.name.bytes().iter().copied().chain([self.separator()]);
+        let b = other
+            .name
+            .bytes()
+            .iter()
+            .copied()
+            .chain([other.separator()]);
         a.chain(self.tail().iter().copied())
             .cmp(b.chain(other.tail().iter().copied()))
     }
@@ -92,24 +131,22 @@ impl StackTree {
         to_output_units: &dyn Fn(u64) -> u64,
         line: &mut dyn FnMut(&[u8]) -> io::Result<()>,
     ) -> io::Result<()> {
-        // Every node's escaped name, a range of one arena (one lookup per node, one escape per
-        // function).
+        // The escaped name of every function the table names, a range of one arena (one
+        // escape per function); the others are `#ID`, made as they are written.
         let mut arena: Vec<u8> = Vec::new();
         let mut by_func: FxHashMap<FuncId, (usize, usize)> = FxHashMap::default();
-        let ranges: Vec<(usize, usize)> = self
-            .nodes
-            .iter()
-            .map(|n| {
-                *by_func.entry(n.func).or_insert_with(|| {
+        for n in self.nodes.iter() {
+            if let Some(name) = names.get(n.func).and_then(|f| f.name.as_deref()) {
+                by_func.entry(n.func).or_insert_with(|| {
                     let start = arena.len();
-                    arena.extend(escape(&names.name(n.func)));
+                    arena.extend(escape(name));
                     (start, arena.len())
-                })
-            })
-            .collect();
-        let escaped = NodeNames {
+                });
+            }
+        }
+        let escaped = FuncNames {
             arena: &arena,
-            ranges: &ranges,
+            by_func: &by_func,
         };
         let value_of = |n: &super::Node| -> u64 {
             if n.count == 0 {
@@ -138,8 +175,9 @@ impl StackTree {
             };
             top.next += 1;
             let prefix_len = top.prefix_len;
+            let last = top.next == top.entries.len();
             buf.truncate(prefix_len);
-            buf.extend_from_slice(entry.name);
+            buf.extend_from_slice(entry.name.bytes());
             match entry.rest {
                 Rest::Line { .. } => {
                     buf.push(b' ');
@@ -148,6 +186,11 @@ impl StackTree {
                 }
                 Rest::Below(nodes) => {
                     buf.push(b';');
+                    if last {
+                        // Nothing left at this level: the level below takes its place, so a
+                        // chain of 12.5M single calls keeps one level, not 12.5M.
+                        levels.pop();
+                    }
                     let next = self.level(nodes, &mut groups, &escaped, &value_of, buf.len());
                     levels.push(next);
                 }
@@ -161,7 +204,7 @@ impl StackTree {
         &self,
         parents: Nodes,
         groups: &mut Vec<Vec<u32>>,
-        escaped: &NodeNames<'n>,
+        escaped: &FuncNames<'n>,
         value_of: &dyn Fn(&super::Node) -> u64,
         prefix_len: usize,
     ) -> Level<'n> {
@@ -181,16 +224,13 @@ impl StackTree {
         };
         let mut entries: Vec<Entry<'n>> = Vec::new();
         // Children with lines below them, by name.
-        let mut below: Vec<(&'n [u8], u32)> = Vec::new();
+        let mut below: Vec<(Name<'n>, u32)> = Vec::new();
         for &p in parents {
-            let Some(parent) = self.nodes.get(p as usize) else {
-                continue;
-            };
-            for &c in &parent.children {
+            for c in trie::children(&self.nodes, p) {
                 let Some(child) = self.nodes.get(c as usize) else {
                     continue;
                 };
-                let name = escaped.of(c);
+                let name = escaped.of(child.func);
                 let v = value_of(child);
                 if v != 0 {
                     let mut digits = [0u8; 20];
@@ -207,15 +247,18 @@ impl StackTree {
                         },
                     });
                 }
-                if !child.children.is_empty() {
+                if child.has_children() {
                     below.push((name, c));
                 }
             }
         }
-        below.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        below.sort_unstable_by(|a, b| a.0.bytes().cmp(b.0.bytes()));
         let mut rest = &below[..];
         while let Some(&(name, first)) = rest.first() {
-            let same = rest.iter().take_while(|(n, _)| *n == name).count();
+            let same = rest
+                .iter()
+                .take_while(|(n, _)| n.bytes() == name.bytes())
+                .count();
             let (group, tail) = rest.split_at(same);
             let nodes = if same == 1 {
                 Nodes::One(first)
@@ -231,8 +274,9 @@ impl StackTree {
         }
         entries.sort_unstable_by(|a, b| {
             // Nearly always decided inside the names.
-            let n = a.name.len().min(b.name.len());
-            match a.name.get(..n).cmp(&b.name.get(..n)) {
+            let (an, bn) = (a.name.bytes(), b.name.bytes());
+            let n = an.len().min(bn.len());
+            match an.get(..n).cmp(&bn.get(..n)) {
                 Ordering::Equal => a.cmp_bytes(b),
                 order => order,
             }
@@ -281,19 +325,19 @@ impl StackTree {
     }
 }
 
-/// The escaped names of a tree's nodes.
-struct NodeNames<'n> {
+/// The escaped names of a tree's functions.
+struct FuncNames<'n> {
     arena: &'n [u8],
-    /// By node: its name's range of `arena`.
-    ranges: &'n [(usize, usize)],
+    /// The functions the table names: their name's range of `arena`.
+    by_func: &'n FxHashMap<FuncId, (usize, usize)>,
 }
 
-impl<'n> NodeNames<'n> {
-    fn of(&self, node: u32) -> &'n [u8] {
-        self.ranges
-            .get(node as usize)
-            .and_then(|&(start, end)| self.arena.get(start..end))
-            .unwrap_or(b"?")
+impl<'n> FuncNames<'n> {
+    fn of(&self, func: FuncId) -> Name<'n> {
+        match self.by_func.get(&func) {
+            Some(&(start, end)) => Name::Table(self.arena.get(start..end).unwrap_or(b"?")),
+            None => Name::id(func),
+        }
     }
 }
 
