@@ -40,7 +40,7 @@ fn check_diff(data: &[u8]) {
         diff::totals(b.tree(), &b.functions, &ident),
     );
     for key in [DiffKey::SelfTime, DiffKey::Total, DiffKey::Calls] {
-        let rows = diff::rows(&ta, &tb, key);
+        let rows = diff::rows(ta.clone(), tb.clone(), key);
         let report = DiffReport {
             a: "a",
             b: "b",

@@ -54,7 +54,7 @@ fuzz_target!(|data: &[u8]| {
     let opts = xray::FeedOptions::default();
     if xray::feed(&trace, &names, "fuzz", &opts, &mut sink).is_ok() {
         let t = diff::totals(sink.tree(), &sink.functions, &|v| v);
-        let rows = diff::rows(&t, &t, diff::DiffKey::Total);
+        let rows = diff::rows(t.clone(), t.clone(), diff::DiffKey::Total);
         assert!(rows.iter().all(|r| r.a == r.b));
         let report = diff::DiffReport {
             a: "a",
