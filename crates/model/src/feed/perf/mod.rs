@@ -203,15 +203,16 @@ pub fn feed(
     release: Option<&(dyn Fn(u64, u64) + Sync)>,
     sink: &mut dyn EventSink,
 ) -> io::Result<(FeedSummary, PerfReport)> {
-    let perf = PerfData::parse(data).map_err(invalid)?;
+    let perf = PerfData::parse_releasing(data, release).map_err(invalid)?;
     let attr = sampled_event(&perf, opts.event.as_deref())?;
     let mut walk = Walk::new(&perf, opts, attr);
     let functions = FunctionTable::new();
     let mut begun = false;
     let outcome = perf
         .with_events_read_ahead(|events| -> io::Result<_> {
-            // Parsing checked the framing of every record, reading the whole file: drop those pages
-            // now (the walk reads them again, in order, and drops them behind itself).
+            // Parsing checked the framing of every record and dropped the pages behind itself;
+            // drop what it read last, and the header's and feature sections' pages, too (the walk
+            // reads the records again, in order, and drops them behind itself).
             if let Some(release) = release {
                 release(0, data.len() as u64);
             }
