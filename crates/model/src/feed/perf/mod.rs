@@ -104,7 +104,9 @@ fn starts_jit_function(
     ra: u64,
     time: Option<u64>,
 ) -> bool {
-    dump.and_then(|d| d.map.region_at(ra, time).and_then(|i| d.map.region(i)))
+    // Most return addresses start no region: the binary search says so without `region_at`.
+    dump.filter(|d| d.map.starts_region(ra))
+        .and_then(|d| d.map.region_at(ra, time).and_then(|i| d.map.region(i)))
         .is_some_and(|r| r.start == ra)
         || map
             .and_then(|m| m.map.covering(ra))
