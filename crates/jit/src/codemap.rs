@@ -169,6 +169,13 @@ pub struct CodeMap {
     regions: Vec<Region>,
     /// Region indices sorted by start address.
     by_start: Vec<usize>,
+    /// `starts[i]` = the start of region `by_start[i]`: the lookups' binary searches run over
+    /// these packed addresses instead of following each index into `regions` (two cache
+    /// misses a step; the sampler's hot loop).
+    starts: Vec<u64>,
+    /// The same addresses, hashed: whether an address starts a region, in one probe (asked of
+    /// every return address of every sample).
+    start_set: rustc_hash::FxHashSet<u64>,
     /// `max_end[i]` = the largest end among `by_start[..=i]`.
     max_end: Vec<u64>,
     /// Time of the last record.
@@ -424,6 +431,11 @@ impl CodeMap {
                 run
             })
             .collect();
+        self.starts = order
+            .iter()
+            .map(|&i| self.regions.get(i).map_or(0, |r| r.start))
+            .collect();
+        self.start_set = self.starts.iter().copied().collect();
         self.by_start = order;
     }
 
@@ -432,13 +444,19 @@ impl CodeMap {
         self.regions.get(index)
     }
 
+    /// Whether some region (of any time) starts at `addr` (every region holds its start: an
+    /// empty one is one byte long): one hash probe, where [`CodeMap::region_at`] searches and
+    /// may look at every region below `addr` whose code reaches past it. The region at `addr`,
+    /// for any time, starts there only if this holds.
+    pub fn starts_region(&self, addr: u64) -> bool {
+        self.start_set.contains(&addr)
+    }
+
     /// The index of the region at `addr` at `time` — the most recently loaded region live
     /// then — or, with `time` `None`, of the region live at the end (else the most recently
     /// loaded one). Allocates nothing: the lookup of a sampler's hot loop.
     pub fn region_at(&self, addr: u64, time: Option<u64>) -> Option<usize> {
-        let n = self
-            .by_start
-            .partition_point(|&i| self.regions.get(i).is_some_and(|r| r.start <= addr));
+        let n = self.starts.partition_point(|&s| s <= addr);
         // (load time, record, index) of the best candidate so far, for each rule.
         let mut best: Option<(u64, usize, usize)> = None;
         let mut best_live_at_end: Option<(u64, usize, usize)> = None;
@@ -504,9 +522,7 @@ impl CodeMap {
 
     /// Every region that contains `addr` (at any time), most recently loaded first.
     pub fn regions_at(&self, addr: u64) -> Vec<&Region> {
-        let n = self
-            .by_start
-            .partition_point(|&i| self.regions.get(i).is_some_and(|r| r.start <= addr));
+        let n = self.starts.partition_point(|&s| s <= addr);
         let mut out = Vec::new();
         for k in (0..n).rev() {
             if self.max_end.get(k).is_none_or(|&e| e <= addr) {

@@ -75,6 +75,10 @@ pub struct StackTree {
     /// Children of nodes with many (a child is looked up once per call or sampled frame).
     index: Children,
     path: Vec<u32>,
+    /// The last sampled stack's functions and their nodes: the next sample looks up only the
+    /// frames past the prefix they share (nodes are never removed, so these stay valid).
+    last_stack: Vec<FuncId>,
+    last_nodes: Vec<u32>,
 }
 
 impl Default for StackTree {
@@ -85,6 +89,8 @@ impl Default for StackTree {
             nodes,
             index: Children::default(),
             path: Vec::new(),
+            last_stack: Vec::new(),
+            last_nodes: Vec::new(),
         }
     }
 }
@@ -166,9 +172,20 @@ impl StackTree {
     /// number of samples), its weight (a perf sample's period; 1 for a Mono hit) to the leaf's
     /// inclusive and exclusive value.
     pub fn add_sample(&mut self, stack: &[FuncId], weight: u64) {
-        let mut node = 0;
-        for &f in stack {
+        // Consecutive samples mostly share their outer frames: walk down from where the last
+        // one's path leaves this one's (the same nodes the lookups would find).
+        let common = stack
+            .iter()
+            .zip(&self.last_stack)
+            .take_while(|(a, b)| a == b)
+            .count();
+        self.last_stack.truncate(common);
+        self.last_nodes.truncate(common);
+        let mut node = self.last_nodes.last().copied().unwrap_or(0);
+        for &f in stack.get(common..).unwrap_or_default() {
             node = self.child(node, f);
+            self.last_stack.push(f);
+            self.last_nodes.push(node);
         }
         if node != 0 {
             self.add(node, 1, weight, weight);

@@ -286,15 +286,33 @@ fn check(
     Ok(Some(Frame { record_type, total }))
 }
 
-/// Walks the records of `data[start..end]` (offsets are absolute in `data`).
-pub(crate) fn scan_slice(data: &[u8], start: u64, end: u64, e: Endian) -> FrameLog {
+/// How far behind the scan [`scan_slice`] tells its `release` callback what it has read.
+const RELEASE_STEP: u64 = 8 << 20;
+
+/// Walks the records of `data[start..end]` (offsets are absolute in `data`). `release` is told
+/// the ranges it has walked past, every [`RELEASE_STEP`] bytes and at its end (a mapped input
+/// drops their pages, so the check does not make the whole file resident).
+pub(crate) fn scan_slice(
+    data: &[u8],
+    start: u64,
+    end: u64,
+    e: Endian,
+    release: Option<&(dyn Fn(u64, u64) + Sync)>,
+) -> FrameLog {
     let mut log = FrameLog {
         clean_end: start,
         ..FrameLog::default()
     };
     let mut zstd = Inflater::new();
     let mut off = start;
+    let mut released = 0u64;
     while off < end {
+        if let Some(release) = release {
+            if off >= released + RELEASE_STEP {
+                release(released, off);
+                released = off;
+            }
+        }
         let avail = end - off;
         let rest = usize::try_from(off)
             .ok()
@@ -370,6 +388,9 @@ pub(crate) fn scan_slice(data: &[u8], start: u64, end: u64, e: Endian) -> FrameL
                 break;
             }
         }
+    }
+    if let Some(release) = release {
+        release(released, off.min(end));
     }
     log.finished = true;
     log
@@ -662,12 +683,12 @@ mod tests {
     fn slice_scan_clean_cut_corrupt() {
         let mut d = rec(9, &[0; 16]);
         d.extend(rec(68, &[]));
-        let log = scan_slice(&d, 0, d.len() as u64, Endian::Little);
+        let log = scan_slice(&d, 0, d.len() as u64, Endian::Little, None);
         assert_eq!(log.records, 2);
         assert_eq!(log.end, FrameEnd::Clean);
         assert_eq!(log.clean_end, 32);
         for cut in 1..d.len() {
-            let log = scan_slice(&d[..cut], 0, cut as u64, Endian::Little);
+            let log = scan_slice(&d[..cut], 0, cut as u64, Endian::Little, None);
             let want = if cut < 24 { 0 } else { 24 };
             assert_eq!(log.clean_end, want, "cut {cut}");
             if cut != 24 {
@@ -676,7 +697,7 @@ mod tests {
         }
         let mut bad = d.clone();
         bad[24 + 6] = 4; // FINISHED_ROUND of size 4
-        let log = scan_slice(&bad, 0, bad.len() as u64, Endian::Little);
+        let log = scan_slice(&bad, 0, bad.len() as u64, Endian::Little, None);
         assert!(
             matches!(log.end, FrameEnd::Corrupt(ref e) if e.known_offset() == Some(24) && e.record == Some(1))
         );
@@ -688,12 +709,12 @@ mod tests {
         let mut body = u64::MAX.to_le_bytes().to_vec();
         body.extend_from_slice(&[0; 40]);
         let d = rec(71, &body);
-        let log = scan_slice(&d, 0, d.len() as u64, Endian::Little);
+        let log = scan_slice(&d, 0, d.len() as u64, Endian::Little, None);
         assert!(matches!(log.end, FrameEnd::Corrupt(_)));
         let mut body = 1_000u64.to_le_bytes().to_vec();
         body.extend_from_slice(&[0; 40]);
         let d = rec(71, &body);
-        let log = scan_slice(&d, 0, d.len() as u64, Endian::Little);
+        let log = scan_slice(&d, 0, d.len() as u64, Endian::Little, None);
         assert!(matches!(log.end, FrameEnd::Truncated(_)));
         // A stream refuses a huge payload before allocating it.
         let mut body = (MAX_STREAM_AUXTRACE + 1).to_le_bytes().to_vec();

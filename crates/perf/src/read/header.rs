@@ -164,7 +164,10 @@ fn in_bounds(s: Section, len: u64) -> bool {
 }
 
 /// Checks and plans a file-mode `data`.
-pub(crate) fn plan(data: &[u8]) -> Result<Plan, Error> {
+pub(crate) fn plan(
+    data: &[u8],
+    release: Option<&(dyn Fn(u64, u64) + Sync)>,
+) -> Result<Plan, Error> {
     let (e, mode, header_size) = detect(data)?;
     let len = data.len() as u64;
     if mode == Mode::Pipe {
@@ -253,7 +256,7 @@ pub(crate) fn plan(data: &[u8]) -> Result<Plan, Error> {
     } else {
         len
     };
-    let mut frames = scan_slice(data, d.offset, scan_end, e);
+    let mut frames = scan_slice(data, d.offset, scan_end, e, release);
     if d.size != 0 && !complete && matches!(frames.end, super::frame::FrameEnd::Clean) {
         // Cut between two records: the header still says how much data there was.
         frames.end = super::frame::FrameEnd::Truncated(crate::error::Truncation::new(

@@ -102,7 +102,17 @@ impl<'a> PerfData<'a> {
     /// Checks the header of `data` and reads its attrs and features. The records are read by
     /// [`PerfData::events`].
     pub fn parse(data: &'a [u8]) -> Result<PerfData<'a>> {
-        let plan = header::plan(data)?;
+        Self::parse_releasing(data, None)
+    }
+
+    /// [`PerfData::parse`], telling `release` the byte ranges of `data` the check of the
+    /// records' framing has walked past (every 8 MiB), so that a mapped input can drop their
+    /// pages behind it and the check does not make the whole file resident.
+    pub fn parse_releasing(
+        data: &'a [u8],
+        release: Option<&(dyn Fn(u64, u64) + Sync)>,
+    ) -> Result<PerfData<'a>> {
+        let plan = header::plan(data, release)?;
         let mut pd = PerfData {
             data,
             meta: Meta {

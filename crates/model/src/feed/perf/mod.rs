@@ -104,7 +104,9 @@ fn starts_jit_function(
     ra: u64,
     time: Option<u64>,
 ) -> bool {
-    dump.and_then(|d| d.map.region_at(ra, time).and_then(|i| d.map.region(i)))
+    // Most return addresses start no region: the binary search says so without `region_at`.
+    dump.filter(|d| d.map.starts_region(ra))
+        .and_then(|d| d.map.region_at(ra, time).and_then(|i| d.map.region(i)))
         .is_some_and(|r| r.start == ra)
         || map
             .and_then(|m| m.map.covering(ra))
@@ -203,15 +205,16 @@ pub fn feed(
     release: Option<&(dyn Fn(u64, u64) + Sync)>,
     sink: &mut dyn EventSink,
 ) -> io::Result<(FeedSummary, PerfReport)> {
-    let perf = PerfData::parse(data).map_err(invalid)?;
+    let perf = PerfData::parse_releasing(data, release).map_err(invalid)?;
     let attr = sampled_event(&perf, opts.event.as_deref())?;
     let mut walk = Walk::new(&perf, opts, attr);
     let functions = FunctionTable::new();
     let mut begun = false;
     let outcome = perf
         .with_events_read_ahead(|events| -> io::Result<_> {
-            // Parsing checked the framing of every record, reading the whole file: drop those pages
-            // now (the walk reads them again, in order, and drops them behind itself).
+            // Parsing checked the framing of every record and dropped the pages behind itself;
+            // drop what it read last, and the header's and feature sections' pages, too (the walk
+            // reads the records again, in order, and drops them behind itself).
             if let Some(release) = release {
                 release(0, data.len() as u64);
             }
