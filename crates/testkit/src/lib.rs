@@ -191,23 +191,56 @@ pub fn deps_dir() -> PathBuf {
 
 /// Whether `perf record` works on this machine (it needs `perf_event_paranoid` <= 1 or
 /// root); `None` with the reason through [`missing`] when it does not. Changes nothing.
+///
+/// The probe runs once per test process (tests run in parallel threads, and a probe per
+/// test raced: one removed the directory another's `perf record` was writing into, which
+/// CI saw as a failed probe with an empty message), in a directory of its own.
 pub fn perf(test: &str) -> Option<PathBuf> {
+    static PROBE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     let perf = tool(test, "perf", "perf (linux-perf)")?;
-    let dir = std::env::temp_dir().join(format!("profkit-perf-probe-{}", std::process::id()));
-    let _ = std::fs::create_dir_all(&dir);
-    let out = Command::new(&perf)
-        .args(["record", "-q", "-k", "1", "-e", "cpu-clock", "-o"])
-        .arg(dir.join("probe.data"))
-        .arg("true")
-        .output();
-    let _ = std::fs::remove_dir_all(&dir);
-    match out {
-        Ok(o) if o.status.success() => Some(perf),
-        Ok(o) => missing(
+    let probe = PROBE.get_or_init(|| probe_perf_record(&perf));
+    match probe {
+        Ok(()) => Some(perf),
+        Err(why) => missing(
             test,
             "a working `perf record` (root, or kernel.perf_event_paranoid <= 1)",
-            String::from_utf8_lossy(&o.stderr).trim(),
+            why,
         ),
-        Err(e) => missing(test, "a runnable perf", &e.to_string()),
     }
+}
+
+/// `perf record` of `true` into a fresh directory; the error is perf's own message. A failure
+/// is tried again once, so a machine busy with other tests' recordings is not taken for one
+/// that cannot record.
+fn probe_perf_record(perf: &Path) -> Result<(), String> {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let mut why = String::new();
+    for _ in 0..2 {
+        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("profkit-perf-probe-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        if let Err(e) = std::fs::create_dir(&dir) {
+            why = format!("cannot create {}: {e}", dir.display());
+            continue;
+        }
+        let out = Command::new(perf)
+            .args(["record", "-k", "1", "-e", "cpu-clock", "-o"])
+            .arg(dir.join("probe.data"))
+            .arg("true")
+            .output();
+        let _ = std::fs::remove_dir_all(&dir);
+        match out {
+            Ok(o) if o.status.success() => return Ok(()),
+            Ok(o) => {
+                why = format!(
+                    "{}: {}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )
+            }
+            Err(e) => why = format!("cannot run {}: {e}", perf.display()),
+        }
+    }
+    Err(why)
 }
