@@ -9,7 +9,7 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use profkit_common::{FileBytes, Truncation};
@@ -59,27 +59,8 @@ pub fn max_inflated() -> Result<u64> {
 
 /// Opens `path` (`-` = stdin) whole: a plain file mapped, a gzip file or stdin inflated into a
 /// temporary file and mapped (see [`read_whole`]).
-/// The file a command reads for `path`: a recording directory (`profkit record`'s, or any
-/// directory holding a `perf.data`) is read through its `perf.data`.
-pub fn recording_file(path: &Path) -> std::borrow::Cow<'_, Path> {
-    let data = path.join("perf.data");
-    if path.is_dir() && data.is_file() {
-        std::borrow::Cow::Owned(data)
-    } else {
-        std::borrow::Cow::Borrowed(path)
-    }
-}
-
-/// The kernel symbols a recording directory kept beside its `perf.data` (`profkit record`
-/// copies `/proc/kallsyms` when it is readable).
-pub fn recorded_kallsyms(perf_data: &Path) -> Option<PathBuf> {
-    let dir = perf_data.parent()?;
-    let k = dir.join("kallsyms");
-    (dir.join(profkit_record::MANIFEST).is_file() && k.is_file()).then_some(k)
-}
-
 pub fn open(path: &Path) -> Result<Input> {
-    let path = &*recording_file(path);
+    let path = &*profkit_record::recording_file(path);
     match open_streaming(path)? {
         Opened::Data(input) => Ok(input),
         Opened::Stream(s) => read_whole(s, "the input"),
@@ -276,7 +257,7 @@ impl BufRead for StreamInput {
 /// Opens `path` (`-` = stdin) for streaming: gzip (by its magic) and stdin become streams,
 /// plain files are mapped.
 pub fn open_streaming(path: &Path) -> Result<Opened> {
-    let path = &*recording_file(path);
+    let path = &*profkit_record::recording_file(path);
     const BUF: usize = 1 << 20;
     let (name, mut raw): (String, Box<dyn io::BufRead + Send>) = if path.as_os_str() == "-" {
         (

@@ -35,7 +35,7 @@ impl Opened {
     /// stream (gzip, stdin) is read into memory after its first bytes are detected (so a
     /// stream of no known format fails at once, whatever its size).
     pub fn open(path: &Path, opts: &InputOpts) -> Result<Opened> {
-        let path = &*input::recording_file(path);
+        let path = &*profkit_record::recording_file(path);
         let forced = opts.input_format;
         match input::open_streaming(path)? {
             input::Opened::Data(input) => Opened::of(input, opts, path, true),
@@ -143,7 +143,7 @@ impl Opened {
                     .jit
                     .kallsyms
                     .clone()
-                    .or_else(|| self.path().and_then(input::recorded_kallsyms)),
+                    .or_else(|| self.path().and_then(profkit_record::recorded_kallsyms)),
                 event: event.map(str::to_string),
                 ..PerfOptions::default()
             })
@@ -195,7 +195,7 @@ pub enum Scanned {
 impl Scanned {
     /// Opens `path` (`-` = stdin) and determines its format (`forced` overrides detection).
     pub fn open(path: &Path, opts: &InputOpts) -> Result<Scanned> {
-        let path = &*input::recording_file(path);
+        let path = &*profkit_record::recording_file(path);
         let forced = opts.input_format;
         match input::open_streaming(path)? {
             input::Opened::Data(input) => Opened::of(input, opts, path, false).map(Scanned::Whole),

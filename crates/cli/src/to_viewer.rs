@@ -122,7 +122,7 @@ pub fn write(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Re
         })?;
     output::print_feed_problems(&name, &summary);
     // a recording directory (`profkit record`): say what named its samples
-    if crate::input::recording_file(&args.file) != args.file {
+    if profkit_record::recording_file(&args.file) != args.file {
         if let Some(r) = &summary.perf {
             output::print_note(&format!("{name}: {}", r.naming_summary()));
         }

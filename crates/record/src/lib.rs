@@ -798,12 +798,21 @@ fn features(
     f
 }
 
-/// Whether `dir` is a recording directory ([`MANIFEST`] and `perf.data` in it).
-pub fn is_recording(dir: &Path) -> bool {
-    dir.is_dir() && dir.join(MANIFEST).is_file() && dir.join("perf.data").is_file()
+/// The file a command reads for `path`: a recording directory (`profkit record`'s, or any
+/// directory holding a `perf.data`) is read through its `perf.data`; any other path is itself.
+pub fn recording_file(path: &Path) -> std::borrow::Cow<'_, Path> {
+    let data = path.join("perf.data");
+    if path.is_dir() && data.is_file() {
+        std::borrow::Cow::Owned(data)
+    } else {
+        std::borrow::Cow::Borrowed(path)
+    }
 }
 
-/// A recording's file, for commands given its directory.
-pub fn perf_data(dir: &Path) -> PathBuf {
-    dir.join("perf.data")
+/// The kernel symbols a recording directory kept beside its `perf.data` (the recorder copies
+/// `/proc/kallsyms` when it is readable); `None` outside a recording directory.
+pub fn recorded_kallsyms(perf_data: &Path) -> Option<PathBuf> {
+    let dir = perf_data.parent()?;
+    let k = dir.join("kallsyms");
+    (dir.join(MANIFEST).is_file() && k.is_file()).then_some(k)
 }

@@ -14,7 +14,7 @@ use crate::output;
 pub fn run(args: &InjectArgs) -> Result<ExitCode> {
     // Opened like every input: a gzip recording or stdin is inflated into a temporary file,
     // bounded by PROFKIT_MAX_INFLATED, not into memory.
-    let path = crate::input::recording_file(&args.input);
+    let path = profkit_record::recording_file(&args.input);
     let input = crate::input::open(&path)?;
     let mut report = inject_bytes(
         &Options {

@@ -7,6 +7,7 @@
 //! [`sources`] answers the source view.
 
 mod http;
+mod request;
 mod session;
 mod sources;
 
