@@ -14,6 +14,7 @@ mod source;
 mod spool;
 mod to_viewer;
 mod view;
+mod xray_join;
 
 use std::process::ExitCode;
 

@@ -109,17 +109,24 @@ pub fn write(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Re
         _ => name.clone(),
     };
     let release = |s, e| o.release(s, e);
-    let summary = src
-        .feed(&pname, None, Some(&release), &mut *sink)
-        .map_err(|e| match e.kind() {
-            _ if CannotShow::of(&e).is_some() => anyhow!("{out_name}: {e}"),
-            // What the input cannot give (perf.data: an --event it did not record; nothing to
-            // draw), or what it holds that cannot be read.
-            std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData => {
-                anyhow!("{name}: {e}")
-            }
-            _ => anyhow!("{out_name}: cannot write: {e}"),
-        })?;
+    // a recording of an XRay program: its traces join the samples on a timeline
+    let xray = match (o.format, target) {
+        (Format::Perf, Out::Perfetto | Out::Chrome) => o.path().and_then(profkit_record::xray_logs),
+        _ => None,
+    };
+    let fed = match &xray {
+        Some(logs) => crate::xray_join::feed(&src, logs, &pname, &release, &mut *sink),
+        None => src.feed(&pname, None, Some(&release), &mut *sink),
+    };
+    let summary = fed.map_err(|e| match e.kind() {
+        _ if CannotShow::of(&e).is_some() => anyhow!("{out_name}: {e}"),
+        // What the input cannot give (perf.data: an --event it did not record; nothing to
+        // draw), or what it holds that cannot be read.
+        std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData => {
+            anyhow!("{name}: {e}")
+        }
+        _ => anyhow!("{out_name}: cannot write: {e}"),
+    })?;
     output::print_feed_problems(&name, &summary);
     // a recording directory (`profkit record`): say what named its samples
     if profkit_record::recording_file(&args.file) != args.file {

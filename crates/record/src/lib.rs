@@ -110,8 +110,29 @@ pub struct Manifest {
     pub kallsyms: Option<String>,
     /// XRay logs the command wrote into the directory.
     pub xray_logs: Vec<String>,
+    /// The program recorded (the command's path resolved, or the attached process's
+    /// executable): where an XRay trace's function ids are named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// A TSC reading, the samples' clock and the wall clock at one instant (x86-64): puts an
+    /// XRay log's times on the samples' timeline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clock_reference: Option<ClockReference>,
     /// What could not be kept, and why.
     pub problems: Vec<String>,
+}
+
+/// A TSC reading, CLOCK_MONOTONIC (the samples' clock) and CLOCK_REALTIME taken together: an
+/// XRay log is timed by the TSC, or by CLOCK_REALTIME where the runtime cannot tell the TSC's
+/// frequency (on many VMs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ClockReference {
+    /// The time stamp counter.
+    pub tsc: u64,
+    /// CLOCK_MONOTONIC in nanoseconds.
+    pub monotonic_ns: u64,
+    /// CLOCK_REALTIME in nanoseconds since the epoch.
+    pub realtime_ns: u64,
 }
 
 /// How recording failed.
@@ -269,6 +290,13 @@ fn threads(pid: i32) -> Vec<i32> {
 pub fn record(opts: &Options, progress: &mut dyn FnMut(u64)) -> Result<Manifest, Error> {
     prepare_dir(&opts.dir)?;
     let started = SystemTime::now();
+    let clock_reference =
+        sys::clock_readings().map(|(tsc, monotonic_ns, realtime_ns)| ClockReference {
+            tsc,
+            monotonic_ns,
+            realtime_ns,
+        });
+    let program_path: Option<PathBuf>;
     let kernel_allowed = sys::paranoid() < 2 || is_root();
     let mut sampling = Sampling {
         event: Event::Cycles,
@@ -297,6 +325,7 @@ pub fn record(opts: &Options, progress: &mut dyn FnMut(u64)) -> Result<Manifest,
                         .collect()
                 })
                 .unwrap_or_default();
+            program_path = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
             let (c, note) = open_counters(&mut sampling, &threads(pid), false)?;
             (c, note)
         }
@@ -312,6 +341,7 @@ pub fn record(opts: &Options, progress: &mut dyn FnMut(u64)) -> Result<Manifest,
                     program.to_string_lossy()
                 )));
             };
+            program_path = Some(std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone()));
             let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
             if opts.jit_env {
                 let abs_dir = std::fs::canonicalize(&opts.dir).unwrap_or_else(|_| opts.dir.clone());
@@ -555,6 +585,8 @@ pub fn record(opts: &Options, progress: &mut dyn FnMut(u64)) -> Result<Manifest,
         jit_files: kept,
         kallsyms: kallsyms_kept,
         xray_logs,
+        program: program_path.map(|p| p.to_string_lossy().into_owned()),
+        clock_reference,
         problems: collector.problems.clone(),
     };
     let text = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Io(e.to_string()))?;
@@ -807,6 +839,71 @@ pub fn recording_file(path: &Path) -> std::borrow::Cow<'_, Path> {
     } else {
         std::borrow::Cow::Borrowed(path)
     }
+}
+
+/// The XRay traces a recording directory holds beside its samples (an XRay-instrumented
+/// command's FDR logs), with what joins them to the samples: the program that names their
+/// function ids and the clock pair that puts their TSC times on the samples' clock.
+#[derive(Debug, Default)]
+pub struct XrayLogs {
+    /// The logs, in the directory (regular files only, named `xray-log.*`).
+    pub logs: Vec<PathBuf>,
+    /// The recorded program.
+    pub program: Option<PathBuf>,
+    /// The TSC / CLOCK_MONOTONIC pair taken when the recording started.
+    pub clock: Option<ClockReference>,
+}
+
+/// The XRay logs of the recording whose `perf.data` is `perf_data` (see [`XrayLogs`]); `None`
+/// outside a recording directory or when it has none. The manifest is untrusted (a recording
+/// from another machine): it is read only as a regular file of at most 16 MiB, and a log is
+/// taken only by a plain file name that is a regular file in the directory.
+pub fn xray_logs(perf_data: &Path) -> Option<XrayLogs> {
+    #[derive(serde::Deserialize)]
+    struct Part {
+        #[serde(default)]
+        xray_logs: Vec<String>,
+        program: Option<String>,
+        clock_reference: Option<ClockReference>,
+    }
+    let dir = perf_data.parent()?;
+    let text = read_small_regular(&dir.join(MANIFEST), 16 << 20).ok()?;
+    let part: Part = serde_json::from_slice(&text).ok()?;
+    let logs: Vec<PathBuf> = part
+        .xray_logs
+        .iter()
+        .filter(|n| n.starts_with("xray-log.") && !n.contains('/') && !n.contains('\0'))
+        .map(|n| dir.join(n))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file()))
+        .collect();
+    if logs.is_empty() {
+        return None;
+    }
+    Some(XrayLogs {
+        logs,
+        program: part.program.map(PathBuf::from),
+        clock: part.clock_reference,
+    })
+}
+
+/// A regular file's bytes, up to `limit` (opened without blocking; anything else refused).
+fn read_small_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() || meta.len() > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a regular file of its expected size",
+        ));
+    }
+    let mut v = Vec::new();
+    f.take(limit).read_to_end(&mut v)?;
+    Ok(v)
 }
 
 /// The kernel symbols a recording directory kept beside its `perf.data` (the recorder copies

@@ -292,9 +292,18 @@ fn turn_on(env: &mut JitEnv, runtime: Runtime, program: &Path, dir: &Path) {
             }
         }
         Runtime::Xray => {
-            let mut base = dir.as_os_str().to_os_string();
+            // Basic mode: the runtime writes its log at exit by itself (FDR mode writes only
+            // when the program flushes it). The user's own XRAY_OPTIONS (a mode, a program
+            // that starts FDR itself) are kept; only the log's place is added, last, so it wins.
+            let mut base = OsString::from("xray_logfile_base=");
+            base.push(dir.as_os_str());
             base.push("/xray-log.");
-            let mut v = OsString::from("patch_premain=true xray_mode=xray-fdr xray_logfile_base=");
+            let mut v = std::env::var_os("XRAY_OPTIONS").unwrap_or_default();
+            if v.is_empty() {
+                v.push("patch_premain=true xray_mode=xray-basic ");
+            } else {
+                v.push(" ");
+            }
             v.push(base);
             env.vars.push(("XRAY_OPTIONS".into(), v));
         }

@@ -340,3 +340,48 @@ pub fn paranoid() -> i32 {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(2)
 }
+
+/// A TSC reading, CLOCK_MONOTONIC (the samples' clock) and CLOCK_REALTIME at one instant, in
+/// that order (ns): the best of a few tries (the one whose two TSC reads around the clocks
+/// are closest). `None` off x86-64.
+pub fn clock_readings() -> Option<(u64, u64, u64)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let ns = |ts: libc::timespec| {
+            u64::try_from(ts.tv_sec)
+                .ok()?
+                .checked_mul(1_000_000_000)?
+                .checked_add(u64::try_from(ts.tv_nsec).ok()?)
+        };
+        let mut best: Option<((u64, u64, u64), u64)> = None;
+        for _ in 0..8 {
+            let mut mono = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            let mut real = mono;
+            // SAFETY: rdtsc has no preconditions on x86-64; clock_gettime writes the timespecs.
+            let (before, ok, after) = unsafe {
+                let before = core::arch::x86_64::_rdtsc();
+                let ok = libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut mono) == 0
+                    && libc::clock_gettime(libc::CLOCK_REALTIME, &mut real) == 0;
+                (before, ok, core::arch::x86_64::_rdtsc())
+            };
+            if !ok || after < before {
+                continue;
+            }
+            let (Some(m), Some(r)) = (ns(mono), ns(real)) else {
+                continue;
+            };
+            let gap = after - before;
+            if best.is_none_or(|b| gap < b.1) {
+                best = Some(((before + gap / 2, m, r), gap));
+            }
+        }
+        best.map(|(r, _)| r)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}

@@ -591,3 +591,104 @@ fn dwarf_call_chains_unwind_through_node_jit_code() {
     assert!(frames.iter().any(|f| f.contains("fib")), "{frames:?}");
     perf_reads(test, &dir, m["samples"].as_u64().unwrap());
 }
+
+#[test]
+fn xray_calls_and_samples_share_one_timeline() {
+    let test = "record::xray_calls_and_samples_share_one_timeline";
+    let Some(clang) = profkit_testkit::tool(test, "clang-22", "clang-22 and libclang-rt-22-dev")
+    else {
+        return;
+    };
+    if !can_sample(test) {
+        return;
+    }
+    let cwd = workdir("xray/timeline.c");
+    let o = Command::new(clang)
+        .args([
+            "-O1",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-fxray-instrument",
+            "-fxray-instruction-threshold=1",
+            "timeline.c",
+            "-o",
+            "timeline",
+        ])
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = cwd.path().join("rec");
+    let o = record(cwd.path(), &dir, &cwd.path().join("timeline"), &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = manifest(&dir);
+    assert_eq!(m["runtimes"][0], "xray", "{m}");
+    assert_eq!(m["xray_logs"].as_array().map(Vec::len), Some(1), "{m}");
+    assert!(m["clock_reference"]["tsc"].as_u64().is_some(), "{m}");
+
+    // Chrome JSON: the calls as X events, the samples as instants, on the same pid/tid
+    let json = cwd.path().join("t.json");
+    let o = profkit()
+        .args(["convert", "-f", "chrome"])
+        .arg(&dir)
+        .arg("-o")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("XRay calls joined"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().or(v.as_array()).unwrap();
+    let spins: Vec<(f64, f64, u64)> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"] == "spin")
+        .map(|e| {
+            let ts = e["ts"].as_f64().unwrap();
+            (
+                ts,
+                ts + e["dur"].as_f64().unwrap(),
+                e["tid"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // three rounds of leaf_a and leaf_b, each one spin call
+    assert_eq!(spins.len(), 6, "{spins:?}");
+    let in_spin: Vec<(f64, u64)> = events
+        .iter()
+        .filter(|e| {
+            e["ph"] == "i"
+                && e["args"]["stack"]
+                    .as_str()
+                    .is_some_and(|s| s.ends_with(";spin"))
+        })
+        .map(|e| (e["ts"].as_f64().unwrap(), e["tid"].as_u64().unwrap()))
+        .collect();
+    assert!(in_spin.len() > 50, "{} samples in spin", in_spin.len());
+    // a sample in spin lies inside one of spin's calls (within a sampling period), on its thread
+    let inside = in_spin
+        .iter()
+        .filter(|(t, tid)| {
+            spins
+                .iter()
+                .any(|(a, b, st)| st == tid && *a - 1000.0 <= *t && *t <= *b + 1000.0)
+        })
+        .count();
+    assert!(
+        inside * 100 >= in_spin.len() * 98,
+        "{inside} of {} samples in spin fall inside its XRay calls: the clocks are not aligned",
+        in_spin.len()
+    );
+    // and the Perfetto trace takes both
+    let o = profkit()
+        .arg("convert")
+        .arg(&dir)
+        .arg("-o")
+        .arg(cwd.path().join("t.pftrace"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}

@@ -5,6 +5,9 @@
 //! * [`mlpd`]: Mono log profiler files.
 //! * [`jitdump`]: jitdump code loads and moves.
 //!
+//! [`joined::Joined`] puts several inputs on one timeline (a recording's samples and the XRay
+//! traces its program wrote).
+//!
 //! A driver offers its trace two ways, both through the [`replay`](crate::replay): as an
 //! ordered **stream** for an [`EventSink`] (`feed`: every exporter), where each thread's events
 //! come in time order with balanced calls; and as a **fold** (`fold`: accounting, stack
@@ -27,6 +30,7 @@ use crate::span::{BuilderStats, MismatchPolicy, Span, SpanSink};
 
 mod filter;
 pub mod jitdump;
+pub mod joined;
 pub mod mlpd;
 pub mod perf;
 pub mod xray;
