@@ -29,6 +29,7 @@ use profkit_model::events::EventSink;
 
 pub use output::{Dest, Output};
 
+mod call_tree;
 pub mod chrome;
 pub mod firefox;
 pub mod folded;

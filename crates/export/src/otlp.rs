@@ -50,6 +50,8 @@ use profkit_model::span::Span;
 use profkit_model::{FuncId, FuncInfo, FuncKind, FunctionTable};
 use prost::Message as _;
 
+use crate::call_tree::CallTree;
+use crate::pprof::MAX_NODES;
 use crate::{Options, Output};
 
 #[allow(missing_docs, clippy::all, clippy::pedantic, clippy::restriction)]
@@ -83,37 +85,6 @@ pub fn sink(
     Ok(Box::new(OtlpSink::new(w, encoding, options.counts)))
 }
 
-/// Sentinel parent of the thread roots.
-const NO_PARENT: u32 = u32::MAX;
-
-/// A node of the stack trie: a thread root (`func == None`) or a frame.
-#[derive(Clone, Debug, Default)]
-struct Node {
-    parent: u32,
-    func: Option<FuncId>,
-    /// The sample's line in `func` (0 = none said).
-    line: u32,
-    thread: u32,
-    calls: u64,
-    time: u64,
-    /// Sampled observations ending here: (time since the origin, weight).
-    obs: Vec<(u64, u64)>,
-}
-
-#[derive(Clone, Debug, Default)]
-struct ThreadState {
-    root: Option<u32>,
-    /// Open calls: trie node and the time spent in their completed callees.
-    stack: Vec<(u32, u64)>,
-}
-
-#[derive(Clone, Debug, Default)]
-struct ThreadMeta {
-    pid: u32,
-    tid: u64,
-    name: String,
-}
-
 /// A mapping the input recorded.
 #[derive(Clone, Debug)]
 struct MapRec {
@@ -144,16 +115,11 @@ pub struct OtlpSink<W: Write> {
     format: &'static str,
     origin_ns: u64,
     functions: FunctionTable,
-    nodes: Vec<Node>,
-    children: HashMap<(u32, FuncId, u32), u32>,
-    threads: HashMap<u32, ThreadState>,
-    meta: HashMap<u32, ThreadMeta>,
+    /// The stacks, with each one's calls, self time and samples (time, weight).
+    tree: CallTree<Vec<(u64, u64)>>,
     processes: HashMap<u32, String>,
     mappings: HashMap<u32, Vec<MapRec>>,
     code: Vec<CodeRec>,
-    traced: bool,
-    sampled: bool,
-    last_time: u64,
     time_unit: &'static str,
 }
 
@@ -169,65 +135,28 @@ impl<W: Write> OtlpSink<W> {
             format: "",
             origin_ns: 0,
             functions: FunctionTable::new(),
-            nodes: Vec::new(),
-            children: HashMap::new(),
-            threads: HashMap::new(),
-            meta: HashMap::new(),
+            tree: CallTree::new(MAX_NODES, "OTLP"),
             processes: HashMap::new(),
             mappings: HashMap::new(),
             code: Vec::new(),
-            traced: false,
-            sampled: false,
-            last_time: 0,
             time_unit: "nanoseconds",
         }
-    }
-
-    fn root(&mut self, thread: u32) -> u32 {
-        let st = self.threads.entry(thread).or_default();
-        if let Some(r) = st.root {
-            return r;
-        }
-        let id = self.nodes.len() as u32;
-        self.nodes.push(Node {
-            parent: NO_PARENT,
-            thread,
-            ..Node::default()
-        });
-        st.root = Some(id);
-        id
-    }
-
-    fn child(&mut self, parent: u32, func: FuncId, line: u32, thread: u32) -> u32 {
-        let next = self.nodes.len() as u32;
-        let id = *self.children.entry((parent, func, line)).or_insert(next);
-        if id == next {
-            self.nodes.push(Node {
-                parent,
-                func: Some(func),
-                line,
-                thread,
-                ..Node::default()
-            });
-        }
-        id
     }
 
     /// The whole message.
     pub fn build(&self) -> pb::ProfilesData {
         let mut d = Dict::new();
-        let pid_of = |thread: u32| self.meta.get(&thread).map_or(0, |m| m.pid);
 
         // The sample types, in the order a process's profiles list them.
         let mut kinds: Vec<Kind> = Vec::new();
-        if self.traced {
+        if self.tree.traced {
             if self.counts {
                 kinds.extend([Kind::Calls, Kind::Time]);
             } else {
                 kinds.extend([Kind::Time, Kind::Calls]);
             }
         }
-        if self.sampled || (!self.traced && self.code.is_empty()) {
+        if self.tree.sampled || (!self.tree.traced && self.code.is_empty()) {
             kinds.push(Kind::Samples);
         }
         if !self.code.is_empty() {
@@ -236,9 +165,10 @@ impl<W: Write> OtlpSink<W> {
 
         // Processes in pid order, each with a profile per kind.
         let mut pids: Vec<u32> = self
+            .tree
             .nodes
             .iter()
-            .map(|n| pid_of(n.thread))
+            .map(|n| self.tree.pid(n.thread))
             .chain(self.processes.keys().copied())
             .chain(self.code.iter().map(|c| c.pid))
             .collect();
@@ -247,14 +177,14 @@ impl<W: Write> OtlpSink<W> {
         let mut profiles: HashMap<(u32, Kind), Building> = HashMap::new();
 
         let mut frames: Vec<(FuncId, u32)> = Vec::with_capacity(64);
-        for (i, n) in self.nodes.iter().enumerate() {
-            if n.func.is_none() || (n.calls == 0 && n.time == 0 && n.obs.is_empty()) {
+        for (i, n) in self.tree.nodes.iter().enumerate() {
+            if n.func.is_none() || n.is_empty() {
                 continue;
             }
             // Frames outermost first.
             frames.clear();
             let mut cur = i as u32;
-            while let Some(node) = self.nodes.get(cur as usize) {
+            while let Some(node) = self.tree.nodes.get(cur as usize) {
                 match node.func {
                     Some(f) => frames.push((f, node.line)),
                     None => break,
@@ -262,17 +192,17 @@ impl<W: Write> OtlpSink<W> {
                 cur = node.parent;
             }
             frames.reverse();
-            let pid = pid_of(n.thread);
+            let pid = self.tree.pid(n.thread);
             let stack = self.stack(&mut d, pid, &frames);
             let attrs = self.thread_attributes(&mut d, n.thread);
             for &kind in &kinds {
                 let p = profiles.entry((pid, kind)).or_default();
                 match kind {
-                    Kind::Samples if !n.obs.is_empty() => {
+                    Kind::Samples if !n.samples.is_empty() => {
                         let Some(s) = p.sample(stack, &attrs) else {
                             continue;
                         };
-                        for &(t, w) in &n.obs {
+                        for &(t, w) in &n.samples {
                             s.values.push(i64::try_from(w).unwrap_or(i64::MAX));
                             s.timestamps_unix_nano
                                 .push(self.origin_ns.saturating_add(t));
@@ -344,7 +274,7 @@ impl<W: Write> OtlpSink<W> {
                     sample_type: Some(sample_type),
                     samples: b.samples,
                     time_unix_nano: self.origin_ns,
-                    duration_nano: self.last_time,
+                    duration_nano: self.tree.last_time,
                     ..Default::default()
                 });
             }
@@ -383,7 +313,7 @@ impl<W: Write> OtlpSink<W> {
 
     /// The attribute indices of a sample of `thread`.
     fn thread_attributes(&self, d: &mut Dict, thread: u32) -> Vec<i32> {
-        let meta = self.meta.get(&thread);
+        let meta = self.tree.meta.get(&thread);
         let tid = meta.map_or(i64::from(thread), |m| {
             i64::try_from(m.tid).unwrap_or(i64::MAX)
         });
@@ -818,7 +748,7 @@ impl<W: Write + Send> EventSink for OtlpSink<W> {
     }
 
     fn code(&mut self, c: &CodeRegion<'_>) -> io::Result<()> {
-        self.last_time = self.last_time.max(c.time);
+        self.tree.last_time = self.tree.last_time.max(c.time);
         self.code.push(CodeRec {
             thread: c.thread,
             pid: c.pid,
@@ -831,79 +761,25 @@ impl<W: Write + Send> EventSink for OtlpSink<W> {
     }
 
     fn thread(&mut self, thread: &ThreadInfo<'_>) -> io::Result<()> {
-        self.meta.insert(
-            thread.index,
-            ThreadMeta {
-                pid: thread.pid,
-                tid: thread.tid,
-                name: thread.name.to_string(),
-            },
-        );
+        self.tree.thread(thread);
         Ok(())
     }
 
     fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {
-        self.traced = true;
-        let mut node = self.root(p.thread);
-        for &f in p.stack {
-            node = self.child(node, f, 0, p.thread);
-        }
-        if let Some(n) = self.nodes.get_mut(node as usize) {
-            n.calls = n.calls.saturating_add(p.calls);
-            n.time = n.time.saturating_add(p.exclusive);
-        }
-        Ok(())
+        self.tree.call_path(p)
     }
 
     fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
-        self.traced = true;
-        self.last_time = self.last_time.max(call.time);
-        let root = self.root(call.thread);
-        let parent = self
-            .threads
-            .get(&call.thread)
-            .and_then(|t| t.stack.last().map(|e| e.0))
-            .unwrap_or(root);
-        let node = self.child(parent, call.func, 0, call.thread);
-        if let Some(t) = self.threads.get_mut(&call.thread) {
-            t.stack.push((node, 0));
-        }
-        Ok(())
+        self.tree.enter(call)
     }
 
     fn exit(&mut self, span: &Span) -> io::Result<()> {
-        self.last_time = self.last_time.max(span.end);
-        let Some(t) = self.threads.get_mut(&span.thread) else {
-            return Ok(());
-        };
-        let Some((node, callees)) = t.stack.pop() else {
-            return Ok(());
-        };
-        let duration = span.duration();
-        if let Some(parent) = t.stack.last_mut() {
-            parent.1 = parent.1.saturating_add(duration);
-        }
-        if let Some(n) = self.nodes.get_mut(node as usize) {
-            n.calls += 1;
-            n.time += duration.saturating_sub(callees);
-        }
+        self.tree.exit(span);
         Ok(())
     }
 
     fn sample(&mut self, sample: &Sample<'_>) -> io::Result<()> {
-        if sample.stack.is_empty() {
-            return Ok(());
-        }
-        self.sampled = true;
-        self.last_time = self.last_time.max(sample.time);
-        let mut node = self.root(sample.thread);
-        for (i, f) in sample.stack.iter().enumerate() {
-            node = self.child(node, *f, sample.line(i), sample.thread);
-        }
-        if let Some(n) = self.nodes.get_mut(node as usize) {
-            n.obs.push((sample.time, sample.weight));
-        }
-        Ok(())
+        self.tree.sample(sample)
     }
 
     fn finish(&mut self) -> io::Result<()> {

@@ -35,6 +35,7 @@ use profkit_model::events::{CallPath, Enter, EventSink, Sample, ThreadInfo, Trac
 use profkit_model::span::Span;
 use profkit_model::{FuncId, FuncInfo, FunctionTable};
 
+use crate::call_tree::CallTree;
 use crate::protobuf::Message;
 use crate::{Dest, Options, Output};
 
@@ -51,37 +52,6 @@ pub fn sink(output: &Output, options: &Options) -> io::Result<Box<dyn EventSink 
     Ok(Box::new(PprofSink::new(w, gzip, options.counts)))
 }
 
-/// Sentinel parent of the thread roots.
-const NO_PARENT: u32 = u32::MAX;
-
-/// A node of the stack trie: a thread root (`func == None`) or a frame.
-#[derive(Clone, Copy, Debug, Default)]
-struct Node {
-    parent: u32,
-    func: Option<FuncId>,
-    /// The sample's line in `func` (0 = none said).
-    line: u32,
-    /// Thread index of the root this node hangs under.
-    thread: u32,
-    calls: u64,
-    time: u64,
-    samples: u64,
-}
-
-#[derive(Clone, Debug, Default)]
-struct ThreadState {
-    root: Option<u32>,
-    /// Open calls: trie node and the time spent in their completed callees.
-    stack: Vec<(u32, u64)>,
-}
-
-#[derive(Clone, Debug, Default)]
-struct ThreadMeta {
-    pid: u32,
-    tid: u64,
-    name: String,
-}
-
 /// Stack frames (call-tree nodes) a profile may hold: the profile is built in memory before it
 /// is written, ~250 bytes a frame, so an input naming millions of distinct functions (an XRay
 /// profiling-mode file of 50 MB names up to 12.5M in one path) would need several GB; 4M
@@ -95,13 +65,8 @@ pub struct PprofSink<W: Write> {
     gzip: bool,
     counts: bool,
     functions: FunctionTable,
-    nodes: Vec<Node>,
-    children: FxHashMap<(u32, FuncId, u32), u32>,
-    threads: HashMap<u32, ThreadState>,
-    meta: HashMap<u32, ThreadMeta>,
-    traced: bool,
-    sampled: bool,
-    last_time: u64,
+    /// The stacks, with each one's calls, self time and summed sample weights.
+    tree: CallTree<u64>,
     /// The unit of `time` values: `nanoseconds`, or `ticks` when the trace's clock is unknown.
     time_unit: &'static str,
 }
@@ -115,54 +80,9 @@ impl<W: Write> PprofSink<W> {
             gzip,
             counts,
             functions: FunctionTable::new(),
-            nodes: Vec::new(),
-            children: FxHashMap::default(),
-            threads: HashMap::new(),
-            meta: HashMap::new(),
-            traced: false,
-            sampled: false,
-            last_time: 0,
+            tree: CallTree::new(MAX_NODES, "pprof"),
             time_unit: "nanoseconds",
         }
-    }
-
-    fn root(&mut self, thread: u32) -> u32 {
-        let st = self.threads.entry(thread).or_default();
-        if let Some(r) = st.root {
-            return r;
-        }
-        let id = self.nodes.len() as u32;
-        self.nodes.push(Node {
-            parent: NO_PARENT,
-            func: None,
-            thread,
-            ..Node::default()
-        });
-        st.root = Some(id);
-        id
-    }
-
-    fn child(&mut self, parent: u32, func: FuncId, line: u32, thread: u32) -> io::Result<u32> {
-        let next = self.nodes.len() as u32;
-        if let Some(&id) = self.children.get(&(parent, func, line)) {
-            return Ok(id);
-        }
-        if self.nodes.len() >= MAX_NODES {
-            return Err(io::Error::other(format!(
-                "pprof output: more than {MAX_NODES} distinct stack frames (a function at a line under a stack): the profile is built whole in memory (~250 bytes a frame: the call tree, locations, functions and their names) before it is written; convert to folded or speedscope instead"
-            )));
-        }
-        let id = *self.children.entry((parent, func, line)).or_insert(next);
-        if id == next {
-            self.nodes.push(Node {
-                parent,
-                func: Some(func),
-                line,
-                thread,
-                ..Node::default()
-            });
-        }
-        Ok(id)
     }
 
     /// Writes the profile to `out`: its top-level fields are independent, so the encoded bytes
@@ -180,11 +100,11 @@ impl<W: Write> PprofSink<W> {
 
         // Sample types.
         let mut types: Vec<(&str, &str)> = Vec::new();
-        if self.traced {
+        if self.tree.traced {
             types.push(("calls", "count"));
             types.push(("time", self.time_unit));
         }
-        if self.sampled || !self.traced {
+        if self.tree.sampled || !self.tree.traced {
             types.push(("samples", "count"));
         }
         let type_ids: Vec<(u64, u64)> = types
@@ -203,7 +123,7 @@ impl<W: Write> PprofSink<W> {
         let mut locations: Vec<(FuncId, u32)> = Vec::new();
         let mut func_of: FxHashMap<FuncId, u64> = FxHashMap::default();
         let mut funcs: Vec<FuncId> = Vec::new();
-        for n in &self.nodes {
+        for n in &self.tree.nodes {
             if let Some(f) = n.func {
                 loc_of.entry((f, n.line)).or_insert_with(|| {
                     locations.push((f, n.line));
@@ -221,13 +141,13 @@ impl<W: Write> PprofSink<W> {
         let k_pid = strings.id("pid");
         let k_tid = strings.id("tid");
         let mut locs: Vec<u64> = Vec::with_capacity(64);
-        for (i, n) in self.nodes.iter().enumerate() {
-            if n.func.is_none() || (n.calls == 0 && n.time == 0 && n.samples == 0) {
+        for (i, n) in self.tree.nodes.iter().enumerate() {
+            if n.func.is_none() || n.is_empty() {
                 continue;
             }
             locs.clear();
             let mut cur = i as u32;
-            while let Some(node) = self.nodes.get(cur as usize) {
+            while let Some(node) = self.tree.nodes.get(cur as usize) {
                 match node.func {
                     Some(f) => locs.push(loc_of.get(&(f, node.line)).copied().unwrap_or(0)),
                     None => break,
@@ -235,14 +155,14 @@ impl<W: Write> PprofSink<W> {
                 cur = node.parent;
             }
             let mut values: Vec<u64> = Vec::with_capacity(3);
-            if self.traced {
+            if self.tree.traced {
                 values.push(n.calls);
                 values.push(n.time);
             }
-            if self.sampled || !self.traced {
+            if self.tree.sampled || !self.tree.traced {
                 values.push(n.samples);
             }
-            let meta = self.meta.get(&n.thread);
+            let meta = self.tree.meta.get(&n.thread);
             let tname = meta.map_or_else(|| format!("thread {}", n.thread), |m| m.name.clone());
             let tname_id = strings.id(&tname);
             p.message(2, |m| {
@@ -311,7 +231,7 @@ impl<W: Write> PprofSink<W> {
             spill(&mut p, out)?;
         }
 
-        let default_type = if self.traced {
+        let default_type = if self.tree.traced {
             if self.counts {
                 "calls"
             } else {
@@ -323,7 +243,7 @@ impl<W: Write> PprofSink<W> {
         let default_id = strings.id(default_type);
         let period_type = type_ids.iter().find(|(t, _)| *t == default_id).copied();
         // Fields 6 (strings) and the scalars may come in any order.
-        p.uint64(10, self.last_time);
+        p.uint64(10, self.tree.last_time);
         if let Some((t, u)) = period_type {
             p.message(11, |m| {
                 m.uint64(1, t);
@@ -421,16 +341,7 @@ impl<W: Write + Send> EventSink for PprofSink<W> {
     }
 
     fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {
-        self.traced = true;
-        let mut node = self.root(p.thread);
-        for &f in p.stack {
-            node = self.child(node, f, 0, p.thread)?;
-        }
-        if let Some(n) = self.nodes.get_mut(node as usize) {
-            n.calls = n.calls.saturating_add(p.calls);
-            n.time = n.time.saturating_add(p.exclusive);
-        }
-        Ok(())
+        self.tree.call_path(p)
     }
 
     fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
@@ -439,67 +350,21 @@ impl<W: Write + Send> EventSink for PprofSink<W> {
     }
 
     fn thread(&mut self, thread: &ThreadInfo<'_>) -> io::Result<()> {
-        self.meta.insert(
-            thread.index,
-            ThreadMeta {
-                pid: thread.pid,
-                tid: thread.tid,
-                name: thread.name.to_string(),
-            },
-        );
+        self.tree.thread(thread);
         Ok(())
     }
 
     fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
-        self.traced = true;
-        self.last_time = self.last_time.max(call.time);
-        let root = self.root(call.thread);
-        let parent = self
-            .threads
-            .get(&call.thread)
-            .and_then(|t| t.stack.last().map(|e| e.0))
-            .unwrap_or(root);
-        let node = self.child(parent, call.func, 0, call.thread)?;
-        if let Some(t) = self.threads.get_mut(&call.thread) {
-            t.stack.push((node, 0));
-        }
-        Ok(())
+        self.tree.enter(call)
     }
 
     fn exit(&mut self, span: &Span) -> io::Result<()> {
-        self.last_time = self.last_time.max(span.end);
-        let Some(t) = self.threads.get_mut(&span.thread) else {
-            return Ok(());
-        };
-        let Some((node, callees)) = t.stack.pop() else {
-            return Ok(());
-        };
-        // Self time from the spans themselves: the duration minus the callees' durations.
-        let duration = span.duration();
-        if let Some(parent) = t.stack.last_mut() {
-            parent.1 = parent.1.saturating_add(duration);
-        }
-        if let Some(n) = self.nodes.get_mut(node as usize) {
-            n.calls += 1;
-            n.time += duration.saturating_sub(callees);
-        }
+        self.tree.exit(span);
         Ok(())
     }
 
     fn sample(&mut self, sample: &Sample<'_>) -> io::Result<()> {
-        if sample.stack.is_empty() {
-            return Ok(());
-        }
-        self.sampled = true;
-        self.last_time = self.last_time.max(sample.time);
-        let mut node = self.root(sample.thread);
-        for (i, f) in sample.stack.iter().enumerate() {
-            node = self.child(node, *f, sample.line(i), sample.thread)?;
-        }
-        if let Some(n) = self.nodes.get_mut(node as usize) {
-            n.samples += sample.weight;
-        }
-        Ok(())
+        self.tree.sample(sample)
     }
 
     fn finish(&mut self) -> io::Result<()> {

@@ -19,10 +19,7 @@ pub fn profiles_data(out: &mut Vec<u8>, data: &pb::ProfilesData) {
         &data.resource_profiles,
         resource_profiles,
     );
-    if let Some(d) = &data.dictionary {
-        o.key("dictionary");
-        dictionary(o.out, d);
-    }
+    o.message("dictionary", data.dictionary.as_ref(), dictionary);
     o.close();
 }
 
@@ -73,55 +70,47 @@ impl<'a> Obj<'a> {
     }
 
     fn base64(&mut self, k: &str, v: &[u8]) {
+        self.quoted(k, v, push_base64);
+    }
+
+    fn hex(&mut self, k: &str, v: &[u8]) {
+        self.quoted(k, v, push_hex);
+    }
+
+    /// Bytes in quotes as `encode` writes them, left out when empty.
+    fn quoted(&mut self, k: &str, v: &[u8], encode: fn(&mut Vec<u8>, &[u8])) {
         if !v.is_empty() {
             self.key(k);
             self.out.push(b'"');
-            push_base64(self.out, v);
+            encode(self.out, v);
             self.out.push(b'"');
         }
     }
 
-    fn hex(&mut self, k: &str, v: &[u8]) {
-        if !v.is_empty() {
+    /// A message field, left out when absent.
+    fn message<T>(&mut self, k: &str, v: Option<&T>, write: fn(&mut Vec<u8>, &T)) {
+        if let Some(v) = v {
             self.key(k);
-            self.out.push(b'"');
-            push_hex(self.out, v);
-            self.out.push(b'"');
+            write(self.out, v);
         }
     }
 
     fn int32s(&mut self, k: &str, v: &[i32]) {
-        if v.is_empty() {
-            return;
-        }
-        self.key(k);
-        self.out.push(b'[');
-        let mut b = itoa::Buffer::new();
-        for (i, x) in v.iter().enumerate() {
-            if i > 0 {
-                self.out.push(b',');
-            }
-            self.out.extend_from_slice(b.format(*x).as_bytes());
-        }
-        self.out.push(b']');
+        self.list(k, v, |out, x| {
+            out.extend_from_slice(itoa::Buffer::new().format(*x).as_bytes())
+        });
     }
 
     fn int64s<T: itoa::Integer + Copy>(&mut self, k: &str, v: &[T]) {
-        if v.is_empty() {
-            return;
-        }
-        self.key(k);
-        self.out.push(b'[');
-        for (i, x) in v.iter().enumerate() {
-            if i > 0 {
-                self.out.push(b',');
-            }
-            push_int_string(self.out, *x);
-        }
-        self.out.push(b']');
+        self.list(k, v, |out, x| push_int_string(out, *x));
     }
 
-    fn list<T>(&mut self, k: &str, v: &[T], each: fn(&mut Vec<u8>, &T)) {
+    fn strings(&mut self, k: &str, v: &[String]) {
+        self.list(k, v, |out, x| push_str(out, x));
+    }
+
+    /// A repeated field, each element as `each` writes it; left out when empty.
+    fn list<T>(&mut self, k: &str, v: &[T], each: impl Fn(&mut Vec<u8>, &T)) {
         if v.is_empty() {
             return;
         }
@@ -132,21 +121,6 @@ impl<'a> Obj<'a> {
                 self.out.push(b',');
             }
             each(self.out, x);
-        }
-        self.out.push(b']');
-    }
-
-    fn strings(&mut self, k: &str, v: &[String]) {
-        if v.is_empty() {
-            return;
-        }
-        self.key(k);
-        self.out.push(b'[');
-        for (i, x) in v.iter().enumerate() {
-            if i > 0 {
-                self.out.push(b',');
-            }
-            push_str(self.out, x);
         }
         self.out.push(b']');
     }
@@ -178,10 +152,7 @@ pub fn push_base64(out: &mut Vec<u8>, bytes: &[u8]) {
 
 fn resource_profiles(out: &mut Vec<u8>, r: &pb::ResourceProfiles) {
     let mut o = Obj::open(out);
-    if let Some(res) = &r.resource {
-        o.key("resource");
-        resource(o.out, res);
-    }
+    o.message("resource", r.resource.as_ref(), resource);
     o.list("scopeProfiles", &r.scope_profiles, scope_profiles);
     o.string("schemaUrl", &r.schema_url);
     o.close();
@@ -197,10 +168,7 @@ fn resource(out: &mut Vec<u8>, r: &Resource) {
 
 fn scope_profiles(out: &mut Vec<u8>, s: &pb::ScopeProfiles) {
     let mut o = Obj::open(out);
-    if let Some(scope) = &s.scope {
-        o.key("scope");
-        instrumentation_scope(o.out, scope);
-    }
+    o.message("scope", s.scope.as_ref(), instrumentation_scope);
     o.list("profiles", &s.profiles, profile);
     o.string("schemaUrl", &s.schema_url);
     o.close();
@@ -218,10 +186,7 @@ fn instrumentation_scope(out: &mut Vec<u8>, s: &InstrumentationScope) {
 fn key_value(out: &mut Vec<u8>, kv: &KeyValue) {
     let mut o = Obj::open(out);
     o.string("key", &kv.key);
-    if let Some(v) = &kv.value {
-        o.key("value");
-        any(o.out, v);
-    }
+    o.message("value", kv.value.as_ref(), any);
     o.int32("keyStrindex", kv.key_strindex);
     o.close();
 }
@@ -270,6 +235,7 @@ fn any(out: &mut Vec<u8>, v: &AnyValue) {
             l_o.close();
         }
         Some(any_value::Value::BytesValue(b)) => {
+            // an empty bytes value is still the value set
             o.key("bytesValue");
             o.out.push(b'"');
             push_base64(o.out, b);
@@ -293,17 +259,11 @@ fn value_type(out: &mut Vec<u8>, v: &pb::ValueType) {
 
 fn profile(out: &mut Vec<u8>, p: &pb::Profile) {
     let mut o = Obj::open(out);
-    if let Some(t) = &p.sample_type {
-        o.key("sampleType");
-        value_type(o.out, t);
-    }
+    o.message("sampleType", p.sample_type.as_ref(), value_type);
     o.list("samples", &p.samples, sample);
     o.int64("timeUnixNano", p.time_unix_nano);
     o.int64("durationNano", p.duration_nano);
-    if let Some(t) = &p.period_type {
-        o.key("periodType");
-        value_type(o.out, t);
-    }
+    o.message("periodType", p.period_type.as_ref(), value_type);
     o.int64("period", p.period);
     o.base64("profileId", &p.profile_id);
     o.int32("droppedAttributesCount", p.dropped_attributes_count);
@@ -382,10 +342,7 @@ fn link(out: &mut Vec<u8>, l: &pb::Link) {
 fn key_value_and_unit(out: &mut Vec<u8>, kv: &pb::KeyValueAndUnit) {
     let mut o = Obj::open(out);
     o.int32("keyStrindex", kv.key_strindex);
-    if let Some(v) = &kv.value {
-        o.key("value");
-        any(o.out, v);
-    }
+    o.message("value", kv.value.as_ref(), any);
     o.int32("unitStrindex", kv.unit_strindex);
     o.close();
 }
