@@ -263,3 +263,33 @@ impl<S: Observations> CallTree<S> {
         self.meta.get(&thread).map_or(0, |m| m.pid)
     }
 }
+
+/// The [`EventSink`](profkit_model::events::EventSink) methods of a writer whose stacks are the
+/// [`CallTree`] in its `tree` field: threads, calls, call-path totals and samples go to the
+/// tree (used inside the writer's `impl EventSink`).
+macro_rules! tree_events {
+    () => {
+        fn thread(&mut self, thread: &ThreadInfo<'_>) -> io::Result<()> {
+            self.tree.thread(thread);
+            Ok(())
+        }
+
+        fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {
+            self.tree.call_path(p)
+        }
+
+        fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
+            self.tree.enter(call)
+        }
+
+        fn exit(&mut self, span: &Span) -> io::Result<()> {
+            self.tree.exit(span);
+            Ok(())
+        }
+
+        fn sample(&mut self, sample: &Sample<'_>) -> io::Result<()> {
+            self.tree.sample(sample)
+        }
+    };
+}
+pub(crate) use tree_events;

@@ -760,27 +760,7 @@ impl<W: Write + Send> EventSink for OtlpSink<W> {
         Ok(())
     }
 
-    fn thread(&mut self, thread: &ThreadInfo<'_>) -> io::Result<()> {
-        self.tree.thread(thread);
-        Ok(())
-    }
-
-    fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {
-        self.tree.call_path(p)
-    }
-
-    fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
-        self.tree.enter(call)
-    }
-
-    fn exit(&mut self, span: &Span) -> io::Result<()> {
-        self.tree.exit(span);
-        Ok(())
-    }
-
-    fn sample(&mut self, sample: &Sample<'_>) -> io::Result<()> {
-        self.tree.sample(sample)
-    }
+    crate::call_tree::tree_events!();
 
     fn finish(&mut self) -> io::Result<()> {
         let bytes = self.encode();

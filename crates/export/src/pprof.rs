@@ -340,32 +340,12 @@ impl<W: Write + Send> EventSink for PprofSink<W> {
         Ok(())
     }
 
-    fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {
-        self.tree.call_path(p)
-    }
-
     fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
         self.functions.insert(id, info.clone());
         Ok(())
     }
 
-    fn thread(&mut self, thread: &ThreadInfo<'_>) -> io::Result<()> {
-        self.tree.thread(thread);
-        Ok(())
-    }
-
-    fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
-        self.tree.enter(call)
-    }
-
-    fn exit(&mut self, span: &Span) -> io::Result<()> {
-        self.tree.exit(span);
-        Ok(())
-    }
-
-    fn sample(&mut self, sample: &Sample<'_>) -> io::Result<()> {
-        self.tree.sample(sample)
-    }
+    crate::call_tree::tree_events!();
 
     fn finish(&mut self) -> io::Result<()> {
         let Some(mut out) = self.out.take() else {
