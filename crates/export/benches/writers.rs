@@ -51,6 +51,8 @@ fn begin(sink: &mut dyn EventSink, table: &FunctionTable, threads: u32) {
         clock: TraceClock::default(),
         origin_ns: 0,
         name: "bench",
+        samples: None,
+        origin_unix_ns: None,
     })
     .unwrap();
     for th in 0..threads {

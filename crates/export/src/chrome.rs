@@ -478,6 +478,8 @@ mod tests {
             clock: Clock::default(),
             origin_ns: 0,
             name: "t",
+            samples: None,
+            origin_unix_ns: None,
         })
         .unwrap();
         w.exit(&Span {

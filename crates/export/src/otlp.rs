@@ -34,9 +34,17 @@
 //!   `process.executable.build_id.gnu` (hex) when the input recorded the mapping, as
 //!   perf.data does), stacks leaf first, and every table's entry 0 the zero value.
 //!
-//! Times: sample timestamps and `time_unix_nano` are the trace's clock (origin + time), which
-//! is the UNIX epoch only when the recording's clock was (perf `-k realtime`); `duration_nano`
-//! spans the trace. The writer keeps the stack tree, and per sampled stack its observations
+//! Times: sample timestamps and `time_unix_nano` are UNIX time (ns since the epoch) where the
+//! input ties its clock to the wall clock (perf.data: the CLOCK_DATA feature `perf record -k`
+//! and `profkit record` write, or samples on CLOCK_REALTIME); elsewhere they stay on the
+//! trace's own clock (origin + time: CLOCK_MONOTONIC, TSC-derived or the profiler's), as
+//! docs/convert.md lists per input. `duration_nano` spans the trace.
+//!
+//! Sample types: perf.data samples weigh what their event measures — `cpu`/`nanoseconds` for
+//! cpu-clock and task-clock (the period is time), else the event's name/`count` — with
+//! `period_type`/`period` set to the same type and the period between samples where it is
+//! fixed (a frequency's mean period for a time event); other sampled inputs (Mono)
+//! `samples`/`count`; traced calls `calls`/`count` and `time`/`nanoseconds`. The writer keeps the stack tree, and per sampled stack its observations
 //! (16 bytes per sample), so memory grows with the samples of a perf.data, not with traced
 //! calls.
 
@@ -113,7 +121,10 @@ pub struct OtlpSink<W: Write> {
     counts: bool,
     name: String,
     format: &'static str,
-    origin_ns: u64,
+    /// The origin on the UNIX epoch: the input's wall-clock tie, else the trace's own clock.
+    origin_unix_ns: u64,
+    /// What a sample's weight measures: (type, unit, period).
+    sample_weight: Option<(String, &'static str, u64)>,
     functions: FunctionTable,
     /// The stacks, with each one's calls, self time and samples (time, weight).
     tree: CallTree<Vec<(u64, u64)>>,
@@ -133,7 +144,8 @@ impl<W: Write> OtlpSink<W> {
             counts,
             name: String::new(),
             format: "",
-            origin_ns: 0,
+            origin_unix_ns: 0,
+            sample_weight: None,
             functions: FunctionTable::new(),
             tree: CallTree::new(MAX_NODES, "OTLP"),
             processes: HashMap::new(),
@@ -205,7 +217,7 @@ impl<W: Write> OtlpSink<W> {
                         for &(t, w) in &n.samples {
                             s.values.push(i64::try_from(w).unwrap_or(i64::MAX));
                             s.timestamps_unix_nano
-                                .push(self.origin_ns.saturating_add(t));
+                                .push(self.origin_unix_ns.saturating_add(t));
                         }
                     }
                     Kind::Calls if n.calls != 0 => {
@@ -249,7 +261,7 @@ impl<W: Write> OtlpSink<W> {
             if let Some(s) = p.sample(stack, &attrs) {
                 s.values.push(1);
                 s.timestamps_unix_nano
-                    .push(self.origin_ns.saturating_add(c.time));
+                    .push(self.origin_unix_ns.saturating_add(c.time));
             }
         }
 
@@ -265,15 +277,28 @@ impl<W: Write> OtlpSink<W> {
                 let Some(b) = profiles.remove(&(pid, kind)) else {
                     continue;
                 };
-                let (ty, unit) = kind.value_type(self.time_unit);
+                let (ty, unit, period) = match (kind, &self.sample_weight) {
+                    (Kind::Samples, Some((ty, unit, period))) => (ty.as_str(), *unit, *period),
+                    _ => {
+                        let (ty, unit) = kind.value_type(self.time_unit);
+                        (ty, unit, 0)
+                    }
+                };
                 let sample_type = pb::ValueType {
                     type_strindex: d.string(ty),
                     unit_strindex: d.string(unit),
                 };
+                // the period between samples, in the samples' own unit
+                let period_type = (period != 0).then(|| pb::ValueType {
+                    type_strindex: d.string(ty),
+                    unit_strindex: d.string(unit),
+                });
                 list.push(pb::Profile {
                     sample_type: Some(sample_type),
+                    period_type,
+                    period: i64::try_from(period).unwrap_or(i64::MAX),
                     samples: b.samples,
-                    time_unix_nano: self.origin_ns,
+                    time_unix_nano: self.origin_unix_ns,
                     duration_nano: self.tree.last_time,
                     ..Default::default()
                 });
@@ -719,7 +744,10 @@ impl<W: Write + Send> EventSink for OtlpSink<W> {
         self.functions = trace.functions.clone();
         self.name = trace.name.to_string();
         self.format = trace.format;
-        self.origin_ns = trace.origin_ns;
+        self.origin_unix_ns = trace.origin_unix_ns.unwrap_or(trace.origin_ns);
+        self.sample_weight = trace
+            .samples
+            .map(|w| (w.kind.to_string(), w.unit, w.period));
         if trace.clock.ticks_per_second == 0 {
             self.time_unit = "ticks";
         }

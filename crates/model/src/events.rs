@@ -45,6 +45,25 @@ pub struct TraceInfo<'a> {
     pub origin_ns: u64,
     /// A human name for the trace (usually the input file name).
     pub name: &'a str,
+    /// What the samples' weights measure, when the input says (perf.data's event); `None`:
+    /// a weight counts samples.
+    pub samples: Option<SampleWeight<'a>>,
+    /// The origin as UNIX time (ns since the epoch), when the input ties its clock to the wall
+    /// clock (perf.data's CLOCK_DATA, or a recording on CLOCK_REALTIME).
+    pub origin_unix_ns: Option<u64>,
+}
+
+/// What the weights of a trace's samples measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SampleWeight<'a> {
+    /// What is counted: `cpu` (time on a CPU: the cpu-clock and task-clock events) or the
+    /// event's name (`cycles`, `instructions`, …).
+    pub kind: &'a str,
+    /// `nanoseconds` or `count`.
+    pub unit: &'static str,
+    /// The period between samples in `unit`: fixed, or the mean one of a frequency (`-F`)
+    /// for a time event; 0 when it varies (`-F` on a counter).
+    pub period: u64,
 }
 
 /// A process.

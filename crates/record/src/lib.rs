@@ -526,7 +526,7 @@ pub fn record(opts: &Options, progress: &mut dyn FnMut(u64)) -> Result<Manifest,
         .unwrap_or_default()
         .trim()
         .to_string();
-    let features = features(
+    let mut features = features(
         &collector,
         &host,
         &release,
@@ -535,6 +535,9 @@ pub fn record(opts: &Options, progress: &mut dyn FnMut(u64)) -> Result<Manifest,
         &attr_bytes,
         &ids,
     );
+    if let Some(c) = clock_reference {
+        features.insert(CLOCK_DATA, clock_data(c));
+    }
     let bytes_written = out.finish(&features).map_err(io_err(tmp_path.display()))?;
     let _ = bytes_written;
     std::fs::rename(&tmp_path, &data_path).map_err(io_err(data_path.display()))?;
@@ -765,8 +768,22 @@ fn header_string(s: &str) -> Vec<u8> {
     b
 }
 
+/// perf's CLOCK_DATA feature (`HEADER_CLOCK_DATA`).
+const CLOCK_DATA: u32 = 29;
+
+/// The CLOCK_DATA section: version 1, the samples' clock (CLOCK_MONOTONIC), and the wall clock
+/// and that clock read at one instant (perf script `-F +tod` and OTLP's UNIX times use it).
+fn clock_data(c: ClockReference) -> Vec<u8> {
+    let mut b = Vec::with_capacity(24);
+    b.extend_from_slice(&1u32.to_ne_bytes());
+    b.extend_from_slice(&(libc::CLOCK_MONOTONIC as u32).to_ne_bytes());
+    b.extend_from_slice(&c.realtime_ns.to_ne_bytes());
+    b.extend_from_slice(&c.monotonic_ns.to_ne_bytes());
+    b
+}
+
 /// The feature sections: BUILD_ID of every executable mapped, HOSTNAME, OSRELEASE, ARCH,
-/// NRCPUS, CMDLINE and EVENT_DESC.
+/// NRCPUS, CMDLINE and EVENT_DESC (CLOCK_DATA is added by the caller).
 fn features(
     collector: &Collector,
     host: &str,

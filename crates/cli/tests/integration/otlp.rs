@@ -116,7 +116,8 @@ fn perf_data_with_jitdump_decodes_with_every_sample_and_the_js_names() {
     assert_eq!(total, 355 * 1_001_001);
     let js: Vec<&String> = frames.iter().filter(|f| f.starts_with("JS:")).collect();
     assert!(js.len() >= 3, "{frames:?}");
-    let mut args = totals(&[("samples", total)]);
+    // cpu-clock samples weigh time on a CPU: `cpu`/`nanoseconds`
+    let mut args = totals(&[("cpu", total)]);
     args.extend(names(js));
     // The kinds, and node's build id on its mapping.
     for a in [
@@ -146,6 +147,27 @@ fn perf_data_with_jitdump_decodes_with_every_sample_and_the_js_names() {
     assert!(p["samples"][0]["values"][0].is_string());
     assert!(p["samples"][0]["timestampsUnixNano"][0].is_string());
     assert!(p["samples"][0]["stackIndex"].is_number());
+
+    // The sample type is what perf's event measures, the period perf's: -F 999 of cpu-clock.
+    let string = |i: &serde_json::Value| strings[i.as_u64().unwrap_or(0) as usize].clone();
+    assert_eq!(string(&p["sampleType"]["typeStrindex"]), "cpu");
+    assert_eq!(string(&p["sampleType"]["unitStrindex"]), "nanoseconds");
+    assert_eq!(string(&p["periodType"]["typeStrindex"]), "cpu");
+    assert_eq!(p["period"], "1001001");
+    // Times are UNIX time through the recording's CLOCK_DATA (perf record -k 1): `profkit info`
+    // shows wall clock 1795548133121696000 ns at the reference; the samples are within the
+    // minute around it, not CLOCK_MONOTONIC's ~10,000 s since boot.
+    let reference: u64 = 1_795_548_133_121_696_000;
+    let near = |v: &serde_json::Value| {
+        let t: u64 = v.as_str().unwrap().parse().unwrap();
+        t.abs_diff(reference) < 60_000_000_000
+    };
+    assert!(near(&p["timeUnixNano"]), "{}", p["timeUnixNano"]);
+    for s in p["samples"].as_array().unwrap() {
+        for t in s["timestampsUnixNano"].as_array().unwrap() {
+            assert!(near(t), "{t}");
+        }
+    }
 }
 
 #[test]
@@ -157,7 +179,7 @@ fn perf_data_with_perf_map_decodes() {
     let (total, frames) = folded("node-basic-prof.data", &[], &dir);
     let js: Vec<&String> = frames.iter().filter(|f| f.starts_with("JS:")).collect();
     assert!(!js.is_empty(), "{frames:?}");
-    let mut args = totals(&[("samples", total)]);
+    let mut args = totals(&[("cpu", total)]);
     args.extend(names(js.into_iter().take(5)));
     check(&python, "node-basic-prof.data", &[], &dir, &args);
 }

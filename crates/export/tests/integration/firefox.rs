@@ -288,6 +288,8 @@ fn begin<W: std::io::Write + Send>(
         clock: Clock::default(),
         origin_ns: 0,
         name: "n",
+        samples: None,
+        origin_unix_ns: None,
     })
     .unwrap();
     s.process(&ProcessInfo { pid: 1, name: "p" }).unwrap();
@@ -789,6 +791,8 @@ fn traced_on_clock(format: &'static str, ticks_per_second: u64, time_ns: u64) ->
         clock: Clock::new(ticks_per_second),
         origin_ns: 0,
         name: "n",
+        samples: None,
+        origin_unix_ns: None,
     })
     .unwrap();
     s.process(&ProcessInfo { pid: 1, name: "p" }).unwrap();

@@ -117,6 +117,8 @@ fn inline_stream(sink: &mut dyn EventSink) {
         clock: Clock::NANOSECONDS,
         origin_ns: 1_000,
         name: "t",
+        samples: None,
+        origin_unix_ns: None,
     })
     .unwrap();
     sink.process(&ProcessInfo {
@@ -322,6 +324,8 @@ proptest::proptest! {
                 clock: Clock::NANOSECONDS,
                 origin_ns: 0,
                 name: "p",
+                samples: None,
+                origin_unix_ns: None,
             }).unwrap();
             for t in 0..3u32 {
                 sink.thread(&ThreadInfo { index: t, pid: 1 + t % 2, tid: 100 + u64::from(t), name: "t" }).unwrap();

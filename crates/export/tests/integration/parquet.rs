@@ -196,6 +196,8 @@ fn code_unload_times_from_moves_and_reuse() {
         clock: Clock::default(),
         origin_ns: 0,
         name: "node.dump",
+        samples: None,
+        origin_unix_ns: None,
     })
     .unwrap();
     let r = |time, address, name, event| CodeRegion {

@@ -65,6 +65,8 @@ fn begin(sink: &mut dyn EventSink, functions: &FunctionTable) {
         clock: Clock::default(),
         origin_ns: 0,
         name: "t",
+        samples: None,
+        origin_unix_ns: None,
     })
     .unwrap();
 }

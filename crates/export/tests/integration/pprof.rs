@@ -296,6 +296,8 @@ fn samples_only_profile() {
         clock: Clock::default(),
         origin_ns: 0,
         name: "x",
+        samples: None,
+        origin_unix_ns: None,
     })
     .unwrap();
     s.sample(&Sample {

@@ -116,6 +116,8 @@ fn unbalanced_input_stays_balanced() {
         clock: profkit_model::Clock::default(),
         origin_ns: 0,
         name: "t",
+        samples: None,
+        origin_unix_ns: None,
     })
     .unwrap();
     // An exit with nothing open, then a call never closed.

@@ -280,6 +280,8 @@ pub fn feed(sink: &mut dyn EventSink) -> io::Result<()> {
         clock: Clock::default(),
         origin_ns: 1_000_000,
         name: "synthetic trace",
+        samples: None,
+        origin_unix_ns: None,
     })?;
     for (pid, name) in PROCESSES {
         sink.process(&ProcessInfo { pid, name })?;

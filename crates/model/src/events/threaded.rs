@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 
 use super::{
     ArgValue, CallPath, CodeEvent, CodeRegion, CodeTier, Counter, Enter, EventSink, Instant,
-    MappingInfo, ProcessInfo, Sample, ThreadInfo, TraceInfo,
+    MappingInfo, ProcessInfo, Sample, SampleWeight, ThreadInfo, TraceInfo,
 };
 use crate::clock::Clock;
 use crate::func::{FuncId, FuncInfo, FuncTier, FunctionTable};
@@ -42,6 +42,8 @@ enum Arg {
 enum Event {
     Begin {
         format: &'static str,
+        samples: Option<(String, &'static str, u64)>,
+        origin_unix_ns: Option<u64>,
         functions: FunctionTable,
         clock: Clock,
         origin_ns: u64,
@@ -251,6 +253,8 @@ fn deliver<S: EventSink>(
     match e {
         Event::Begin {
             format,
+            samples,
+            origin_unix_ns,
             functions,
             clock,
             origin_ns,
@@ -261,6 +265,12 @@ fn deliver<S: EventSink>(
             clock,
             origin_ns,
             name: &name,
+            samples: samples.as_ref().map(|(kind, unit, period)| SampleWeight {
+                kind,
+                unit,
+                period: *period,
+            }),
+            origin_unix_ns,
         }),
         Event::Process(pid, name) => inner.process(&ProcessInfo { pid, name: &name }),
         Event::Thread(index, pid, tid, name) => inner.thread(&ThreadInfo {
@@ -387,6 +397,8 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
     fn begin(&mut self, t: &TraceInfo<'_>) -> io::Result<()> {
         self.push(Event::Begin {
             format: t.format,
+            samples: t.samples.map(|w| (w.kind.to_string(), w.unit, w.period)),
+            origin_unix_ns: t.origin_unix_ns,
             functions: t.functions.clone(),
             clock: t.clock,
             origin_ns: t.origin_ns,
@@ -527,6 +539,8 @@ mod tests {
             clock: Clock::NANOSECONDS,
             origin_ns: 5,
             name: "t",
+            samples: None,
+            origin_unix_ns: None,
         })
         .unwrap();
         t.thread(&ThreadInfo {

@@ -261,6 +261,8 @@ mod tests {
             clock: crate::Clock::NANOSECONDS,
             origin_ns: 0,
             name: "t",
+            samples: None,
+            origin_unix_ns: None,
         })
         .unwrap();
         for (index, tid) in [(0u32, 7u64), (1, 8)] {

@@ -44,6 +44,8 @@ pub fn feed(data: &[u8], name: &str, sink: &mut dyn EventSink) -> io::Result<Fee
         clock: crate::Clock::NANOSECONDS,
         origin_ns: origin,
         name,
+        samples: None,
+        origin_unix_ns: None,
     })?;
     let pid = dump.header().pid;
     sink.process(&ProcessInfo { pid, name })?;

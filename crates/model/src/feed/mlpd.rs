@@ -394,6 +394,8 @@ pub fn feed(
         clock: clock(),
         origin_ns: origin,
         name,
+        samples: None,
+        origin_unix_ns: None,
     })?;
     let pname = if h.args.is_empty() {
         name.to_string()

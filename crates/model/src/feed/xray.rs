@@ -593,6 +593,8 @@ pub fn feed(
         clock: clk,
         origin_ns: clk.to_ns(origin_raw),
         name,
+        samples: None,
+        origin_unix_ns: None,
     })?;
     let mut pids: Vec<u32> = plan.threads.iter().map(|(k, _)| k.pid).collect();
     pids.sort_unstable();

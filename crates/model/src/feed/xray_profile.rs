@@ -302,6 +302,8 @@ pub fn feed(
         clock,
         origin_ns: 0,
         name,
+        samples: None,
+        origin_unix_ns: None,
     })?;
     sink.process(&ProcessInfo { pid, name })?;
     for (i, (key, _)) in r.threads.iter().enumerate() {

@@ -2,7 +2,8 @@
 //! taken from linux-perf-data's `PerfFile` into owned, plain values.
 
 use linux_perf_data::linux_perf_event_reader::{
-    AttrFlags, ClockId, PerfClock, PerfEventAttr, SampleFormat, SamplingPolicy,
+    AttrFlags, ClockId, PerfClock, PerfEventAttr, PerfEventType, SampleFormat, SamplingPolicy,
+    SoftwareCounterType,
 };
 use linux_perf_data::{Feature, PerfFile};
 
@@ -69,6 +70,15 @@ impl Attr {
             event_type: format!("{:?}", a.type_),
             raw: *a,
         }
+    }
+
+    /// Whether a sample's period is time in nanoseconds: the cpu-clock and task-clock events
+    /// (any other event's period counts its occurrences).
+    pub fn period_is_time(&self) -> bool {
+        matches!(
+            self.raw.type_,
+            PerfEventType::Software(SoftwareCounterType::CpuClock | SoftwareCounterType::TaskClock)
+        )
     }
 
     /// Whether `sample_type` has `bit` (a `PERF_SAMPLE_*` value).

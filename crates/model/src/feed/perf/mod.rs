@@ -235,7 +235,7 @@ pub fn feed(
                     EventData::Sample(s) => {
                         if !begun {
                             walk.origin = s.time;
-                            sink.begin(&trace_info(&functions, walk.origin, name))?;
+                            sink.begin(&trace_info(&functions, walk.origin, name, &perf, attr))?;
                             begun = true;
                         }
                         walk.flush_maps(sink)?;
@@ -284,7 +284,7 @@ pub fn feed(
         .map_err(invalid)??;
     walk.summary.truncation = outcome.truncation.clone();
     if !begun {
-        sink.begin(&trace_info(&functions, None, name))?;
+        sink.begin(&trace_info(&functions, None, name, &perf, attr))?;
     }
     let (summary, report) = walk.finish();
     sink.finish()?;
@@ -397,14 +397,58 @@ fn trace_info<'a>(
     functions: &'a FunctionTable,
     origin: Option<u64>,
     name: &'a str,
+    perf: &'a PerfData<'_>,
+    attr: Option<usize>,
 ) -> TraceInfo<'a> {
+    let attr = attr.and_then(|i| perf.attrs().get(i));
     TraceInfo {
         format: "perf",
         functions,
         clock: crate::Clock::NANOSECONDS,
         origin_ns: origin.unwrap_or(0),
         name,
+        samples: attr.map(sample_weight),
+        origin_unix_ns: origin.zip(attr).and_then(|(o, a)| unix_time(perf, a, o)),
     }
+}
+
+/// What the samples of `attr`'s event weigh: time on a CPU in ns (cpu-clock, task-clock: the
+/// period is ns, a frequency's mean period is 1 s / frequency), else the event's count.
+fn sample_weight(attr: &profkit_perf::Attr) -> crate::events::SampleWeight<'_> {
+    let time = attr.period_is_time();
+    let period = match (attr.freq, time) {
+        (false, _) => attr.sample_period_or_freq,
+        (true, true) => 1_000_000_000_u64
+            .checked_div(attr.sample_period_or_freq)
+            .unwrap_or(0),
+        (true, false) => 0,
+    };
+    crate::events::SampleWeight {
+        kind: if time {
+            "cpu"
+        } else {
+            attr.name.as_deref().unwrap_or("events")
+        },
+        unit: if time { "nanoseconds" } else { "count" },
+        period,
+    }
+}
+
+/// `t` on the samples' clock as UNIX time: by perf's CLOCK_DATA (the wall clock and the
+/// recording clock read at one instant) when it is of the samples' clock, or as it is when the
+/// samples were taken on CLOCK_REALTIME.
+fn unix_time(perf: &PerfData<'_>, attr: &profkit_perf::Attr, t: u64) -> Option<u64> {
+    const CLOCK_REALTIME: u32 = 0;
+    let clockid = attr.use_clockid.then_some(attr.clockid).flatten()?;
+    if clockid == CLOCK_REALTIME {
+        return Some(t);
+    }
+    let c = perf
+        .features()
+        .clock_data
+        .filter(|c| c.clockid == clockid)?;
+    let unix = i128::from(c.wall_clock_ns) + i128::from(t) - i128::from(c.clockid_time_ns);
+    u64::try_from(unix).ok()
 }
 
 fn invalid(e: profkit_perf::Error) -> io::Error {
