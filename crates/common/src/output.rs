@@ -372,11 +372,20 @@ fn unpredictable(attempt: u32) -> u64 {
     t ^ (u64::from(attempt) << 56) ^ u64::from(std::process::id())
 }
 
+/// A directory whose own size (bytes of its entries: ~20–40 per name on tmpfs and ext4) is
+/// above this, ~30,000–50,000 names, is not scanned for leftovers.
+const MAX_SCANNED_DIR_BYTES: u64 = 1 << 20;
+
 /// Removes the temporary files aborted or killed runs left in `dir` (once per output and
 /// directory): regular files (not links) of this user named `.NAME.profkit-PID-…tmp` whose
-/// process is gone.
+/// process is gone. Not in a directory of more than ~30,000 names ([`MAX_SCANNED_DIR_BYTES`]):
+/// reading a /tmp of 890,000 names cost a perf.data conversion 40 % more CPU (#27); a leftover
+/// there waits for the directory's own cleaning.
 fn remove_leftovers(dir: &Path) {
     use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata(dir).is_ok_and(|m| m.size() > MAX_SCANNED_DIR_BYTES) {
+        return;
+    }
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
