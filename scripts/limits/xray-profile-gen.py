@@ -8,7 +8,12 @@ Usage: xray-profile-gen.py SHAPE MB OUT
         first, 4 bytes each): MB megabytes hold ~MB*262,144 functions in one stack.
   wide: one thread, N records of a path [main, f] (f distinct, 1 call each): 28 bytes a record,
         ~MB*37,449 functions, each its own path.
+  paths: one thread, records whose call paths are DEPTH (environment, default 1,500,000)
+        distinct functions deep, no function in two paths: a call tree of ~MB*262,144 nodes
+        whose first path alone fills a writer's frames up to DEPTH (the Firefox writer's worst
+        case: its bound of frames reached with the input's whole call tree beside it).
 """
+import os
 import struct
 import sys
 
@@ -39,8 +44,20 @@ def main():
                     f.write(buf)
                     buf.clear()
             f.write(buf)
+        elif shape == "paths":
+            depth = int(os.environ.get("DEPTH", "1500000"))
+            rec_size = depth * 4 + 20
+            n = max((size - 32 - 16) // rec_size, 1)
+            f.write(struct.pack("<IIQ", 16 + n * rec_size, 0, 7))
+            for r in range(n):
+                top = (r + 1) * depth
+                chunk = 1 << 16
+                for hi in range(top, top - depth, -chunk):
+                    lo = max(hi - chunk, top - depth)
+                    f.write(struct.pack("<%dI" % (hi - lo), *range(hi, lo, -1)))
+                f.write(struct.pack("<IQQ", 0, 1, 1000))
         else:
-            sys.exit("shape: deep or wide")
+            sys.exit("shape: deep, wide or paths")
 
 
 main()

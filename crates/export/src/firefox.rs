@@ -270,10 +270,14 @@ pub struct FirefoxSink<W: Write> {
 /// profile is built in memory by fxprof-processed-profile before it is written, at ~500 bytes
 /// a frame (its string, function, frame and stack tables, and this sink's maps), so an input
 /// naming millions of distinct functions (an XRay profiling-mode file of 50 MB names up to
-/// 12.5M) would need several GB. 1.5M frames stay under ~1 GB (issue #23, B5: `ulimit -v
-/// 2000000` must not trip on an input under 50 MB; at 2M frames, a 50 MB profile of one
-/// 12.5M-deep path ran out of it, its call tree (400 MB) beside them).
-pub const MAX_TRACED_FRAMES: usize = 1_500_000;
+/// 12.5M) would need several GB. Measured under `ulimit -v 2000000` (issue #23, B5: no input
+/// under 50 MB may trip it), the worst case being the bound reached with a 50 MB file's whole
+/// call tree (~11M nodes, 350 MB) beside the tables (`xray-profile-gen.py paths`): 1.8M frames
+/// fit (1.13 GB RSS), 1.9M do not (a hash table of frames doubles past 1,835,008 entries: out of
+/// memory at 1.6 GB RSS). 1.8M holds 50 MB of one-call paths `main;f_i` (1,785,714 frames:
+/// 1.07 GB). A path with more functions than are left is refused before any of its frames is
+/// made ([`FirefoxSink::check_room`]).
+pub const MAX_TRACED_FRAMES: usize = 1_800_000;
 
 fn too_many_frames() -> io::Error {
     io::Error::other(format!(
@@ -502,6 +506,33 @@ impl<W: Write + Send> FirefoxSink<W> {
         );
         self.state(thread).frames.insert(func, fh);
         Ok(fh)
+    }
+
+    /// Refuses a call path whose functions without a frame on trace thread `thread` would take
+    /// the frames past [`MAX_TRACED_FRAMES`], before any of them is made: a path millions of
+    /// functions deep (an XRay profiling-mode file of 50 MB holds one 12.5M deep) would otherwise
+    /// fill the profile's tables up to the bound first, beside the input's call tree. The ids are
+    /// copied and counted once each only when the path could be too long (4 bytes an id).
+    fn check_room(&mut self, thread: u32, stack: &[FuncId]) -> io::Result<()> {
+        let room = MAX_TRACED_FRAMES.saturating_sub(self.traced_frames);
+        if stack.len() <= room {
+            return Ok(());
+        }
+        let frames = &self.state(thread).frames;
+        let mut missing: Vec<FuncId> = stack
+            .iter()
+            .filter(|f| !frames.contains_key(f))
+            .copied()
+            .collect();
+        if missing.len() <= room {
+            return Ok(());
+        }
+        missing.sort_unstable();
+        missing.dedup();
+        if missing.len() > room {
+            return Err(too_many_frames());
+        }
+        Ok(())
     }
 
     /// Emits the sample of the running stack for the time since the thread's last boundary.
@@ -808,6 +839,7 @@ impl<W: Write + Send> EventSink for FirefoxSink<W> {
             return Ok(());
         }
         let th = self.traced_thread(path.thread)?;
+        self.check_room(path.thread, path.stack)?;
         let mut stack = None;
         for &f in path.stack {
             let frame = self.frame(path.thread, th, f)?;

@@ -521,3 +521,24 @@ fn an_xray_profile_naming_a_million_functions_stays_bounded() {
     let folded = std::fs::read_to_string(dir.path().join("out.folded")).unwrap();
     assert_eq!(folded.lines().count(), 300_000);
 }
+
+/// #23 B5: a call path deeper than the Firefox writer's bound of frames (1.8M) is refused
+/// before any of its frames is made. Before, the writer filled its tables up to the bound
+/// first (~900 MB for this 7.6 MB file; 1.17 GB RSS with a 50 MB file's call tree beside
+/// them); now the refusal costs the input's call tree and a copy of the path's ids: 500 MB of
+/// address space here (the allocator's and threads' reservations included).
+#[test]
+fn a_path_deeper_than_the_firefox_bound_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("deep.xprof"), deep_profile(1_900_000)).unwrap();
+    let args = ["convert", "deep.xprof", "-o", "out.fxprof.json"];
+    let o = run_limited(dir.path(), "ulimit -v 500000", &[], &args, false);
+    assert_clean(&args.join(" "), &o, &[2]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("more than 1800000 distinct frames") && !err.contains("out of memory"),
+        "{err}"
+    );
+    assert!(!dir.path().join("out.fxprof.json").exists());
+    assert_eq!(temporaries(dir.path()), Vec::<String>::new());
+}
