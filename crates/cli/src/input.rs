@@ -30,9 +30,8 @@ pub struct Input {
 /// How much of a stream is read ahead for format detection ([`StreamInput::head`]).
 const HEAD: usize = 64 << 10;
 
-/// How much of a stream a reader that needs the whole input may inflate, unless
-/// `PROFKIT_MAX_INFLATED` says otherwise (the bytes go to a temporary file, not to memory: the
-/// limit guards the disk against a decompression bomb).
+/// How much of a stream a reader that needs the whole input may inflate unless
+/// `PROFKIT_MAX_INFLATED` says otherwise (to a temporary file: this guards the disk from a bomb).
 const MAX_INFLATED: u64 = 16 << 30;
 
 pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
