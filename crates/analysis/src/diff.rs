@@ -48,7 +48,7 @@ impl DiffName<'_> {
             DiffName::Named(s) => f(s),
             DiffName::Id(id) => {
                 let mut buf = [0u8; 11];
-                f(id_text(&mut buf, *id))
+                f(profkit_model::func::unnamed(&mut buf, *id))
             }
         }
     }
@@ -63,25 +63,13 @@ impl std::fmt::Display for DiffName<'_> {
     }
 }
 
-/// `#ID` in `buf`.
-fn id_text(buf: &mut [u8; 11], id: u32) -> &str {
-    buf[0] = b'#';
-    let mut itoa = itoa::Buffer::new();
-    let digits = itoa.format(id).as_bytes();
-    let end = 1 + digits.len();
-    if let Some(d) = buf.get_mut(1..end) {
-        d.copy_from_slice(digits);
-    }
-    std::str::from_utf8(buf.get(..end).unwrap_or_default()).unwrap_or("#")
-}
-
 /// The id of a name written `#ID` exactly as [`FunctionTable::name`] writes an unnamed id (so
 /// that the two are one name).
 fn id_of_text(name: &str) -> Option<u32> {
     let digits = name.strip_prefix('#')?;
     let id: u32 = digits.parse().ok()?;
     let mut buf = [0u8; 11];
-    (id_text(&mut buf, id) == name).then_some(id)
+    (profkit_model::func::unnamed(&mut buf, id) == name).then_some(id)
 }
 
 /// A name as a number: `#ID` is the id, a table name `2^32 +` its index in

@@ -256,7 +256,7 @@ impl<W: Write> PprofSink<W> {
         for s in &strings.list {
             match s {
                 Str::Text(s) => p.string(6, s),
-                Str::Id(f) => p.bytes(6, hash_id(&mut id, *f)),
+                Str::Id(f) => p.bytes(6, profkit_model::func::unnamed(&mut id, *f).as_bytes()),
             }
             spill(&mut p, out)?;
         }
@@ -277,18 +277,6 @@ struct Strings {
 enum Str {
     Text(Box<str>),
     Id(u32),
-}
-
-/// `#ID` in `buf`.
-fn hash_id(buf: &mut [u8; 11], id: u32) -> &[u8] {
-    buf[0] = b'#';
-    let mut itoa = itoa::Buffer::new();
-    let digits = itoa.format(id).as_bytes();
-    let end = 1 + digits.len();
-    if let Some(d) = buf.get_mut(1..end) {
-        d.copy_from_slice(digits);
-    }
-    buf.get(..end).unwrap_or_default()
 }
 
 impl Default for Strings {
@@ -321,7 +309,7 @@ impl Strings {
             return self.id(name);
         }
         let mut buf = [0u8; 11];
-        let text = hash_id(&mut buf, f.0);
+        let text = profkit_model::func::unnamed(&mut buf, f.0).as_bytes();
         if let Some(id) = std::str::from_utf8(text).ok().and_then(|t| self.ids.get(t)) {
             return *id;
         }

@@ -85,7 +85,7 @@ impl FunctionTable {
     pub fn name(&self, id: FuncId) -> String {
         match self.map.get(&id).and_then(|f| f.name.as_deref()) {
             Some(n) => n.to_string(),
-            None => format!("#{}", id.0),
+            None => unnamed(&mut [0; 11], id.0).to_string(),
         }
     }
 
@@ -160,4 +160,17 @@ impl FuncInterner {
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }
+}
+
+/// The name of an unnamed function id, `#N` (as [`FunctionTable::name`] writes it), in `buf`
+/// without allocating: writers of millions of ids name them on the fly.
+pub fn unnamed(buf: &mut [u8; 11], id: u32) -> &str {
+    buf[0] = b'#';
+    let mut itoa = itoa::Buffer::new();
+    let digits = itoa.format(id).as_bytes();
+    let end = 1 + digits.len();
+    if let Some(d) = buf.get_mut(1..end) {
+        d.copy_from_slice(digits);
+    }
+    std::str::from_utf8(buf.get(..end).unwrap_or_default()).unwrap_or("#")
 }
