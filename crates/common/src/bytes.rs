@@ -117,3 +117,50 @@ impl std::fmt::Debug for FileBytes {
         write!(f, "FileBytes({kind}, {} bytes)", self.len())
     }
 }
+
+/// Prefetches the cache lines ahead of a reader that walks a buffer forward in steps it learns
+/// as it goes (records whose position depends on the previous record's size). Without it
+/// every record header costs a full memory round trip: records are too far apart, and their
+/// distance too irregular, for the hardware prefetcher.
+#[derive(Clone, Debug)]
+pub struct ReadAhead {
+    /// Offset up to which cache lines have been prefetched.
+    upto: usize,
+}
+
+impl ReadAhead {
+    /// How far ahead of the reader lines are prefetched.
+    pub const DISTANCE: usize = 4096;
+
+    /// A reader starting at `start`.
+    pub fn new(start: usize) -> ReadAhead {
+        ReadAhead { upto: start }
+    }
+
+    /// The reader is at `pos` of `data`: prefetch up to [`ReadAhead::DISTANCE`] beyond it.
+    #[inline]
+    pub fn reached(&mut self, data: &[u8], pos: usize) {
+        let ahead = pos.saturating_add(Self::DISTANCE).min(data.len());
+        self.upto = self.upto.max(pos);
+        while self.upto < ahead {
+            prefetch(data, self.upto);
+            self.upto += 64;
+        }
+    }
+}
+
+/// Hints the CPU to load the cache line holding `data[at]`. Never faults.
+#[inline(always)]
+fn prefetch(data: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(b) = data.get(at) {
+        // SAFETY: prefetch is a hint; the pointer is in bounds and is never dereferenced.
+        unsafe {
+            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                (b as *const u8).cast::<i8>(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, at);
+}

@@ -5,6 +5,7 @@ use super::bytes::{split_cstr, u32_at, u64_at};
 use super::debug_info2::DebugInfo2;
 use crate::error::{Error, Result, Truncation};
 use crate::raw::{Endian, RecordType, RECORD_HEADER_SIZE};
+use profkit_common::bytes::ReadAhead;
 
 /// Iterator over the records of a jitdump, in file order.
 ///
@@ -20,29 +21,8 @@ pub struct Records<'a> {
     endian: Endian,
     done: bool,
     truncation: Option<Truncation>,
-    /// Offset up to which cache lines have been prefetched.
-    prefetched: usize,
-}
-
-/// How far ahead of the current record the iterator prefetches. Each record's position
-/// depends on the previous record's size, so without this every record header costs a
-/// full memory round trip (records are too far apart for the hardware prefetcher).
-const PREFETCH_AHEAD: usize = 4096;
-
-/// Hints the CPU to load the cache line holding `data[at]`. Never faults.
-#[inline(always)]
-fn prefetch(data: &[u8], at: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(b) = data.get(at) {
-        // SAFETY: prefetch is a hint; the pointer is in bounds and is never dereferenced.
-        unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                (b as *const u8).cast::<i8>(),
-            )
-        };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (data, at);
+    /// The lines ahead of the next record, prefetched.
+    ahead: ReadAhead,
 }
 
 impl<'a> Records<'a> {
@@ -55,7 +35,7 @@ impl<'a> Records<'a> {
             endian,
             done: false,
             truncation: None,
-            prefetched: start,
+            ahead: ReadAhead::new(start),
         }
     }
 
@@ -145,14 +125,7 @@ impl<'a> Iterator for Records<'a> {
         };
         self.pos += size;
         self.index += 1;
-        let ahead = self.pos.saturating_add(PREFETCH_AHEAD).min(self.data.len());
-        if self.prefetched < self.pos {
-            self.prefetched = self.pos;
-        }
-        while self.prefetched < ahead {
-            prefetch(self.data, self.prefetched);
-            self.prefetched += 64;
-        }
+        self.ahead.reached(self.data, self.pos);
         Some(Ok(raw))
     }
 }

@@ -306,7 +306,9 @@ pub(crate) fn scan_slice(
     let mut zstd = Inflater::new();
     let mut off = start;
     let mut released = 0u64;
+    let mut ahead = profkit_common::bytes::ReadAhead::new(usize::try_from(start).unwrap_or(0));
     while off < end {
+        ahead.reached(data, usize::try_from(off).unwrap_or(usize::MAX));
         if let Some(release) = release {
             if off >= released + RELEASE_STEP {
                 release(released, off);
