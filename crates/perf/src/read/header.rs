@@ -168,10 +168,27 @@ pub(crate) fn plan(
     data: &[u8],
     release: Option<&(dyn Fn(u64, u64) + Sync)>,
 ) -> Result<Plan, Error> {
+    match begin(data)? {
+        Begun::Pipe(plan) => Ok(plan),
+        Begun::File(early) => {
+            let frames = early.scan(data, release);
+            Ok(early.finish(frames))
+        }
+    }
+}
+
+/// A header checked: a pipe's plan, or a file's [`Early`] plan before its records are walked.
+pub(crate) enum Begun {
+    Pipe(Plan),
+    File(Early),
+}
+
+/// Checks the header of `data` and, in file mode, its attrs and feature sections.
+pub(crate) fn begin(data: &[u8]) -> Result<Begun, Error> {
     let (e, mode, header_size) = detect(data)?;
     let len = data.len() as u64;
     if mode == Mode::Pipe {
-        return Ok(Plan {
+        return Ok(Begun::Pipe(Plan {
             header: Header {
                 mode,
                 endian: e,
@@ -189,7 +206,7 @@ pub(crate) fn plan(
             frames: FrameLog::default(),
             patches: Vec::new(),
             problems: Vec::new(),
-        });
+        }));
     }
     if len < FILE_HEADER_SIZE {
         return Err(Error::header(
@@ -238,9 +255,6 @@ pub(crate) fn plan(
     if header.event_types.size != 0 {
         check_id_table(data, header.event_types, attr_size, 56, e)?;
     }
-    let mut problems = Vec::new();
-    let mut patches = Vec::new();
-
     // The data section: a killed `perf record` leaves size 0; a cut file ends before it does.
     let d = header.data;
     if d.offset < header_size || d.offset > len {
@@ -251,57 +265,12 @@ pub(crate) fn plan(
     }
     let claimed_end = d.offset.checked_add(d.size);
     let complete = d.size != 0 && claimed_end.is_some_and(|end| end <= len);
-    let scan_end = if complete {
-        claimed_end.unwrap_or(len)
-    } else {
-        len
-    };
-    let mut frames = scan_slice(data, d.offset, scan_end, e, release);
-    if d.size != 0 && !complete && matches!(frames.end, super::frame::FrameEnd::Clean) {
-        // Cut between two records: the header still says how much data there was.
-        frames.end = super::frame::FrameEnd::Truncated(crate::error::Truncation::new(
-            frames.clean_end,
-            Some(frames.records),
-            format!(
-                "the data section ends after {} of its {} bytes",
-                frames.clean_end.saturating_sub(d.offset),
-                d.size
-            ),
-        ));
-    }
-    if d.size == 0 {
-        problems.push(Error::header(
-            48,
-            format!(
-                "data size is 0 (perf record did not finish); {} bytes of records after offset {:#x} are read",
-                frames.clean_end - d.offset,
-                d.offset
-            ),
-        ));
-    } else if !complete {
-        problems.push(Error::header(
-            48,
-            format!(
-                "data section {:#x} + {} runs past the end of the file ({len} bytes)",
-                d.offset, d.size
-            ),
-        ));
-    }
-    // Whole records inflated from a COMPRESSED record the file cuts follow the clean data.
-    let tail = std::mem::take(&mut frames.tail);
-    let tail_len = tail.len() as u64;
-    if !tail.is_empty() {
-        patches.push((frames.clean_end, tail));
-    }
-    let new_size = frames.clean_end - d.offset + tail_len;
-    if new_size != d.size {
-        patches.push((48, e.u64_bytes(new_size).to_vec()));
-    }
 
     // The feature table follows the recorded data section; it is usable only when that is whole.
     let bits = header.recorded_features();
     let simpleperf = bits.contains(&FEATURE_SIMPLEPERF_META_INFO);
     let mut keep: Vec<(u32, Section)> = Vec::new();
+    let mut feature_problems = Vec::new();
     if !bits.is_empty() {
         let table_at = claimed_end.filter(|_| complete);
         let table_len = bits.len() as u64 * 16;
@@ -325,7 +294,7 @@ pub(crate) fn plan(
                     };
                     match verdict {
                         Ok(()) => keep.push((bit, s)),
-                        Err(m) => problems.push(Error::header(
+                        Err(m) => feature_problems.push(Error::header(
                             entry_off,
                             format!("feature {} dropped: {m}", feature_name(bit)),
                         )),
@@ -337,35 +306,13 @@ pub(crate) fn plan(
                     });
                 }
             }
-            _ => problems.push(Error::header(
+            _ => feature_problems.push(Error::header(
                 72,
                 format!(
                     "{} feature sections dropped: the feature table is not in the file",
                     bits.len()
                 ),
             )),
-        }
-    }
-    let moved = new_size != d.size;
-    if keep.len() != bits.len() || moved {
-        let mut fb = [0u64; 4];
-        for &(bit, _) in &keep {
-            if let Some(w) = fb.get_mut((bit / 64) as usize) {
-                *w |= 1u64 << (bit % 64);
-            }
-        }
-        let mut b = Vec::with_capacity(32);
-        for w in fb {
-            b.extend_from_slice(&e.u64_bytes(w));
-        }
-        patches.push((72, b));
-        if !keep.is_empty() {
-            let mut table = Vec::with_capacity(keep.len() * 16);
-            for &(_, s) in &keep {
-                table.extend_from_slice(&e.u64_bytes(s.offset));
-                table.extend_from_slice(&e.u64_bytes(s.size));
-            }
-            patches.push((frames.clean_end + tail_len, table));
         }
     }
     if simpleperf
@@ -385,15 +332,151 @@ pub(crate) fn plan(
             "no attrs: the attrs section is empty and there is no EVENT_DESC",
         ));
     }
-    if let FrameEnd::Corrupt(err) = &frames.end {
-        problems.push(err.clone());
-    }
-    Ok(Plan {
+    Ok(Begun::File(Early {
         header,
-        frames,
-        patches,
-        problems,
-    })
+        len,
+        complete,
+        keep,
+        features_recorded: bits.len(),
+        feature_problems,
+    }))
+}
+
+/// A file-mode header checked, before the data section's records are walked.
+#[derive(Clone, Debug)]
+pub(crate) struct Early {
+    header: Header,
+    len: u64,
+    /// Whether the header says where the data ends, inside the file: the feature sections
+    /// can then be read before the records are walked.
+    complete: bool,
+    /// The feature sections kept.
+    keep: Vec<(u32, Section)>,
+    /// How many feature bits the header sets.
+    features_recorded: usize,
+    feature_problems: Vec<Error>,
+}
+
+impl Early {
+    /// Whether the header says where the data ends, inside the file: then the attrs and
+    /// features are what [`Early::finish`] will say whatever the records' walk finds.
+    pub(crate) fn complete(&self) -> bool {
+        self.complete
+    }
+
+    /// The walk of the data section's records (see [`scan_slice`]).
+    pub(crate) fn scan(
+        &self,
+        data: &[u8],
+        release: Option<&(dyn Fn(u64, u64) + Sync)>,
+    ) -> FrameLog {
+        let d = self.header.data;
+        let end = if self.complete {
+            d.offset + d.size
+        } else {
+            self.len
+        };
+        scan_slice(data, d.offset, end, self.header.endian, release)
+    }
+
+    /// The plan as it is when the records are whole up to the header's data size (a
+    /// [`complete`](Early::complete) header): to read the attrs and features before the walk.
+    pub(crate) fn assuming_clean_records(&self) -> Plan {
+        let d = self.header.data;
+        self.clone().finish(FrameLog {
+            clean_end: d.offset + d.size,
+            finished: true,
+            ..FrameLog::default()
+        })
+    }
+
+    /// The plan, with what the walk of the records found.
+    pub(crate) fn finish(self, mut frames: FrameLog) -> Plan {
+        let Early {
+            header,
+            len,
+            complete,
+            keep,
+            features_recorded,
+            feature_problems,
+        } = self;
+        let e = header.endian;
+        let d = header.data;
+        let mut problems = Vec::new();
+        let mut patches = Vec::new();
+        if d.size != 0 && !complete && matches!(frames.end, FrameEnd::Clean) {
+            // Cut between two records: the header still says how much data there was.
+            frames.end = FrameEnd::Truncated(crate::error::Truncation::new(
+                frames.clean_end,
+                Some(frames.records),
+                format!(
+                    "the data section ends after {} of its {} bytes",
+                    frames.clean_end.saturating_sub(d.offset),
+                    d.size
+                ),
+            ));
+        }
+        if d.size == 0 {
+            problems.push(Error::header(
+                48,
+                format!(
+                    "data size is 0 (perf record did not finish); {} bytes of records after offset {:#x} are read",
+                    frames.clean_end - d.offset,
+                    d.offset
+                ),
+            ));
+        } else if !complete {
+            problems.push(Error::header(
+                48,
+                format!(
+                    "data section {:#x} + {} runs past the end of the file ({len} bytes)",
+                    d.offset, d.size
+                ),
+            ));
+        }
+        // Whole records inflated from a COMPRESSED record the file cuts follow the clean data.
+        let tail = std::mem::take(&mut frames.tail);
+        let tail_len = tail.len() as u64;
+        if !tail.is_empty() {
+            patches.push((frames.clean_end, tail));
+        }
+        let new_size = frames.clean_end - d.offset + tail_len;
+        if new_size != d.size {
+            patches.push((48, e.u64_bytes(new_size).to_vec()));
+        }
+        problems.extend(feature_problems);
+        let moved = new_size != d.size;
+        if keep.len() != features_recorded || moved {
+            let mut fb = [0u64; 4];
+            for &(bit, _) in &keep {
+                if let Some(w) = fb.get_mut((bit / 64) as usize) {
+                    *w |= 1u64 << (bit % 64);
+                }
+            }
+            let mut b = Vec::with_capacity(32);
+            for w in fb {
+                b.extend_from_slice(&e.u64_bytes(w));
+            }
+            patches.push((72, b));
+            if !keep.is_empty() {
+                let mut table = Vec::with_capacity(keep.len() * 16);
+                for &(_, s) in &keep {
+                    table.extend_from_slice(&e.u64_bytes(s.offset));
+                    table.extend_from_slice(&e.u64_bytes(s.size));
+                }
+                patches.push((frames.clean_end + tail_len, table));
+            }
+        }
+        if let FrameEnd::Corrupt(err) = &frames.end {
+            problems.push(err.clone());
+        }
+        Plan {
+            header,
+            frames,
+            patches,
+            problems,
+        }
+    }
 }
 
 /// Checks a table of `(perf_event_attr of attr_size bytes, perf_file_section ids)` entries.
@@ -486,14 +569,20 @@ pub(crate) fn check_event_desc(s: &[u8], e: Endian) -> Result<(), String> {
 pub(crate) struct Overlay<'a> {
     data: &'a [u8],
     pos: u64,
-    /// The furthest byte read, for [`crate::Events::read_offset`].
+    /// The furthest byte read, for [`crate::Events::read_offset`], told every
+    /// [`Overlay::PROGRESS_STEP`] bytes: the walk's thread asks for it at every event, and a
+    /// write per read would move its cache line between the two threads each time.
     progress: Arc<AtomicU64>,
+    /// Where the next read tells `progress` how far it got.
+    next_progress: u64,
     patches: Vec<(u64, Vec<u8>)>,
     /// Reads end here (the end of the clean data for file mode is not needed: patches do it).
     len: u64,
 }
 
 impl<'a> Overlay<'a> {
+    const PROGRESS_STEP: u64 = 64 << 10;
+
     pub(crate) fn new(
         data: &'a [u8],
         patches: Vec<(u64, Vec<u8>)>,
@@ -507,6 +596,7 @@ impl<'a> Overlay<'a> {
             data,
             pos: 0,
             progress,
+            next_progress: 0,
             patches,
             len,
         }
@@ -550,7 +640,10 @@ impl Read for Overlay<'_> {
             }
         }
         self.pos = end;
-        self.progress.fetch_max(end, Ordering::Relaxed);
+        if end >= self.next_progress {
+            self.progress.fetch_max(end, Ordering::Relaxed);
+            self.next_progress = end.saturating_add(Self::PROGRESS_STEP);
+        }
         Ok(n)
     }
 }
@@ -565,6 +658,8 @@ impl Seek for Overlay<'_> {
         match new {
             Some(p) => {
                 self.pos = p;
+                // The first read after a seek says where it got.
+                self.next_progress = 0;
                 Ok(p)
             }
             None => Err(io::Error::new(

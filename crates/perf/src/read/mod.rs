@@ -112,7 +112,59 @@ impl<'a> PerfData<'a> {
         data: &'a [u8],
         release: Option<&(dyn Fn(u64, u64) + Sync)>,
     ) -> Result<PerfData<'a>> {
-        let plan = header::plan(data, release)?;
+        Self::of_plan(data, header::plan(data, release)?)
+    }
+
+    /// [`PerfData::parse_releasing`], calling `meanwhile` with the recording's metadata while
+    /// the check of the records' framing walks them on another thread, so that start-up work
+    /// that needs only the metadata (opening binaries, reading kernel symbols) overlaps the
+    /// walk. When the header does not say where the data ends (a killed or cut recording),
+    /// the check comes first, as the metadata depends on it.
+    pub fn parse_overlapped<T>(
+        data: &'a [u8],
+        release: Option<&(dyn Fn(u64, u64) + Sync)>,
+        meanwhile: impl FnOnce(&Meta) -> T,
+    ) -> Result<(PerfData<'a>, T)> {
+        let early = match header::begin(data)? {
+            header::Begun::File(early) if early.complete() => early,
+            _ => {
+                let pd = Self::parse_releasing(data, release)?;
+                let t = meanwhile(pd.meta());
+                return Ok((pd, t));
+            }
+        };
+        std::thread::scope(|scope| {
+            let walker = early.clone();
+            let scan = std::thread::Builder::new()
+                .name("perf-scan".into())
+                .spawn_scoped(scope, move || walker.scan(data, release));
+            let join = |scan: std::thread::ScopedJoinHandle<'_, FrameLog>| match scan.join() {
+                Ok(frames) => frames,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            match (scan, Self::of_plan(data, early.assuming_clean_records())) {
+                // The metadata do not depend on the walk's findings when the header is complete.
+                (Ok(scan), Ok(before)) => {
+                    let t = meanwhile(before.meta());
+                    let pd = Self::of_plan(data, early.finish(join(scan)))?;
+                    Ok((pd, t))
+                }
+                (scan, _) => {
+                    let frames = match scan {
+                        Ok(scan) => join(scan),
+                        // No second thread: check here.
+                        Err(_) => early.scan(data, release),
+                    };
+                    let pd = Self::of_plan(data, early.finish(frames))?;
+                    let t = meanwhile(pd.meta());
+                    Ok((pd, t))
+                }
+            }
+        })
+    }
+
+    /// The recording as `plan` makes linux-perf-data see it, with its metadata read.
+    fn of_plan(data: &'a [u8], plan: Plan) -> Result<PerfData<'a>> {
         let mut pd = PerfData {
             data,
             meta: Meta {

@@ -2,7 +2,7 @@
 //! their callchains, registers and stacks; mmaps, comms, tasks, lost counts), borrowed from the
 //! record's bytes. `events.rs` delivers them in time order; `sample.rs` decodes a sample's body.
 
-use linux_perf_data::linux_perf_event_reader::{CpuMode, SampleRecord};
+use linux_perf_data::linux_perf_event_reader::{CpuMode, Regs};
 
 use crate::raw::{
     RecordType, MISC_CPUMODE_MASK, MISC_GUEST_KERNEL, MISC_KERNEL, PERF_CONTEXT_GUEST,
@@ -84,8 +84,10 @@ pub struct Sample<'a> {
     pub user_regs: Option<UserRegs<'a>>,
     /// `PERF_SAMPLE_STACK_USER`.
     pub user_stack: Option<UserStack<'a>>,
-    /// Everything linux-perf-event-reader decoded (addr, raw, intr regs, …).
-    pub record: SampleRecord<'a>,
+    /// linux-perf-event-reader's view of the user registers (see [`Sample::regs`]). The rest
+    /// of its record is not kept: a sample is moved from the decoder to the walk, and the
+    /// whole record would be hundreds of bytes copied per sample.
+    pub(crate) reader_regs: Option<Regs<'a>>,
 }
 
 /// A sample's callchain: `u64` entries, context markers (`PERF_CONTEXT_KERNEL`,
@@ -180,6 +182,7 @@ pub struct SplitChain {
 
 impl<'a> Callchain<'a> {
     /// Raw entries, markers included.
+    #[inline]
     pub fn len(&self) -> usize {
         self.bytes.len() / 8
     }
@@ -190,11 +193,13 @@ impl<'a> Callchain<'a> {
     }
 
     /// Entry `i` (marker or address).
+    #[inline]
     pub fn get(&self, i: usize) -> Option<u64> {
         u64_at(self.bytes, i.checked_mul(8)?, self.endian)
     }
 
     /// Every raw entry, markers included.
+    #[inline]
     pub fn raw(&self) -> impl Iterator<Item = u64> + 'a {
         let e = self.endian;
         self.bytes

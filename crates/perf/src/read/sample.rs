@@ -317,13 +317,13 @@ impl<'a> Sample<'a> {
                 bytes: single(d),
                 dyn_size,
             }),
-            record: s,
+            reader_regs: s.user_regs,
         }
     }
 
     /// linux-perf-event-reader's register accessor for the user registers.
     pub fn regs(&self) -> Option<&Regs<'a>> {
-        self.record.user_regs.as_ref()
+        self.reader_regs.as_ref()
     }
 
     /// Whether the sample was taken in kernel mode.

@@ -33,6 +33,7 @@
 
 /// Finding and loading a process's jitdump and perf map: profkit-jit's.
 pub use profkit_jit::discovery as jit;
+mod chain;
 mod process;
 mod report;
 mod symbols;
@@ -45,7 +46,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use profkit_native::{Binaries, BuildId, Kallsyms, Unwinder};
-use profkit_perf::{EventData, Mmap, PerfData, Sample as PerfSample};
+use profkit_perf::{EventData, Meta, Mmap, PerfData, Sample as PerfSample};
 
 use super::FeedSummary;
 use crate::events::{EventSink, MappingInfo, ProcessInfo, Sample, ThreadInfo, TraceInfo};
@@ -113,22 +114,6 @@ fn starts_jit_function(
             .is_some_and(|(start, _)| start == ra)
 }
 
-/// A callchain frame, made the first of its context (looked up at its own address) when it
-/// is a return address at the start of a JIT function (see [`starts_jit_function`]).
-fn perf_frame_at_function_start(
-    f: profkit_perf::Frame,
-    starts_function: impl Fn(u64) -> bool,
-) -> profkit_perf::Frame {
-    if !f.first_in_context && !f.context.is_kernel() && starts_function(f.addr) {
-        profkit_perf::Frame {
-            first_in_context: true,
-            ..f
-        }
-    } else {
-        f
-    }
-}
-
 /// One past the highest user-space address of x86-64 with 4-level paging (with 5-level
 /// paging, Linux maps above it only when a program asks for such an address).
 const USER_SPACE_END: u64 = 1 << 47;
@@ -189,6 +174,8 @@ struct Walk<'o> {
     expiries: HashMap<u32, BinaryHeap<Expiry>>,
     /// Executable mappings not yet told to the sink (it is begun at the first sample).
     pending_maps: Vec<(u32, u64, Map)>,
+    /// Per thread index: its last frame-pointer chain, checked.
+    chains: Vec<chain::ChainMemo>,
     // Scratch buffers, reused by every sample.
     addrs: Vec<(u64, bool)>,
     unwound: Vec<u64>,
@@ -205,9 +192,14 @@ pub fn feed(
     release: Option<&(dyn Fn(u64, u64) + Sync)>,
     sink: &mut dyn EventSink,
 ) -> io::Result<(FeedSummary, PerfReport)> {
-    let perf = PerfData::parse_releasing(data, release).map_err(invalid)?;
-    let attr = sampled_event(&perf, opts.event.as_deref())?;
-    let mut walk = Walk::new(&perf, opts, attr);
+    // Binaries and kernel symbols start loading while the records' framing is checked.
+    let (perf, walk) = PerfData::parse_overlapped(data, release, |meta| {
+        let attr = sampled_event(&meta.attrs, opts.event.as_deref())?;
+        Ok::<_, io::Error>((Walk::new(meta, opts, attr), attr))
+    })
+    .map_err(invalid)?;
+    let (mut walk, attr) = walk?;
+    walk.load_marked_jitdumps(&perf);
     let functions = FunctionTable::new();
     let mut begun = false;
     let outcome = perf
@@ -303,8 +295,7 @@ fn plausible_user_address(addr: u64) -> bool {
 
 /// The attr whose samples are used: the one named `event` (exactly, or before its `:`
 /// modifiers), else the first that samples (perf record's first `-e`).
-fn sampled_event(perf: &PerfData<'_>, event: Option<&str>) -> io::Result<Option<usize>> {
-    let attrs = perf.attrs();
+fn sampled_event(attrs: &[profkit_perf::Attr], event: Option<&str>) -> io::Result<Option<usize>> {
     let Some(want) = event else {
         return Ok(attrs.iter().position(|a| a.sample_period_or_freq != 0));
     };
@@ -464,13 +455,9 @@ fn invalid(e: profkit_perf::Error) -> io::Error {
 /// by the same release and hostname and then the same `_text` address (the same boot).
 /// Otherwise kernel frames stay `[kernel]`, with a note saying why and how to pass the
 /// recording machine's kallsyms.
-fn kernel_names(
-    perf: &PerfData<'_>,
-    opts: &PerfOptions,
-    binaries: &Binaries,
-) -> (KernelNames, bool) {
-    let kernel_id = perf
-        .features()
+fn kernel_names(meta: &Meta, opts: &PerfOptions, binaries: &Binaries) -> (KernelNames, bool) {
+    let kernel_id = meta
+        .features
         .build_ids
         .iter()
         .find(|b| b.is_kernel())
@@ -485,7 +472,7 @@ fn kernel_names(
     let unproven =
         kernel_id.is_none() && opts.kallsyms.is_none() && path == Path::new("/proc/kallsyms");
     if unproven {
-        if let Some(why) = foreign_kernel(perf) {
+        if let Some(why) = foreign_kernel(&meta.features) {
             return (
                 KernelNames::Unavailable(format!(
                     "kernel frames are [kernel]: the recording names no kernel build id and {why}, so this machine's /proc/kallsyms would name them wrongly; pass that machine's kallsyms with --kallsyms FILE"
@@ -507,8 +494,7 @@ fn kernel_names(
 
 /// Why a recording without a kernel build id was not made on this machine's running kernel
 /// (its release or hostname differ, or it records neither), or `None`.
-fn foreign_kernel(perf: &PerfData<'_>) -> Option<String> {
-    let f = perf.features();
+fn foreign_kernel(f: &profkit_perf::Features) -> Option<String> {
     let here = |what: &str| {
         std::fs::read_to_string(format!("/proc/sys/kernel/{what}"))
             .ok()
@@ -529,17 +515,17 @@ fn foreign_kernel(perf: &PerfData<'_>) -> Option<String> {
 }
 
 impl<'o> Walk<'o> {
-    fn new(perf: &PerfData<'_>, opts: &'o PerfOptions, attr: Option<usize>) -> Walk<'o> {
+    fn new(meta: &Meta, opts: &'o PerfOptions, attr: Option<usize>) -> Walk<'o> {
         let mut binaries = Binaries::new();
         for d in &opts.binary_dirs {
             binaries.add_search_dir(d.clone());
         }
-        let (kernel, kernel_text_check) = kernel_names(perf, opts, &binaries);
+        let (kernel, kernel_text_check) = kernel_names(meta, opts, &binaries);
         // perf lists the build id of every file its samples hit: open those binaries (and
         // their DWARF) on other threads now, while the walk reads the start of the recording
         // and the jitdump loads, rather than at their MMAP records (libc's come after the
         // first sample, which waits for the jitdump).
-        for b in &perf.features().build_ids {
+        for b in &meta.features.build_ids {
             let path = Path::new(&b.path);
             if !b.is_kernel()
                 && !profkit_native::paths::is_pseudo(&b.path)
@@ -548,12 +534,12 @@ impl<'o> Walk<'o> {
                 binaries.prefetch(path, Some(&BuildId::new(&b.build_id)));
             }
         }
-        let attrs = perf.attrs();
+        let attrs = &meta.attrs;
         let clock_ok = attrs
             .get(attr.unwrap_or(0))
             .is_some_and(|a| a.use_clockid && a.clockid == Some(1));
-        let build_ids = perf
-            .features()
+        let build_ids = meta
+            .features
             .build_ids
             .iter()
             .map(|b| (b.path.clone().into_bytes(), b.build_id.clone()))
@@ -567,7 +553,7 @@ impl<'o> Walk<'o> {
             },
             ..PerfReport::default()
         };
-        let mut walk = Walk {
+        Walk {
             opts,
             symbols: Symbols::new(binaries, kernel),
             processes: HashMap::default(),
@@ -583,16 +569,19 @@ impl<'o> Walk<'o> {
             previous: HashMap::default(),
             kernel_text_check,
             pending_maps: Vec::new(),
+            chains: Vec::new(),
             addrs: Vec::new(),
             unwound: Vec::new(),
-        };
-        // The dumps the framing check saw mapped: their loading starts now, not at the
-        // marker's record (a runtime's first samples often come before it maps its dump).
+        }
+    }
+
+    /// The dumps the framing check saw mapped: their loading starts now, not at the marker's
+    /// record (a runtime's first samples often come before it maps its dump).
+    fn load_marked_jitdumps(&mut self, perf: &PerfData<'_>) {
         for (pid, path) in perf.jitdump_markers() {
             let path = PathBuf::from(String::from_utf8_lossy(path).into_owned());
-            walk.jit_marker(*pid, path);
+            self.jit_marker(*pid, path);
         }
-        walk
     }
 
     fn mmap(&mut self, m: &Mmap<'_>) {
@@ -695,7 +684,7 @@ impl<'o> Walk<'o> {
         let thread = self.declare(pid, tid, sink)?;
         self.load_jit(pid);
         let jit_time = self.jit_time(pid, time);
-        self.addresses(pid, s, jit_time);
+        self.addresses(pid, thread, s, jit_time);
 
         let Some(process) = self.processes.get_mut(&pid) else {
             return Ok(());
@@ -822,6 +811,7 @@ impl<'o> Walk<'o> {
             match found {
                 Ok(dump) => {
                     process.jit.dump = Some(dump);
+                    process.layout += 1;
                     // Native answers cached without the dump may be JIT code now.
                     process.generation += 1;
                     process.jit.dump_tried.clear();
@@ -837,6 +827,7 @@ impl<'o> Walk<'o> {
                 Ok(path) => match jit::load_perf_map(&path, search.any_map_owner) {
                     Ok(map) => {
                         process.jit.map = Some(map);
+                        process.layout += 1;
                         process.jit.map_tried.clear();
                     }
                     Err(e) => self.report.warnings.push(e),
@@ -854,47 +845,25 @@ impl<'o> Walk<'o> {
 
     /// Fills `self.addrs` with the sample's addresses, innermost first: (lookup address,
     /// is kernel).
-    fn addresses(&mut self, pid: u32, s: &PerfSample<'_>, jit_time: Option<u64>) {
+    fn addresses(&mut self, pid: u32, thread: u32, s: &PerfSample<'_>, jit_time: Option<u64>) {
         self.addrs.clear();
         let dwarf = s.user_regs.as_ref().zip(s.user_stack.as_ref());
         if let Some(chain) = &s.callchain {
-            // User frames after the first (the pc), and whether the chain was cut.
-            let mut callers = 0u64;
-            let mut cut: Option<u64> = None;
             let process = self.processes.get(&pid);
-            let dump = process.and_then(|p| p.jit.dump.as_ref());
-            let map = process.and_then(|p| p.jit.map.as_ref());
-            // Without JIT metadata, JIT code perf saw no executable mmap for (V8 code space is
-            // not always mmapped executable) is held by nothing yet real: then only an address
-            // no user code can have ends the chain.
-            let jit_known = dump.is_some() || map.is_some();
-            let held = |a: u64| {
-                process.is_some_and(|p| p.find(a).is_some())
-                    || dump.is_some_and(|d| d.map.region_at(a, None).is_some())
-                    || map.is_some_and(|m| m.map.covering(a).is_some())
-                    || (!jit_known && plausible_user_address(a))
+            let layout = chain::Layout {
+                process,
+                dump: process.and_then(|p| p.jit.dump.as_ref()),
+                map: process.and_then(|p| p.jit.map.as_ref()),
+                jit_time,
             };
-            for f in chain.frames() {
-                let f = perf_frame_at_function_start(f, |ra| {
-                    starts_jit_function(dump, map, ra, jit_time)
-                });
-                if f.context.is_kernel() {
-                    self.addrs.push((f.lookup_addr(), true));
-                } else if dwarf.is_none() {
-                    if let Some(n) = cut.as_mut() {
-                        *n += 1;
-                        continue;
-                    }
-                    let a = f.lookup_addr();
-                    if callers > 0 && !held(a) {
-                        cut = Some(1);
-                        continue;
-                    }
-                    callers += 1;
-                    self.addrs.push((a, false));
-                }
+            let t = thread as usize;
+            if self.chains.len() <= t {
+                self.chains.resize_with(t + 1, Default::default);
             }
-            if let Some(n) = cut {
+            let Some(memo) = self.chains.get_mut(t) else {
+                return;
+            };
+            if let Some(n) = memo.addresses(chain, &layout, dwarf.is_none(), &mut self.addrs) {
                 self.report.fp_cut.samples += 1;
                 self.report.fp_cut.frames += n;
             }

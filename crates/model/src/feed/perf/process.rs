@@ -84,6 +84,9 @@ pub struct Process {
     /// Bumped whenever a file mapping is added or cut (the native symbol cache's key, and when
     /// the unwinder is rebuilt); anonymous mappings come and go without it.
     pub generation: u64,
+    /// Bumped whenever anything a callchain's addresses are checked against changes: any
+    /// mapping added or cut, the jitdump or perf map loaded (see `chain.rs`).
+    pub layout: u64,
     /// The generation the unwinder was built at.
     pub unwinder_generation: u64,
     /// JIT metadata.
@@ -146,6 +149,7 @@ impl Process {
             }
         }
         self.maps.insert(start, map);
+        self.layout += 1;
         if files_changed {
             self.generation += 1;
         }
