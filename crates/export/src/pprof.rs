@@ -9,7 +9,9 @@
 //!   its **exclusive** (self) time — its duration minus its callees' durations — to the stack
 //!   that ends with it, so pprof's *flat* column is self time and *cum* is inclusive time
 //!   (recursion counted once per stack, as pprof does);
-//! * `samples/count` for sampled stacks (Mono sample hits, perf.data samples), their weights.
+//! * for sampled stacks, their weights: what the input says they measure (perf.data:
+//!   `cpu/nanoseconds` for cpu-clock and task-clock, else the event's name and `count`, with
+//!   its period), else `samples/count` (Mono sample hits).
 //!
 //! Call-path totals (XRay profiling mode) count as traced calls: a path adds its calls and its
 //! exclusive time to its stack. When the trace's clock is unknown (a profiling-mode file
@@ -69,6 +71,9 @@ pub struct PprofSink<W: Write> {
     tree: CallTree<u64>,
     /// The unit of `time` values: `nanoseconds`, or `ticks` when the trace's clock is unknown.
     time_unit: &'static str,
+    /// What a sample's weight measures (type, unit, period), when the input says
+    /// ([`TraceInfo::samples`]); else samples count `samples/count`.
+    sample_weight: Option<(String, &'static str, u64)>,
 }
 
 impl<W: Write> PprofSink<W> {
@@ -82,6 +87,7 @@ impl<W: Write> PprofSink<W> {
             functions: FunctionTable::new(),
             tree: CallTree::new(MAX_NODES, "pprof"),
             time_unit: "nanoseconds",
+            sample_weight: None,
         }
     }
 
@@ -104,8 +110,12 @@ impl<W: Write> PprofSink<W> {
             types.push(("calls", "count"));
             types.push(("time", self.time_unit));
         }
+        let (sample_type, sample_unit, sample_period) = match &self.sample_weight {
+            Some((t, u, p)) => (t.as_str(), *u, *p),
+            None => ("samples", "count", 0),
+        };
         if self.tree.sampled || !self.tree.traced {
-            types.push(("samples", "count"));
+            types.push((sample_type, sample_unit));
         }
         let type_ids: Vec<(u64, u64)> = types
             .iter()
@@ -238,7 +248,7 @@ impl<W: Write> PprofSink<W> {
                 "time"
             }
         } else {
-            "samples"
+            sample_type
         };
         let default_id = strings.id(default_type);
         let period_type = type_ids.iter().find(|(t, _)| *t == default_id).copied();
@@ -249,7 +259,12 @@ impl<W: Write> PprofSink<W> {
                 m.uint64(1, t);
                 m.uint64(2, u);
             });
-            p.uint64(12, 1);
+            let period = if self.tree.traced || sample_period == 0 {
+                1
+            } else {
+                sample_period
+            };
+            p.uint64(12, period);
         }
         p.uint64(14, default_id);
         let mut id = [0u8; 11];
@@ -325,6 +340,9 @@ impl<W: Write + Send> EventSink for PprofSink<W> {
         if trace.clock.ticks_per_second == 0 {
             self.time_unit = "ticks";
         }
+        self.sample_weight = trace
+            .samples
+            .map(|w| (w.kind.to_string(), w.unit, w.period));
         Ok(())
     }
 

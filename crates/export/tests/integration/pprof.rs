@@ -103,6 +103,8 @@ pub struct Decoded {
     pub samples: Vec<DecodedSample>,
     pub default_type: String,
     pub functions: Vec<(String, String, u64)>,
+    /// `period_type` and `period`.
+    pub period: Option<((String, String), u64)>,
 }
 
 pub fn decode(pb: &[u8]) -> Decoded {
@@ -169,6 +171,15 @@ pub fn decode(pb: &[u8]) -> Decoded {
                 d.samples.push((stack, vals, sl, nl));
             }
             14 => d.default_type = s(int(v)),
+            11 => {
+                let fs = fields(bytes(v));
+                let t = (s(int(&fs[0].1)), s(int(&fs[1].1)));
+                d.period = Some((t, d.period.as_ref().map_or(0, |p| p.1)));
+            }
+            12 => {
+                let t = d.period.take().map(|p| p.0).unwrap_or_default();
+                d.period = Some((t, int(v)));
+            }
             _ => {}
         }
     }
@@ -316,6 +327,47 @@ fn samples_only_profile() {
     assert_eq!(d.samples.len(), 1);
     assert_eq!(d.samples[0].0, vec!["#1".to_string(), "#2".to_string()]);
     assert_eq!(d.samples[0].1, vec![3]);
+}
+
+/// perf.data samples weigh their period: the sample type says what it measures (ns on a CPU
+/// for cpu-clock), as OTLP's does, with the period between samples.
+#[test]
+fn perf_samples_are_typed_by_what_they_weigh() {
+    use profkit_model::events::{EventSink, Sample, SampleWeight, TraceInfo};
+    use profkit_model::{Clock, FuncId, FunctionTable};
+    let mut out = Vec::new();
+    let mut s = PprofSink::new(&mut out, false, false);
+    let t = FunctionTable::new();
+    s.begin(&TraceInfo {
+        format: "perf",
+        functions: &t,
+        clock: Clock::NANOSECONDS,
+        origin_ns: 0,
+        name: "x",
+        samples: Some(SampleWeight {
+            kind: "cpu",
+            unit: "nanoseconds",
+            period: 1_001_001,
+        }),
+        origin_unix_ns: None,
+    })
+    .unwrap();
+    s.sample(&Sample {
+        thread: 0,
+        time: 5,
+        stack: &[FuncId(1)],
+        lines: &[],
+        weight: 1_000_917,
+    })
+    .unwrap();
+    s.finish().unwrap();
+    drop(s);
+    let d = decode(&out);
+    let cpu = ("cpu".to_string(), "nanoseconds".to_string());
+    assert_eq!(d.sample_types, vec![cpu.clone()]);
+    assert_eq!(d.default_type, "cpu");
+    assert_eq!(d.period, Some((cpu, 1_001_001)));
+    assert_eq!(d.samples[0].1, vec![1_000_917]);
 }
 
 /// The npm package `pprof-format` (a complete pprof decoder) reads the file; totals match.
