@@ -17,7 +17,8 @@ use rustc_hash::FxHashMap;
 use std::io::{self, Write};
 
 use crate::account::human_ns;
-use profkit_model::func::FunctionTable;
+use profkit_model::events::{CallPath, CallTree, EventSink, ThreadInfo, TraceInfo};
+use profkit_model::func::{FuncId, FuncInfo, FunctionTable};
 use profkit_model::stack::StackTree;
 
 /// Per-function totals of one input (in the report's [`DiffUnit`]).
@@ -161,158 +162,319 @@ impl<'a> InputTotals<'a> {
     }
 }
 
-/// Per-function totals of `tree` by name (values through `to_units`).
-///
-/// In the tree's depth-first order every node gets a record: its name, its place (`pre`), the
-/// end of its subtree and its subtree's value; a node with calls adds them and its value to its
-/// function's `calls` and `self`. A function's `total` is the value of the subtrees of its
-/// outermost nodes (no caller above them has its name): sorted by name and place, a node is
-/// outermost when it starts after the end of every earlier node of its name. Memory: 24 bytes
-/// a node, whatever the depth (the stack-by-stack count of names this replaces copied every
-/// path and held a name string per function: 1.2 GB for 3M functions).
+/// Per-function totals of `tree` by name (values through `to_units`); see [`RawTotals`].
 pub fn totals<'a>(
     tree: &StackTree,
     names: &'a FunctionTable,
     to_units: &dyn Fn(u64) -> u64,
 ) -> InputTotals<'a> {
-    /// A node: its name (and, in bit 63, whether its subtree has calls), its place and the end
-    /// of its subtree (`a`: place in the low half), and its subtree's value (`b`); then, in the
-    /// same memory, a function's totals (`a` calls, `b` self, `c` total): the records become
-    /// the entries in place (one large allocation, not two: 400 MB each for 12.5M functions).
-    #[derive(Clone, Copy)]
-    struct Slot {
-        key: u64,
-        a: u64,
-        b: u64,
-        c: u64,
-    }
-    const COUNTED: u64 = 1 << 63;
-    let mut out = InputTotals::default();
-    let mut named_key: FxHashMap<&'a str, Key> = FxHashMap::default();
-    let mut recs: Vec<Slot> = Vec::with_capacity(tree.len());
-    // The nodes with calls: their name, calls and value.
-    let mut counted: Vec<Slot> = Vec::new();
-    // The open path, as indices into `recs`.
-    let mut open: Vec<u32> = Vec::new();
-    let close = |recs: &mut Vec<Slot>, open: &mut Vec<u32>, at: u32| {
-        let Some(i) = open.pop() else { return };
-        let (sum, flag) = match recs.get_mut(i as usize) {
-            Some(r) => {
-                r.a = (r.a & 0xffff_ffff) | (u64::from(at) << 32);
-                (r.b, r.key & COUNTED)
-            }
-            None => return,
-        };
-        if let Some(p) = open.last().and_then(|&p| recs.get_mut(p as usize)) {
-            p.b = p.b.saturating_add(sum);
-            p.key |= flag;
-        }
-    };
-    let mut at = 0u32;
-    tree.for_each_node(|path, s| {
-        while open.len() >= path.len() {
-            close(&mut recs, &mut open, at);
-        }
-        let Some(&f) = path.last() else { return };
-        let key = match names.get(f).and_then(|i| i.name.as_deref()) {
-            None => u64::from(f.0),
-            Some(n) => match id_of_text(n) {
-                Some(id) => u64::from(id),
-                None => *named_key.entry(n).or_insert_with(|| {
-                    out.named.push(n);
-                    NAMED + (out.named.len() - 1) as u64
-                }),
+    RawTotals::of_stack_tree(tree, names, to_units).resolve(names)
+}
+
+/// Per-function totals of one input whose names are not yet looked up (a name is a key: an id,
+/// or a function of the table that has it, [`RawTotals::resolve`]).
+///
+/// In a tree's depth-first order every node gets a record: its name, its place (`pre`), the
+/// end of its subtree and its subtree's value; a node with calls adds them and its value to its
+/// function's `calls` and `self`. A function's `total` is the value of the subtrees of its
+/// outermost nodes (no caller above them has its name): sorted by name and place, a node is
+/// outermost when it starts after the end of every earlier node of its name. Memory: 32 bytes
+/// a node in one allocation, whatever the depth (the records become the totals in place), and
+/// nothing a level: the open path is a chain through the records (the stack-by-stack count of
+/// names this replaces copied every path and held a name string per function: 1.2 GB for 3M
+/// functions; a 12.5M-deep path's open stack was 100 MB more).
+#[derive(Clone, Debug, Default)]
+pub struct RawTotals {
+    /// Per named key (`NAMED + i`), a function with that name.
+    named: Vec<FuncId>,
+    entries: Vec<(Key, Totals)>,
+    /// Whether a node has calls.
+    calls: bool,
+}
+
+impl RawTotals {
+    /// The totals of a [`StackTree`].
+    pub fn of_stack_tree(
+        tree: &StackTree,
+        names: &FunctionTable,
+        to_units: &dyn Fn(u64) -> u64,
+    ) -> RawTotals {
+        Self::of_walk(
+            tree.len(),
+            &mut |visit| {
+                tree.for_each_node(|path, s| {
+                    if let Some(&f) = path.last() {
+                        visit(path.len() as u32, f, s.count, s.exclusive);
+                    }
+                })
             },
+            names,
+            to_units,
+        )
+    }
+
+    /// The totals of one thread's [`CallTree`] (an XRay profile's own tree: no [`StackTree`]
+    /// of it is made).
+    pub fn of_call_tree(
+        tree: &dyn CallTree,
+        names: &FunctionTable,
+        to_units: &dyn Fn(u64) -> u64,
+    ) -> RawTotals {
+        Self::of_walk(
+            tree.len(),
+            &mut |visit| tree.walk(&mut |n| visit(n.depth, n.func, n.calls, n.exclusive)),
+            names,
+            to_units,
+        )
+    }
+
+    /// Whether a node has calls (or samples).
+    pub fn has_calls(&self) -> bool {
+        self.calls
+    }
+
+    /// The totals by name, sorted by name.
+    pub fn resolve(self, names: &FunctionTable) -> InputTotals<'_> {
+        let named = self
+            .named
+            .iter()
+            .map(|&f| names.get(f).and_then(|i| i.name.as_deref()).unwrap_or("?"))
+            .collect();
+        let mut out = InputTotals {
+            named,
+            entries: self.entries,
         };
-        let mut own = 0;
-        let mut flag = 0;
-        if s.count > 0 {
-            own = to_units(s.exclusive);
-            flag = COUNTED;
-            counted.push(Slot {
-                key,
-                a: s.count,
-                b: own,
-                c: 0,
-            });
-        }
-        open.push(recs.len() as u32);
-        recs.push(Slot {
-            key: key | flag,
-            a: u64::from(at),
-            b: own,
-            c: 0,
-        });
-        at = at.saturating_add(1);
-    });
-    while !open.is_empty() {
-        close(&mut recs, &mut open, at);
+        out.sort_and_merge();
+        out
     }
-    drop(open);
-    recs.sort_unstable_by_key(|r| (r.key & !COUNTED, r.a & 0xffff_ffff));
-    // A function's total: its outermost nodes' subtrees with calls. Only a function on the
-    // path of a node with calls has a row. Written over the records (a group's entry goes at
-    // or before the group's first record).
-    let mut kept = 0usize;
-    let mut i = 0usize;
-    while let Some(first) = recs.get(i).copied() {
-        let key = first.key & !COUNTED;
-        let mut total = 0u64;
-        let mut present = false;
-        let mut end = 0u32;
-        while let Some(r) = recs.get(i).filter(|r| r.key & !COUNTED == key) {
-            let (pre, r_end) = (r.a as u32, (r.a >> 32) as u32);
-            if pre >= end && r.key & COUNTED != 0 {
-                total = total.saturating_add(r.b);
-                present = true;
+
+    /// `walk` calls its visitor with every node of a tree (at most `len`), depth first:
+    /// depth (1: a root call), function, calls and exclusive value.
+    fn of_walk(
+        len: usize,
+        walk: &mut dyn FnMut(&mut dyn FnMut(u32, FuncId, u64, u64)),
+        names: &FunctionTable,
+        to_units: &dyn Fn(u64) -> u64,
+    ) -> RawTotals {
+        /// A node: its name (and, in bit 63, whether its subtree has calls), its place and the
+        /// end of its subtree (`a`: place in the low half), its subtree's value (`b`) and, while
+        /// it is open, its caller's record (`c`); then, in the same memory, a function's totals
+        /// (`a` calls, `b` self, `c` total): the records become the entries in place (one large
+        /// allocation, not two: 400 MB each for 12.5M functions).
+        #[derive(Clone, Copy)]
+        struct Slot {
+            key: u64,
+            a: u64,
+            b: u64,
+            c: u64,
+        }
+        const COUNTED: u64 = 1 << 63;
+        const NO_CALLER: u64 = u64::MAX;
+        let mut out = RawTotals::default();
+        let mut named_key: FxHashMap<&str, Key> = FxHashMap::default();
+        let mut recs: Vec<Slot> = Vec::with_capacity(len);
+        // The nodes with calls: their name, calls and value.
+        let mut counted: Vec<Slot> = Vec::new();
+        // The innermost open node (its record) and its depth; its callers are a chain through
+        // `c`.
+        let mut top = NO_CALLER;
+        let mut depth = 0u32;
+        // Closes the innermost open node at place `at`: its end, and its value and flag go to
+        // its caller. Returns the caller.
+        let close = |recs: &mut Vec<Slot>, i: u64, at: u32| -> u64 {
+            let (sum, flag, caller) = match recs.get_mut(i as usize) {
+                Some(r) => {
+                    r.a = (r.a & 0xffff_ffff) | (u64::from(at) << 32);
+                    let caller = std::mem::replace(&mut r.c, 0);
+                    (r.b, r.key & COUNTED, caller)
+                }
+                None => return NO_CALLER,
+            };
+            if let Some(p) = recs.get_mut(caller as usize) {
+                p.b = p.b.saturating_add(sum);
+                p.key |= flag;
             }
-            end = end.max(r_end);
-            i += 1;
-        }
-        if present {
-            if let Some(slot) = recs.get_mut(kept) {
-                *slot = Slot {
-                    key,
-                    a: 0,
-                    b: 0,
-                    c: total,
-                };
+            caller
+        };
+        let mut at = 0u32;
+        walk(&mut |d, f, count, exclusive| {
+            while depth >= d && top != NO_CALLER {
+                top = close(&mut recs, top, at);
+                depth -= 1;
             }
-            kept += 1;
-        }
-    }
-    recs.truncate(kept);
-    // Calls and self time, added in place (a function with calls is on its own path: it has
-    // an entry; both lists are by key).
-    counted.sort_unstable_by_key(|c| c.key);
-    let mut at = 0usize;
-    for c in &counted {
-        while recs.get(at).is_some_and(|r| r.key < c.key) {
-            at += 1;
-        }
-        if let Some(r) = recs.get_mut(at).filter(|r| r.key == c.key) {
-            r.a = r.a.saturating_add(c.a);
-            r.b = r.b.saturating_add(c.b);
-        }
-    }
-    drop(counted);
-    // The same memory (same size and alignment).
-    let entries: Vec<(Key, Totals)> = recs
-        .into_iter()
-        .map(|r| {
-            (
-                r.key,
-                Totals {
-                    calls: r.a,
-                    self_: r.b,
-                    total: r.c,
+            let key = match names.get(f).and_then(|i| i.name.as_deref()) {
+                None => u64::from(f.0),
+                Some(n) => match id_of_text(n) {
+                    Some(id) => u64::from(id),
+                    None => *named_key.entry(n).or_insert_with(|| {
+                        out.named.push(f);
+                        NAMED + (out.named.len() - 1) as u64
+                    }),
                 },
-            )
-        })
-        .collect();
-    out.entries = entries;
-    out.sort_and_merge();
-    out
+            };
+            let mut own = 0;
+            let mut flag = 0;
+            if count > 0 {
+                own = to_units(exclusive);
+                flag = COUNTED;
+                counted.push(Slot {
+                    key,
+                    a: count,
+                    b: own,
+                    c: 0,
+                });
+            }
+            let caller = top;
+            top = recs.len() as u64;
+            depth = depth.saturating_add(1);
+            recs.push(Slot {
+                key: key | flag,
+                a: u64::from(at),
+                b: own,
+                c: caller,
+            });
+            at = at.saturating_add(1);
+        });
+        while top != NO_CALLER {
+            top = close(&mut recs, top, at);
+        }
+        out.calls = !counted.is_empty();
+        recs.sort_unstable_by_key(|r| (r.key & !COUNTED, r.a & 0xffff_ffff));
+        // A function's total: its outermost nodes' subtrees with calls. Only a function on the
+        // path of a node with calls has a row. Written over the records (a group's entry goes
+        // at or before the group's first record).
+        let mut kept = 0usize;
+        let mut i = 0usize;
+        while let Some(first) = recs.get(i).copied() {
+            let key = first.key & !COUNTED;
+            let mut total = 0u64;
+            let mut present = false;
+            let mut end = 0u32;
+            while let Some(r) = recs.get(i).filter(|r| r.key & !COUNTED == key) {
+                let (pre, r_end) = (r.a as u32, (r.a >> 32) as u32);
+                if pre >= end && r.key & COUNTED != 0 {
+                    total = total.saturating_add(r.b);
+                    present = true;
+                }
+                end = end.max(r_end);
+                i += 1;
+            }
+            if present {
+                if let Some(slot) = recs.get_mut(kept) {
+                    *slot = Slot {
+                        key,
+                        a: 0,
+                        b: 0,
+                        c: total,
+                    };
+                }
+                kept += 1;
+            }
+        }
+        recs.truncate(kept);
+        // Calls and self time, added in place (a function with calls is on its own path: it
+        // has an entry; both lists are by key).
+        counted.sort_unstable_by_key(|c| c.key);
+        let mut at = 0usize;
+        for c in &counted {
+            while recs.get(at).is_some_and(|r| r.key < c.key) {
+                at += 1;
+            }
+            if let Some(r) = recs.get_mut(at).filter(|r| r.key == c.key) {
+                r.a = r.a.saturating_add(c.a);
+                r.b = r.b.saturating_add(c.b);
+            }
+        }
+        drop(counted);
+        // The same memory (same size and alignment).
+        out.entries = recs
+            .into_iter()
+            .map(|r| {
+                (
+                    r.key,
+                    Totals {
+                        calls: r.a,
+                        self_: r.b,
+                        total: r.c,
+                    },
+                )
+            })
+            .collect();
+        out
+    }
+}
+
+/// An [`EventSink`] for an input of call paths (an XRay profiling-mode file) that keeps only
+/// its per-function totals: a one-thread profile's tree is taken whole
+/// ([`EventSink::call_tree`]) and reduced to its totals at once, so no [`StackTree`] of it is
+/// made (a 12.5M-deep path was 500 MB of `StackTree` beside the driver's own 400 MB tree:
+/// issue #23 B5). The paths of a profile of several threads come one by one into a
+/// `StackTree` as before (the totals of a path that two threads share are those of the
+/// merged path).
+#[derive(Debug, Default)]
+pub struct TotalsSink {
+    functions: FunctionTable,
+    threads: u32,
+    taken: Option<RawTotals>,
+    tree: StackTree,
+    paths: bool,
+}
+
+impl TotalsSink {
+    /// An empty sink.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The function table (from the stream) and the totals (values as the stream gave them).
+    pub fn into_totals(self) -> (FunctionTable, RawTotals) {
+        let raw = match self.taken {
+            Some(raw) => raw,
+            None => RawTotals::of_stack_tree(&self.tree, &self.functions, &|v| v),
+        };
+        (self.functions, raw)
+    }
+}
+
+impl EventSink for TotalsSink {
+    fn begin(&mut self, trace: &TraceInfo<'_>) -> io::Result<()> {
+        self.functions = trace.functions.clone();
+        Ok(())
+    }
+
+    fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+        self.functions.insert(id, info.clone());
+        Ok(())
+    }
+
+    fn thread(&mut self, _thread: &ThreadInfo<'_>) -> io::Result<()> {
+        self.threads = self.threads.saturating_add(1);
+        Ok(())
+    }
+
+    fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {
+        if self.taken.is_some() {
+            return Err(io::Error::other(
+                "internal: a call path after a whole call tree of a profile of one thread",
+            ));
+        }
+        self.paths = true;
+        self.tree.add_call_path(p);
+        Ok(())
+    }
+
+    /// Taken when it is the input's only thread's.
+    fn call_tree(&mut self, _thread: u32, tree: &dyn CallTree) -> io::Result<bool> {
+        if self.threads > 1 || self.paths || self.taken.is_some() {
+            return Ok(false);
+        }
+        self.taken = Some(RawTotals::of_call_tree(tree, &self.functions, &|v| v));
+        Ok(true)
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Which change orders the rows.
@@ -632,7 +794,6 @@ pub fn write_json(out: &mut dyn Write, r: &DiffReport<'_>) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use profkit_model::func::{FuncId, FuncInfo};
 
     fn names(list: &[&str]) -> FunctionTable {
         let mut t = FunctionTable::new();
@@ -644,6 +805,98 @@ mod tests {
             t.insert(FuncId(i as u32), info);
         }
         t
+    }
+
+    fn listed(t: &InputTotals<'_>) -> Vec<(String, Totals)> {
+        t.entries
+            .iter()
+            .map(|&(k, v)| (t.name(k).to_string(), v))
+            .collect()
+    }
+
+    /// Ids 1..=6: two of one name, a table name that is another id's `#ID`, two unnamed.
+    fn profile_names() -> FunctionTable {
+        let mut t = FunctionTable::new();
+        for (id, n) in [(1, "main"), (2, "work"), (3, "work"), (4, "#5")] {
+            let info = FuncInfo {
+                name: Some(n.to_string()),
+                ..FuncInfo::default()
+            };
+            t.insert(FuncId(id), info);
+        }
+        t
+    }
+
+    /// A profiling-mode file of `threads`, each a list of (path, calls, time).
+    fn profile_bytes(threads: &[Vec<(Vec<u32>, u64, u64)>]) -> Vec<u8> {
+        use profkit_xray::profile::write::{PathRecord, ProfileWriter};
+        let mut w = ProfileWriter::new(&profkit_xray::profile::ProfileHeader::default());
+        for (tid, records) in threads.iter().enumerate() {
+            let records: Vec<PathRecord> = records
+                .iter()
+                .map(|(p, c, t)| PathRecord::new(p, *c, *t))
+                .collect();
+            w.block(tid as u64 + 1, &records).unwrap();
+        }
+        w.finish()
+    }
+
+    /// The totals by the definition: per path with calls, its calls and self time to its last
+    /// function, its self time once to every function on it.
+    fn by_definition(sink: &profkit_model::stack::StackSink) -> Vec<(String, Totals)> {
+        let mut m: std::collections::BTreeMap<String, Totals> = Default::default();
+        for p in sink.tree().paths() {
+            let names: Vec<String> = p
+                .path
+                .iter()
+                .map(|&f| sink.functions.name(f).to_string())
+                .collect();
+            let mut seen = std::collections::BTreeSet::new();
+            for n in &names {
+                if seen.insert(n.clone()) {
+                    let t = m.entry(n.clone()).or_default();
+                    t.total += p.exclusive;
+                }
+            }
+            let t = m.entry(names.last().unwrap().clone()).or_default();
+            t.calls += p.count;
+            t.self_ += p.exclusive;
+        }
+        m.into_iter().collect()
+    }
+
+    proptest::proptest! {
+        /// A profile's totals made from its own call tree (TotalsSink) are those made from the
+        /// StackTree of its paths, and those of the definition; a profile of several threads
+        /// goes through the StackTree and gives the same.
+        #[test]
+        fn totals_of_the_profile_tree_are_those_of_the_stack_tree(
+            threads in proptest::collection::vec(
+                proptest::collection::vec(
+                    (proptest::collection::vec(1..7u32, 1..7), 0..3u64, 0..1000u64),
+                    1..12),
+                1..3),
+        ) {
+            use profkit_model::clock::Clock;
+            use profkit_model::feed::xray_profile;
+            use profkit_model::stack::StackSink;
+            let bytes = profile_bytes(&threads);
+            let profile = profkit_xray::profile::Profile::parse(&bytes).unwrap();
+            let functions = profile_names();
+            let mut tree_sink = StackSink::new();
+            xray_profile::feed(&profile, &functions, Clock::new(0), "t", &mut tree_sink).unwrap();
+            let mut totals_sink = TotalsSink::new();
+            xray_profile::feed(&profile, &functions, Clock::new(0), "t", &mut totals_sink).unwrap();
+            let names_a = std::mem::take(&mut tree_sink.functions);
+            let old = totals(tree_sink.tree(), &names_a, &|v| v);
+            let (names_b, raw) = totals_sink.into_totals();
+            proptest::prop_assert_eq!(raw.has_calls(), !tree_sink.tree().is_empty());
+            let new = raw.resolve(&names_b);
+            proptest::prop_assert_eq!(listed(&old), listed(&new));
+            tree_sink.functions = names_a;
+            // A row for every function on a path with calls, in byte order of names.
+            proptest::prop_assert_eq!(listed(&new), by_definition(&tree_sink));
+        }
     }
 
     #[test]

@@ -219,6 +219,39 @@ pub struct CallPath<'a> {
     pub exclusive: u64,
 }
 
+/// One thread's call paths as a tree (XRay profiling mode), for a sink that can take them
+/// whole ([`EventSink::call_tree`]) instead of path by path: a profile of 50 MB can hold one
+/// path 12.5M functions deep, and a consumer that needs only the tree's structure then keeps
+/// no tree (nor path) of its own (issue #23 B5).
+pub trait CallTree {
+    /// Number of nodes (call paths, with calls or not).
+    fn len(&self) -> usize;
+    /// Whether the tree has no node.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Calls `visit` with every node, depth first (a node's subtree before its next sibling),
+    /// callers before callees. The order of siblings is not defined.
+    fn walk(&self, visit: &mut dyn FnMut(&TreeNode));
+}
+
+/// A node of a [`CallTree`]: a call path, named by its depth and its last function, with the
+/// values [`EventSink::call_path`] would give it (0 calls and 0 times for a path that is only
+/// a caller of others).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeNode {
+    /// Depth: 1 for a root call.
+    pub depth: u32,
+    /// The path's last function.
+    pub func: FuncId,
+    /// Calls on this path that returned.
+    pub calls: u64,
+    /// Their total duration, callees included (ns, as in [`CallPath`]).
+    pub inclusive: u64,
+    /// Their self time (ns, as in [`CallPath`]).
+    pub exclusive: u64,
+}
+
 /// What happened to a region of JIT code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CodeEvent {
@@ -341,6 +374,13 @@ pub trait EventSink {
     fn call_path(&mut self, _path: &CallPath<'_>) -> io::Result<()> {
         Err(call_paths_unsupported())
     }
+    /// All of one thread's call paths at once, as a tree, by a driver that has them as one
+    /// (XRay profiling mode), before or instead of their [`EventSink::call_path`]s: a sink that
+    /// takes them answers `true`, and the driver gives it none of that thread's paths one by
+    /// one. The default answers `false` (the paths come one by one).
+    fn call_tree(&mut self, _thread: u32, _tree: &dyn CallTree) -> io::Result<bool> {
+        Ok(false)
+    }
     /// Called once after the last event; writers flush here.
     fn finish(&mut self) -> io::Result<()>;
 }
@@ -420,6 +460,9 @@ macro_rules! forward_sink {
             }
             fn call_path(&mut self, path: &CallPath<'_>) -> io::Result<()> {
                 (**self).call_path(path)
+            }
+            fn call_tree(&mut self, thread: u32, tree: &dyn CallTree) -> io::Result<bool> {
+                (**self).call_tree(thread, tree)
             }
             fn finish(&mut self) -> io::Result<()> {
                 (**self).finish()

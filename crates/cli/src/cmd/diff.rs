@@ -13,6 +13,7 @@ use profkit_analysis::diff::{self, DiffKey, DiffReport, DiffUnit};
 use profkit_analysis::graph::dot;
 use profkit_export::folded::{differential, write_differential_svg};
 use profkit_export::Output;
+use profkit_model::events::EventSink;
 use profkit_model::func::FunctionTable;
 use profkit_model::stack::{StackSink, Value};
 
@@ -63,22 +64,33 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode> {
         // passed 2 GB on an XRay profile naming 12.5M functions: issue #23 B5).
         let table = !matches!(args.format, DiffFormat::Folded | DiffFormat::Svg);
         let ident = |v: u64| v;
-        let read = |(o, m): &(Opened, Vec<String>)| -> Result<(Stacks, FunctionTable)> {
+        // The totals of a profiling-mode file are made from the driver's own call tree (no
+        // `StackTree` of it: TotalsSink).
+        let read = |i: usize| -> Result<(Stacks, FunctionTable, Option<diff::RawTotals>)> {
+            let (o, m) = &inputs[i];
+            if table && profile[i] {
+                let (s, functions, raw) = named(o.name(), profile_totals(o, m, tsc_hz))?;
+                return Ok((s, functions, Some(raw)));
+            }
             let mut s = named(o.name(), stacks(o, m, tsc_hz))?;
             let functions = if table {
                 std::mem::take(&mut s.sink.functions)
             } else {
                 FunctionTable::new()
             };
-            Ok((s, functions))
+            Ok((s, functions, None))
         };
-        let (mut a, functions_a) = read(&inputs[0])?;
-        let totals_a = table.then(|| diff::totals(a.sink.tree(), &functions_a, &ident));
+        let totals = |s: &Stacks, functions, raw: Option<diff::RawTotals>| match raw {
+            Some(raw) => raw.resolve(functions),
+            None => diff::totals(s.sink.tree(), functions, &ident),
+        };
+        let (mut a, functions_a, raw_a) = read(0)?;
+        let totals_a = table.then(|| totals(&a, &functions_a, raw_a));
         if table {
             a.sink = StackSink::new();
         }
-        let (mut b, functions_b) = read(&inputs[1])?;
-        let totals_b = table.then(|| diff::totals(b.sink.tree(), &functions_b, &ident));
+        let (mut b, functions_b, raw_b) = read(1)?;
+        let totals_b = table.then(|| totals(&b, &functions_b, raw_b));
         if table {
             b.sink = StackSink::new();
         }
@@ -157,38 +169,96 @@ struct Stacks {
     truncation: Option<Truncation>,
 }
 
+/// What feeding an input to a sink told about it: whether it holds call paths only (an XRay
+/// profiling-mode file), whether its clock is unknown (times in ticks), and where it is cut.
+struct Fed {
+    only_call_paths: bool,
+    ticks: bool,
+    truncation: Option<Truncation>,
+}
+
+fn feed_into(
+    opened: &Opened,
+    instr_maps: &[String],
+    tsc_hz: Option<u64>,
+    sink: &mut dyn EventSink,
+) -> Result<Fed> {
+    let src = opened.source(instr_maps, tsc_hz, None, "diff")?;
+    let release = |s, e| opened.release(s, e);
+    let summary = src.feed(opened.name(), None, Some(&release), sink)?;
+    output::print_feed_problems(opened.name(), &summary);
+    Ok(Fed {
+        only_call_paths: src.has_only_call_paths(),
+        ticks: src.clock().ticks_per_second == 0,
+        truncation: summary.truncation,
+    })
+}
+
+fn nothing_to_compare(opened: &Opened) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: no function calls and no sampled stacks to compare",
+        opened.name()
+    )
+}
+
+/// The unit of an input's values: sample weights, else ns (ticks when the clock is unknown).
+fn unit_of(kind: Kind, fed: &Fed) -> DiffUnit {
+    match kind {
+        Kind::Samples => DiffUnit::Weight,
+        _ if fed.ticks => DiffUnit::Ticks,
+        _ => DiffUnit::Nanoseconds,
+    }
+}
+
 /// The stacks of `opened`: calls or call paths with their times (in ns, or in ticks when the
 /// clock is unknown: a profiling-mode file without `tsc_hz`), else samples with their weights.
 fn stacks(opened: &Opened, instr_maps: &[String], tsc_hz: Option<u64>) -> Result<Stacks> {
-    let src = opened.source(instr_maps, tsc_hz, None, "diff")?;
-    let release = |s, e| opened.release(s, e);
     let mut sink = StackSink::new();
-    let summary = src.feed(opened.name(), None, Some(&release), &mut sink)?;
-    output::print_feed_problems(opened.name(), &summary);
+    let fed = feed_into(opened, instr_maps, tsc_hz, &mut sink)?;
     if sink.tree().is_empty() {
-        bail!(
-            "{}: no function calls and no sampled stacks to compare",
-            opened.name()
-        );
+        return Err(nothing_to_compare(opened));
     }
-    let kind = if src.has_only_call_paths() {
+    let kind = if fed.only_call_paths {
         Kind::CallPaths
     } else if sink.calls {
         Kind::Calls
     } else {
         Kind::Samples
     };
-    let unit = match kind {
-        Kind::Samples => DiffUnit::Weight,
-        _ if src.clock().ticks_per_second == 0 => DiffUnit::Ticks,
-        _ => DiffUnit::Nanoseconds,
-    };
     Ok(Stacks {
         sink,
         kind,
-        unit,
-        truncation: summary.truncation,
+        unit: unit_of(kind, &fed),
+        truncation: fed.truncation,
     })
+}
+
+/// The per-function totals of a profiling-mode file (see [`diff::TotalsSink`]), with an
+/// empty [`Stacks`] that says what it is made of.
+fn profile_totals(
+    opened: &Opened,
+    instr_maps: &[String],
+    tsc_hz: Option<u64>,
+) -> Result<(Stacks, FunctionTable, diff::RawTotals)> {
+    let mut sink = diff::TotalsSink::new();
+    let fed = feed_into(opened, instr_maps, tsc_hz, &mut sink)?;
+    let (functions, raw) = sink.into_totals();
+    if !raw.has_calls() {
+        return Err(nothing_to_compare(opened));
+    }
+    // A profiling-mode file holds call paths only (the caller asks for this by its format).
+    let kind = if fed.only_call_paths {
+        Kind::CallPaths
+    } else {
+        Kind::Calls
+    };
+    let stacks = Stacks {
+        sink: StackSink::new(),
+        kind,
+        unit: unit_of(kind, &fed),
+        truncation: fed.truncation,
+    };
+    Ok((stacks, functions, raw))
 }
 
 /// The table (from `totals`, each input's per-function totals) or the differential flame

@@ -28,7 +28,7 @@ use profkit_xray::Truncation;
 use super::{FeedSummary, Folded};
 use crate::clock::Clock;
 use crate::events::ThreadId;
-use crate::events::{CallPath, EventSink, ProcessInfo, ThreadInfo, TraceInfo};
+use crate::events::{CallPath, CallTree, EventSink, ProcessInfo, ThreadInfo, TraceInfo, TreeNode};
 use crate::func::{FuncId, FunctionTable};
 use crate::replay::Fold;
 use crate::span::BuilderStats;
@@ -151,6 +151,61 @@ impl ThreadTree {
                 .filter_map(|c| self.nodes.get(c as usize))
                 .fold(0u64, |sum, c| sum.saturating_add(c.inclusive));
             f(&stack, n, callees);
+        }
+    }
+}
+
+/// One thread's tree as a [`CallTree`], times through `clock` as [`feed`] gives them.
+struct TreeView<'t> {
+    tree: &'t ThreadTree,
+    clock: Clock,
+}
+
+impl CallTree for TreeView<'_> {
+    fn len(&self) -> usize {
+        self.tree.nodes.len().saturating_sub(1)
+    }
+
+    /// Through the links of the nodes (first child, next sibling, parent): no stack, whatever
+    /// the depth.
+    fn walk(&self, visit: &mut dyn FnMut(&TreeNode)) {
+        let nodes = &self.tree.nodes;
+        let mut n = nodes.get(0).map_or(NONE, |root| root.first_child);
+        let mut depth = 1u32;
+        while n != 0 {
+            let Some(node) = nodes.get(n as usize) else {
+                break;
+            };
+            let callees = trie::children(nodes, n)
+                .filter_map(|c| nodes.get(c as usize))
+                .fold(0u64, |sum, c| sum.saturating_add(c.inclusive));
+            visit(&TreeNode {
+                depth,
+                func: node.func,
+                calls: node.calls,
+                inclusive: self.clock.to_ns(node.inclusive),
+                exclusive: self.clock.to_ns(node.inclusive.saturating_sub(callees)),
+            });
+            if node.first_child != NONE {
+                n = node.first_child;
+                depth = depth.saturating_add(1);
+                continue;
+            }
+            // The next sibling of this node or of its nearest caller that has one.
+            let mut at = node;
+            n = loop {
+                if at.next_sibling != NONE {
+                    break at.next_sibling;
+                }
+                if at.parent == 0 || at.parent == NONE {
+                    break 0;
+                }
+                match nodes.get(at.parent as usize) {
+                    Some(up) => at = up,
+                    None => break 0,
+                }
+                depth = depth.saturating_sub(1);
+            };
         }
     }
 }
@@ -315,6 +370,9 @@ pub fn feed(
         })?;
     }
     for (i, (_, tree)) in r.threads.iter().enumerate() {
+        if sink.call_tree(i as u32, &TreeView { tree, clock })? {
+            continue;
+        }
         let mut result = Ok(());
         tree.paths(|stack, n, callees| {
             if result.is_err() {
@@ -467,6 +525,82 @@ mod tests {
             }
         );
         assert_eq!(paths.len(), 4);
+    }
+
+    /// A sink that takes every thread's tree and rebuilds its paths from the walk.
+    #[derive(Default)]
+    struct Trees {
+        paths: Vec<RecordedEvent>,
+    }
+
+    impl EventSink for Trees {
+        fn begin(&mut self, _: &TraceInfo<'_>) -> io::Result<()> {
+            Ok(())
+        }
+        fn call_tree(&mut self, thread: u32, tree: &dyn CallTree) -> io::Result<bool> {
+            let mut stack: Vec<FuncId> = Vec::new();
+            let mut nodes = 0;
+            tree.walk(&mut |n| {
+                nodes += 1;
+                assert!(
+                    n.depth as usize <= stack.len() + 1,
+                    "a walk goes one deeper at most"
+                );
+                stack.truncate(n.depth as usize - 1);
+                stack.push(n.func);
+                if n.calls > 0 || n.inclusive > 0 {
+                    self.paths.push(RecordedEvent::CallPath {
+                        thread,
+                        stack: stack.clone(),
+                        calls: n.calls,
+                        inclusive: n.inclusive,
+                        exclusive: n.exclusive,
+                    });
+                }
+            });
+            assert_eq!(nodes, tree.len());
+            Ok(true)
+        }
+        fn finish(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The tree a sink takes whole holds the paths (and values) the stream gives one by one,
+    /// each node once, callers before callees.
+    #[test]
+    fn a_tree_taken_whole_holds_the_streamed_paths() {
+        let mut w = ProfileWriter::new(&ProfileHeader::default());
+        w.block(
+            5,
+            &[
+                PathRecord::new(&[1, 2, 3, 4], 1, 50),
+                PathRecord::new(&[1, 2, 5], 2, 30),
+                PathRecord::new(&[1], 1, 100),
+                PathRecord::new(&[6, 2, 5], 1, 7),
+                PathRecord::new(&[1, 2], 1, 90),
+                PathRecord::new(&[1, 7], 3, 4),
+            ],
+        )
+        .unwrap();
+        w.block(9, &[PathRecord::new(&[2, 3], 1, 9)]).unwrap();
+        let bytes = w.finish();
+        let p = Profile::parse(&bytes).unwrap();
+        let clock = Clock::new(2_000_000_000);
+        let mut streamed = Recorded::default();
+        feed(&p, &FunctionTable::new(), clock, "t", &mut streamed).unwrap();
+        let mut streamed: Vec<_> = streamed
+            .events
+            .into_iter()
+            .filter(|e| matches!(e, RecordedEvent::CallPath { .. }))
+            .collect();
+        let mut trees = Trees::default();
+        feed(&p, &FunctionTable::new(), clock, "t", &mut trees).unwrap();
+        let key = |e: &RecordedEvent| format!("{e:?}");
+        streamed.sort_by_key(key);
+        trees.paths.sort_by_key(key);
+        assert_eq!(streamed.len(), 7);
+        assert_eq!(trees.paths, streamed);
     }
 
     #[test]
