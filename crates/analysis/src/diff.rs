@@ -171,6 +171,38 @@ pub fn totals<'a>(
     RawTotals::of_stack_tree(tree, names, to_units).resolve(names)
 }
 
+/// The keys of functions: an unnamed function's (or one named `#ID`) is its id, a named one's
+/// `NAMED +` the index of its name, in the order names are first seen.
+struct Keys<'n> {
+    names: &'n FunctionTable,
+    named_key: FxHashMap<&'n str, Key>,
+    /// Per named key, a function with that name.
+    named: Vec<FuncId>,
+}
+
+impl<'n> Keys<'n> {
+    fn new(names: &'n FunctionTable) -> Keys<'n> {
+        Keys {
+            names,
+            named_key: FxHashMap::default(),
+            named: Vec::new(),
+        }
+    }
+
+    fn of(&mut self, f: FuncId) -> Key {
+        match self.names.get(f).and_then(|i| i.name.as_deref()) {
+            None => u64::from(f.0),
+            Some(n) => match id_of_text(n) {
+                Some(id) => u64::from(id),
+                None => *self.named_key.entry(n).or_insert_with(|| {
+                    self.named.push(f);
+                    NAMED + (self.named.len() - 1) as u64
+                }),
+            },
+        }
+    }
+}
+
 /// Per-function totals of one input whose names are not yet looked up (a name is a key: an id,
 /// or a function of the table that has it, [`RawTotals::resolve`]).
 ///
@@ -199,7 +231,8 @@ impl RawTotals {
         names: &FunctionTable,
         to_units: &dyn Fn(u64) -> u64,
     ) -> RawTotals {
-        Self::of_walk(
+        let mut keys = Keys::new(names);
+        let mut raw = Self::of_walk(
             tree.len(),
             &mut |visit| {
                 tree.for_each_node(|path, s| {
@@ -208,24 +241,62 @@ impl RawTotals {
                     }
                 })
             },
-            names,
+            &mut keys,
             to_units,
-        )
+        );
+        raw.named = keys.named;
+        raw
     }
 
-    /// The totals of one thread's [`CallTree`] (an XRay profile's own tree: no [`StackTree`]
-    /// of it is made).
-    pub fn of_call_tree(
-        tree: &dyn CallTree,
+    /// The totals of the threads' [`CallTree`]s (an XRay profile's own trees: no
+    /// [`StackTree`] of them is made), as those of their merged tree, which they are when no
+    /// path without calls has time (the merged path of such a path and of another thread's
+    /// with calls would count its time: `None`), and no sum passes `u64::MAX` (the merged
+    /// tree's sums wrap: `None`). One thread's tree is its merged tree.
+    pub fn of_call_trees(
+        trees: &[&dyn CallTree],
         names: &FunctionTable,
         to_units: &dyn Fn(u64) -> u64,
-    ) -> RawTotals {
-        Self::of_walk(
-            tree.len(),
-            &mut |visit| tree.walk(&mut |n| visit(n.depth, n.func, n.calls, n.exclusive)),
-            names,
+    ) -> Option<RawTotals> {
+        if trees.len() > 1 && !Self::mergeable(trees) {
+            return None;
+        }
+        // One walk through every tree: a node's subtree ends before the next tree's first
+        // place, so no node of one thread is below another thread's, and the totals are the
+        // sums of the threads'.
+        let mut keys = Keys::new(names);
+        let len = trees.iter().fold(0usize, |n, t| n.saturating_add(t.len()));
+        let mut raw = Self::of_walk(
+            len,
+            &mut |visit| {
+                for tree in trees {
+                    tree.walk(&mut |n| visit(n.depth, n.func, n.calls, n.exclusive));
+                }
+            },
+            &mut keys,
             to_units,
-        )
+        );
+        raw.named = keys.named;
+        Some(raw)
+    }
+
+    /// Whether the threads' trees add up to their merged tree's totals (see
+    /// [`RawTotals::of_call_trees`]).
+    fn mergeable(trees: &[&dyn CallTree]) -> bool {
+        let mut ok = true;
+        let (mut calls, mut time) = (0u64, 0u64);
+        for tree in trees {
+            tree.walk(&mut |n| {
+                if n.calls == 0 && n.exclusive > 0 {
+                    ok = false;
+                }
+                match (calls.checked_add(n.calls), time.checked_add(n.exclusive)) {
+                    (Some(c), Some(t)) => (calls, time) = (c, t),
+                    _ => ok = false,
+                }
+            });
+        }
+        ok
     }
 
     /// Whether a node has calls (or samples).
@@ -248,12 +319,13 @@ impl RawTotals {
         out
     }
 
-    /// `walk` calls its visitor with every node of a tree (at most `len`), depth first:
-    /// depth (1: a root call), function, calls and exclusive value.
+    /// `walk` calls its visitor with every node of a tree, or of trees one after the other
+    /// (`len` in all), depth first: depth (1: a root call), function, calls and exclusive
+    /// value. `named` is left empty: the names are `keys`'.
     fn of_walk(
         len: usize,
         walk: &mut dyn FnMut(&mut dyn FnMut(u32, FuncId, u64, u64)),
-        names: &FunctionTable,
+        keys: &mut Keys<'_>,
         to_units: &dyn Fn(u64) -> u64,
     ) -> RawTotals {
         /// A node: its name (and, in bit 63, whether its subtree has calls), its place and the
@@ -271,7 +343,6 @@ impl RawTotals {
         const COUNTED: u64 = 1 << 63;
         const NO_CALLER: u64 = u64::MAX;
         let mut out = RawTotals::default();
-        let mut named_key: FxHashMap<&str, Key> = FxHashMap::default();
         let mut recs: Vec<Slot> = Vec::with_capacity(len);
         // The nodes with calls: their name, calls and value.
         let mut counted: Vec<Slot> = Vec::new();
@@ -302,16 +373,7 @@ impl RawTotals {
                 top = close(&mut recs, top, at);
                 depth -= 1;
             }
-            let key = match names.get(f).and_then(|i| i.name.as_deref()) {
-                None => u64::from(f.0),
-                Some(n) => match id_of_text(n) {
-                    Some(id) => u64::from(id),
-                    None => *named_key.entry(n).or_insert_with(|| {
-                        out.named.push(f);
-                        NAMED + (out.named.len() - 1) as u64
-                    }),
-                },
-            };
+            let key = keys.of(f);
             let mut own = 0;
             let mut flag = 0;
             if count > 0 {
@@ -405,12 +467,11 @@ impl RawTotals {
 }
 
 /// An [`EventSink`] for an input of call paths (an XRay profiling-mode file) that keeps only
-/// its per-function totals: a one-thread profile's tree is taken whole
-/// ([`EventSink::call_tree`]) and reduced to its totals at once, so no [`StackTree`] of it is
-/// made (a 12.5M-deep path was 500 MB of `StackTree` beside the driver's own 400 MB tree:
-/// issue #23 B5). The paths of a profile of several threads come one by one into a
-/// `StackTree` as before (the totals of a path that two threads share are those of the
-/// merged path).
+/// its per-function totals: the driver's per-thread trees are taken whole
+/// ([`EventSink::call_trees`]) and reduced to their totals at once, so no [`StackTree`] of
+/// them is made (a 12.5M-deep path was 500 MB of `StackTree` beside the driver's own 400 MB
+/// tree: issue #23 B5). When the threads' totals are not those of their merged tree (see
+/// [`RawTotals::of_call_trees`]), the paths come one by one into a `StackTree` as before.
 #[derive(Debug, Default)]
 pub struct TotalsSink {
     functions: FunctionTable,
@@ -455,7 +516,7 @@ impl EventSink for TotalsSink {
     fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {
         if self.taken.is_some() {
             return Err(io::Error::other(
-                "internal: a call path after a whole call tree of a profile of one thread",
+                "internal: a call path after the call trees of every thread",
             ));
         }
         self.paths = true;
@@ -463,13 +524,14 @@ impl EventSink for TotalsSink {
         Ok(())
     }
 
-    /// Taken when it is the input's only thread's.
-    fn call_tree(&mut self, _thread: u32, tree: &dyn CallTree) -> io::Result<bool> {
-        if self.threads > 1 || self.paths || self.taken.is_some() {
+    /// Taken when they are all the input's threads' and their totals are those of their
+    /// merged tree ([`RawTotals::of_call_trees`]).
+    fn call_trees(&mut self, trees: &[&dyn CallTree]) -> io::Result<bool> {
+        if self.paths || self.taken.is_some() || trees.len() != self.threads as usize {
             return Ok(false);
         }
-        self.taken = Some(RawTotals::of_call_tree(tree, &self.functions, &|v| v));
-        Ok(true)
+        self.taken = RawTotals::of_call_trees(trees, &self.functions, &|v| v);
+        Ok(self.taken.is_some())
     }
 
     fn finish(&mut self) -> io::Result<()> {
@@ -866,9 +928,10 @@ mod tests {
     }
 
     proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
         /// A profile's totals made from its own call tree (TotalsSink) are those made from the
-        /// StackTree of its paths, and those of the definition; a profile of several threads
-        /// goes through the StackTree and gives the same.
+        /// StackTree of its paths, and those of the definition, whether its threads' trees
+        /// are taken or (a path without calls but with time) its paths go to a StackTree.
         #[test]
         fn totals_of_the_profile_tree_are_those_of_the_stack_tree(
             threads in proptest::collection::vec(

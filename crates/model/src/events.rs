@@ -220,7 +220,7 @@ pub struct CallPath<'a> {
 }
 
 /// One thread's call paths as a tree (XRay profiling mode), for a sink that can take them
-/// whole ([`EventSink::call_tree`]) instead of path by path: a profile of 50 MB can hold one
+/// whole ([`EventSink::call_trees`]) instead of path by path: a profile of 50 MB can hold one
 /// path 12.5M functions deep, and a consumer that needs only the tree's structure then keeps
 /// no tree (nor path) of its own (issue #23 B5).
 pub trait CallTree {
@@ -374,11 +374,11 @@ pub trait EventSink {
     fn call_path(&mut self, _path: &CallPath<'_>) -> io::Result<()> {
         Err(call_paths_unsupported())
     }
-    /// All of one thread's call paths at once, as a tree, by a driver that has them as one
-    /// (XRay profiling mode), before or instead of their [`EventSink::call_path`]s: a sink that
-    /// takes them answers `true`, and the driver gives it none of that thread's paths one by
-    /// one. The default answers `false` (the paths come one by one).
-    fn call_tree(&mut self, _thread: u32, _tree: &dyn CallTree) -> io::Result<bool> {
+    /// Every thread's call paths at once, one tree per thread (`trees[i]` is thread `i`'s), by
+    /// a driver that has them as trees (XRay profiling mode), before any
+    /// [`EventSink::call_path`]: a sink that takes them answers `true`, and the driver gives it
+    /// no path one by one. The default answers `false` (the paths come one by one).
+    fn call_trees(&mut self, _trees: &[&dyn CallTree]) -> io::Result<bool> {
         Ok(false)
     }
     /// Called once after the last event; writers flush here.
@@ -461,8 +461,8 @@ macro_rules! forward_sink {
             fn call_path(&mut self, path: &CallPath<'_>) -> io::Result<()> {
                 (**self).call_path(path)
             }
-            fn call_tree(&mut self, thread: u32, tree: &dyn CallTree) -> io::Result<bool> {
-                (**self).call_tree(thread, tree)
+            fn call_trees(&mut self, trees: &[&dyn CallTree]) -> io::Result<bool> {
+                (**self).call_trees(trees)
             }
             fn finish(&mut self) -> io::Result<()> {
                 (**self).finish()

@@ -369,10 +369,17 @@ pub fn feed(
             name: &format!("thread {}", key.tid),
         })?;
     }
+    let views: Vec<TreeView<'_>> = r
+        .threads
+        .iter()
+        .map(|(_, tree)| TreeView { tree, clock })
+        .collect();
+    let trees: Vec<&dyn CallTree> = views.iter().map(|v| v as &dyn CallTree).collect();
+    if sink.call_trees(&trees)? {
+        sink.finish()?;
+        return Ok(summary);
+    }
     for (i, (_, tree)) in r.threads.iter().enumerate() {
-        if sink.call_tree(i as u32, &TreeView { tree, clock })? {
-            continue;
-        }
         let mut result = Ok(());
         tree.paths(|stack, n, callees| {
             if result.is_err() {
@@ -537,7 +544,19 @@ mod tests {
         fn begin(&mut self, _: &TraceInfo<'_>) -> io::Result<()> {
             Ok(())
         }
-        fn call_tree(&mut self, thread: u32, tree: &dyn CallTree) -> io::Result<bool> {
+        fn call_trees(&mut self, trees: &[&dyn CallTree]) -> io::Result<bool> {
+            for (thread, tree) in trees.iter().enumerate() {
+                self.tree(thread as u32, *tree);
+            }
+            Ok(true)
+        }
+        fn finish(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Trees {
+        fn tree(&mut self, thread: u32, tree: &dyn CallTree) {
             let mut stack: Vec<FuncId> = Vec::new();
             let mut nodes = 0;
             tree.walk(&mut |n| {
@@ -559,10 +578,6 @@ mod tests {
                 }
             });
             assert_eq!(nodes, tree.len());
-            Ok(true)
-        }
-        fn finish(&mut self) -> io::Result<()> {
-            Ok(())
         }
     }
 
