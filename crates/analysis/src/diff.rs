@@ -171,6 +171,9 @@ pub fn totals<'a>(
     RawTotals::of_stack_tree(tree, names, to_units).resolve(names)
 }
 
+/// A visitor of a tree's nodes: depth, function, calls, exclusive value.
+type Visit<'v> = dyn FnMut(u32, FuncId, u64, u64) + 'v;
+
 /// The keys of functions: an unnamed function's (or one named `#ID`) is its id, a named one's
 /// `NAMED +` the index of its name, in the order names are first seen.
 struct Keys<'n> {
@@ -324,7 +327,7 @@ impl RawTotals {
     /// value. `named` is left empty: the names are `keys`'.
     fn of_walk(
         len: usize,
-        walk: &mut dyn FnMut(&mut dyn FnMut(u32, FuncId, u64, u64)),
+        walk: &mut dyn FnMut(&mut Visit<'_>),
         keys: &mut Keys<'_>,
         to_units: &dyn Fn(u64) -> u64,
     ) -> RawTotals {

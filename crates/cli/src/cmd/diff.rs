@@ -66,9 +66,9 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode> {
         let ident = |v: u64| v;
         // The totals of a profiling-mode file are made from the driver's own call tree (no
         // `StackTree` of it: TotalsSink).
-        let read = |i: usize| -> Result<(Stacks, FunctionTable, Option<diff::RawTotals>)> {
-            let (o, m) = &inputs[i];
-            if table && profile[i] {
+        type Read = (Stacks, FunctionTable, Option<diff::RawTotals>);
+        let read = |(o, m): &(Opened, Vec<String>), is_profile: bool| -> Result<Read> {
+            if table && is_profile {
                 let (s, functions, raw) = named(o.name(), profile_totals(o, m, tsc_hz))?;
                 return Ok((s, functions, Some(raw)));
             }
@@ -84,12 +84,12 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode> {
             Some(raw) => raw.resolve(functions),
             None => diff::totals(s.sink.tree(), functions, &ident),
         };
-        let (mut a, functions_a, raw_a) = read(0)?;
+        let (mut a, functions_a, raw_a) = read(&inputs[0], profile[0])?;
         let totals_a = table.then(|| totals(&a, &functions_a, raw_a));
         if table {
             a.sink = StackSink::new();
         }
-        let (mut b, functions_b, raw_b) = read(1)?;
+        let (mut b, functions_b, raw_b) = read(&inputs[1], profile[1])?;
         let totals_b = table.then(|| totals(&b, &functions_b, raw_b));
         if table {
             b.sink = StackSink::new();
