@@ -8,7 +8,9 @@
 //! and hands every path that has calls or time to the analysis as a
 //! [`CallPath`]: to a [`Fold`] through [`Fold::call_path`] (raw TSC ticks), to an
 //! [`EventSink`] through [`EventSink::call_path`] (nanoseconds through the clock, which is
-//! unknown unless the user gives the TSC frequency: then the values stay ticks).
+//! unknown unless the user gives the TSC frequency: then the values stay ticks). A sink that
+//! takes them whole ([`EventSink::call_trees`]) gets every thread's tree instead, and no path
+//! one by one.
 //!
 //! A cumulative time of 2^63 ticks or more wrapped below zero in the runtime (frames an
 //! exception or `longjmp` left without an exit: the exit that closes them subtracts their time
