@@ -41,10 +41,19 @@ struct Checked {
     held: Option<(u64, bool)>,
 }
 
+/// Memos at most: threads share them beyond (a memo is only where the comparison starts), so
+/// that a recording of many threads with long chains costs at most `MEMO_SLOTS` ×
+/// [`MEMO_ENTRIES`] entries.
+pub(super) const MEMO_SLOTS: usize = 256;
+/// Entries a memo keeps at most: a longer chain is checked whole and not kept.
+const MEMO_ENTRIES: usize = 2048;
+
 /// A thread's last frame-pointer chain, outermost entry first (so that the part the next
 /// chain shares stays in place): its raw entries and the answers about them.
 #[derive(Default)]
 pub(super) struct ChainMemo {
+    /// The process and its layout the answers hold for.
+    pid: u32,
     layout: u64,
     checked: Vec<Checked>,
     /// The new chain's own inner entries, innermost first (scratch).
@@ -53,6 +62,7 @@ pub(super) struct ChainMemo {
 
 /// What the questions are asked of: the sample's process and its JIT metadata.
 pub(super) struct Layout<'p> {
+    pub pid: u32,
     pub process: Option<&'p Process>,
     pub dump: Option<&'p LoadedDump>,
     pub map: Option<&'p LoadedMap>,
@@ -111,9 +121,9 @@ impl ChainMemo {
             return None;
         }
         let version = layout.process.map_or(0, |p| p.layout);
-        if version != self.layout {
+        if (layout.pid, version) != (self.pid, self.layout) {
             self.checked.clear();
-            self.layout = version;
+            (self.pid, self.layout) = (layout.pid, version);
         }
         // The outer entries both chains share keep their answers: compared raw, then the
         // context they are in (set by the markers before them).
@@ -179,6 +189,10 @@ impl ChainMemo {
             }
             callers += 1;
             addrs.push((a, false));
+        }
+        if self.checked.len() > MEMO_ENTRIES {
+            self.checked = Vec::new();
+            self.inner = Vec::new();
         }
         cut
     }

@@ -130,6 +130,8 @@ struct Expiry(std::cmp::Reverse<u64>, usize);
 /// expand to (`ends[i]`: the frames of `resolved[..=i]`).
 #[derive(Default)]
 struct PreviousStack {
+    /// The thread index it is of (threads share [`chain::MEMO_SLOTS`] of them).
+    thread: u32,
     generation: u64,
     addrs: Vec<(u64, bool)>,
     resolved: Vec<Resolved>,
@@ -168,13 +170,13 @@ struct Walk<'o> {
     attr: Option<usize>,
     report: PerfReport,
     summary: FeedSummary,
-    /// Per thread index: its last stack.
+    /// Per thread index (modulo [`chain::MEMO_SLOTS`]): its last stack.
     previous: HashMap<u32, PreviousStack>,
     /// Per process: JIT regions in the unwinder, by expiry.
     expiries: HashMap<u32, BinaryHeap<Expiry>>,
     /// Executable mappings not yet told to the sink (it is begun at the first sample).
     pending_maps: Vec<(u32, u64, Map)>,
-    /// Per thread index: its last frame-pointer chain, checked.
+    /// Per thread index (modulo [`chain::MEMO_SLOTS`]): its last frame-pointer chain, checked.
     chains: Vec<chain::ChainMemo>,
     // Scratch buffers, reused by every sample.
     addrs: Vec<(u64, bool)>,
@@ -692,10 +694,13 @@ impl<'o> Walk<'o> {
         // The thread's previous stack: its outer frames are usually this one's too, and
         // their answers still hold if the mappings did not change and the JIT code named is
         // still live. Only the frames below the common part are looked up.
-        let prev = self.previous.entry(thread).or_default();
-        if prev.generation != process.generation {
+        let prev = self
+            .previous
+            .entry(thread % chain::MEMO_SLOTS as u32)
+            .or_default();
+        if (prev.thread, prev.generation) != (thread, process.generation) {
             prev.truncate(0);
-            prev.generation = process.generation;
+            (prev.thread, prev.generation) = (thread, process.generation);
         }
         let now = jit_time.unwrap_or(0);
         let n = self.addrs.len();
@@ -851,12 +856,13 @@ impl<'o> Walk<'o> {
         if let Some(chain) = &s.callchain {
             let process = self.processes.get(&pid);
             let layout = chain::Layout {
+                pid,
                 process,
                 dump: process.and_then(|p| p.jit.dump.as_ref()),
                 map: process.and_then(|p| p.jit.map.as_ref()),
                 jit_time,
             };
-            let t = thread as usize;
+            let t = thread as usize % chain::MEMO_SLOTS;
             if self.chains.len() <= t {
                 self.chains.resize_with(t + 1, Default::default);
             }
