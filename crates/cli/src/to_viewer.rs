@@ -111,7 +111,9 @@ pub fn write(args: &ConvertArgs, o: &Opened, target: Out, output: &Output) -> Re
     let release = |s, e| o.release(s, e);
     // a recording of an XRay program: its traces join the samples on a timeline
     let xray = match (o.format, target) {
-        (Format::Perf, Out::Perfetto | Out::Chrome) => o.path().and_then(profkit_record::xray_logs),
+        (Format::Perf, Out::Perfetto | Out::Chrome | Out::Firefox) => {
+            o.path().and_then(profkit_record::xray_logs)
+        }
         _ => None,
     };
     let fed = match &xray {

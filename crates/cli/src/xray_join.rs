@@ -1,5 +1,5 @@
 //! A recording of an XRay-instrumented program on one timeline: `convert DIR -o x.pftrace`
-//! (or Chrome JSON) writes the samples of DIR's perf.data and the calls of the FDR traces the
+//! (or Chrome JSON, or a Firefox profile) writes the samples of DIR's perf.data and the calls of the FDR traces the
 //! program wrote into DIR (`profkit record` sets `XRAY_OPTIONS` for them), through
 //! [`profkit_model::feed::joined::Joined`].
 //!

@@ -4,8 +4,9 @@
 //!
 //! What the profile holds:
 //! * **one process per pid and one thread per thread** of the trace (a pid no `process` event
-//!   named becomes `pid N`), with its markers; a second thread `<thread> (samples)` only for
-//!   a thread with both traced calls and sampled stacks. The thread whose tid equals the pid is
+//!   named becomes `pid N`), with its markers; a second thread `<thread> (samples)` (or
+//!   `<thread> (calls)`, when the samples came first) only for a thread with both traced calls
+//!   and sampled stacks. The thread whose tid equals the pid is
 //!   the process's main thread, which the Firefox Profiler labels with the process's name. The
 //!   thread with the most traced or sampled time is the one selected when the profile opens
 //!   (`meta.initialSelectedThreads`);
@@ -413,7 +414,15 @@ impl<W: Write + Send> FirefoxSink<W> {
                 self.state(thread).primary = Some((h, role));
                 h
             }
-            Some(_) => self.new_fx_thread(pid, tid, &name, true)?,
+            // The second thread of a trace thread says what it shows.
+            Some(_) => {
+                let what = if role == Role::Calls {
+                    "calls"
+                } else {
+                    "samples"
+                };
+                self.new_fx_thread(pid, tid, &format!("{name} ({what})"), true)?
+            }
             None => {
                 let h = self.new_fx_thread(pid, tid, &name, true)?;
                 self.state(thread).primary = Some((h, role));
@@ -688,7 +697,6 @@ impl<W: Write + Send> FirefoxSink<W> {
             }
             None => DEFAULT_PERIOD_NS,
         };
-        let mut names: Vec<(ThreadHandle, String)> = Vec::new();
         let p = self.profile.as_mut().ok_or_else(not_begun)?;
         for index in order {
             let Some(st) = self.threads.get_mut(&index) else {
@@ -705,12 +713,6 @@ impl<W: Write + Send> FirefoxSink<W> {
                 }
             }
             st.sampled_ns = total.saturating_mul(period);
-            if st.traced.is_some_and(|t| t != th) {
-                names.push((th, format!("{} (samples)", st.name)));
-            }
-        }
-        for (th, name) in names {
-            p.set_thread_name(th, &name);
         }
         Ok(Some(period))
     }

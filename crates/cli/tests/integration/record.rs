@@ -691,4 +691,24 @@ fn xray_calls_and_samples_share_one_timeline() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // and the Firefox profile: the samples counted on one thread, the calls' traced time on
+    // a second one of the same process
+    let fx = cwd.path().join("t.fxprof.json");
+    let o = profkit()
+        .arg("convert")
+        .arg(&dir)
+        .arg("-o")
+        .arg(&fx)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&fx).unwrap()).unwrap();
+    let weights: Vec<&str> = v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["samples"]["weightType"].as_str())
+        .collect();
+    assert!(weights.contains(&"samples"), "{weights:?}");
+    assert!(weights.contains(&"tracing-ms"), "{weights:?}");
 }
