@@ -472,12 +472,20 @@ fn ctrl_c_stops_the_command_and_keeps_everything() {
     }
     let cwd = tempfile::tempdir().unwrap();
     let dir = cwd.path().join("rec");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_profkit"))
-        .args(["record", "-q", "-d"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_profkit"));
+    cmd.args(["record", "-q", "-d"])
         .arg(&dir)
-        .args(["--", "sh", "-c", "while :; do :; done"])
-        .spawn()
-        .unwrap();
+        .args(["--", "sh", "-c", "while :; do :; done"]);
+    // As from a terminal: a harness started in the background of a script (`cmd &`) ignores
+    // SIGINT, the command would inherit that and outlive the Ctrl-C passed on to it.
+    // SAFETY: pre_exec runs signal(2), async-signal-safe, in the child before exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1500));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
