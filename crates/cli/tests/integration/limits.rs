@@ -542,3 +542,43 @@ fn a_path_deeper_than_the_firefox_bound_is_refused_at_once() {
     assert!(!dir.path().join("out.fxprof.json").exists());
     assert_eq!(temporaries(dir.path()), Vec::<String>::new());
 }
+
+/// #23 B4/B5: `stack` of an XRay basic log of many threads (one call each, 64 KB here) kept a
+/// call tree per thread whose storage reserved 2.5 MiB up front: 2,000 threads passed 2 GB of
+/// address space (out of memory under `ulimit -v 2000000`; 100k threads took 97 s).
+#[test]
+fn stack_of_a_basic_log_of_many_threads_stays_within_2gb() {
+    let dir = tempfile::tempdir().unwrap();
+    let threads = 2_000u32;
+    let mut b = Vec::new();
+    for v in [3u16, 0] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    b.extend_from_slice(&3u32.to_le_bytes());
+    b.extend_from_slice(&2_000_000_000u64.to_le_bytes());
+    b.extend_from_slice(&[0; 16]);
+    for kind in [0u8, 1] {
+        for t in 0..threads {
+            b.extend_from_slice(&0u16.to_le_bytes());
+            b.extend_from_slice(&[0, kind]);
+            b.extend_from_slice(&(1 + t % 50).to_le_bytes());
+            let tsc = 1000 + u64::from(t) + u64::from(kind) * u64::from(threads);
+            b.extend_from_slice(&tsc.to_le_bytes());
+            b.extend_from_slice(&(10 + t).to_le_bytes());
+            b.extend_from_slice(&4242u32.to_le_bytes());
+            b.extend_from_slice(&[0; 8]);
+        }
+    }
+    std::fs::write(dir.path().join("threads.xray"), &b).unwrap();
+    for args in [
+        &["stack", "threads.xray"][..],
+        &["stack", "--folded", "threads.xray"],
+    ] {
+        let o = run_limited(dir.path(), TWO_GB, &[], args, true);
+        assert_clean(&args.join(" "), &o, &[0]);
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("#1"),
+            "{args:?}"
+        );
+    }
+}
