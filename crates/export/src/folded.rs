@@ -212,11 +212,7 @@ impl<W: Write + Send> EventSink for FoldedWriter<W> {
         self.finished = true;
         if self.svg {
             let frames = self.stacks.tree().len();
-            if frames > MAX_SVG_FRAMES {
-                return Err(io::Error::other(format!(
-                    "svg output: {frames} frames (distinct call paths) to draw, more than {MAX_SVG_FRAMES}: inferno lays out every frame in memory (~120 bytes each) and the graph would be as many rows of 16 px deep; write folded stacks (-o NAME.folded) and draw a part of them"
-                )));
-            }
+            check_svg_frames(frames)?;
             let lines = self.lines();
             // The tree is in the lines now: let it go before inferno lays them out.
             let mut rest = StackSink::new();
@@ -284,12 +280,43 @@ pub fn differential(a: &[String], b: &[String], normalize: bool) -> Vec<String> 
 
 /// A differential flame graph (SVG, feature `svg`) of [`differential`] lines: frames sized by
 /// B, red where B grew, blue where it shrank.
+/// Refuses a flame graph of more than [`MAX_SVG_FRAMES`] frames.
+fn check_svg_frames(frames: usize) -> io::Result<()> {
+    if frames > MAX_SVG_FRAMES {
+        return Err(io::Error::other(format!(
+            "svg output: {frames} frames (distinct call paths) to draw, more than {MAX_SVG_FRAMES}: inferno lays out every frame in memory (~120 bytes each) and the graph would be as many rows of 16 px deep; write folded stacks (-o NAME.folded) and draw a part of them"
+        )));
+    }
+    Ok(())
+}
+
+/// The frames a flame graph of `stacks` draws (the nodes of their prefix tree), for stacks in
+/// sorted order: a stack adds the frames below the part it shares with the one before it.
+fn frames_of_sorted<'a>(stacks: impl Iterator<Item = &'a str>) -> usize {
+    let mut previous = "";
+    let mut frames = 0usize;
+    for stack in stacks {
+        let shared = previous
+            .split(';')
+            .zip(stack.split(';'))
+            .take_while(|(a, b)| a == b)
+            .count();
+        frames = frames.saturating_add(stack.split(';').count().saturating_sub(shared));
+        previous = stack;
+    }
+    frames
+}
+
+/// Writes the differential flame graph of `lines` (from [`differential`]: sorted by stack);
+/// refuses one of more than [`MAX_SVG_FRAMES`] frames, as a profile's flame graph is.
 pub fn write_differential_svg(
     out: &mut dyn Write,
     lines: &[String],
     title: &str,
     count_name: &str,
 ) -> io::Result<()> {
+    let stacks = lines.iter().map(|l| l.rsplitn(3, ' ').nth(2).unwrap_or(l));
+    check_svg_frames(frames_of_sorted(stacks))?;
     #[cfg(feature = "svg")]
     {
         let mut opts = inferno::flamegraph::Options::default();
@@ -310,6 +337,14 @@ pub fn write_differential_svg(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frames_of_sorted_stacks_are_their_prefix_tree_nodes() {
+        let stacks = ["a;b", "a;b;c", "a;bc", "d"];
+        // a, b, c (under b), bc, d.
+        assert_eq!(frames_of_sorted(stacks.into_iter()), 5);
+        assert_eq!(frames_of_sorted(std::iter::empty()), 0);
+    }
 
     #[test]
     fn differential_lines_merge_and_normalize() {

@@ -61,41 +61,24 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode> {
             .each_ref()
             .map(|(o, _)| o.format == Format::XrayProfile);
         let tsc_hz = args.clock.tsc_hz.filter(|_| profile[0] == profile[1]);
-        // A table needs only each input's per-function totals: they are taken, and the input's
-        // call tree let go, before the next input is read (two trees and their totals at once
-        // passed 2 GB on an XRay profile naming 12.5M functions: issue #23 B5).
-        let table = !matches!(args.format, DiffFormat::Folded | DiffFormat::Svg);
-        let ident = |v: u64| v;
+        // A table needs only each input's per-function totals, a flame graph only each input's
+        // folded lines: they are taken, and the input's call tree let go, before the next input
+        // is read (two trees at once passed 2 GB on XRay profiles naming 12.5M functions each:
+        // issue #23 B5).
+        let flame = matches!(args.format, DiffFormat::Folded | DiffFormat::Svg);
         // The totals of a profiling-mode file are made from the driver's own call tree (no
         // `StackTree` of it: TotalsSink).
-        type Read = (Stacks, FunctionTable, Option<diff::RawTotals>);
-        let read = |(o, m): &(Opened, Vec<String>), is_profile: bool| -> Result<Read> {
-            if table && is_profile {
+        let read = |(o, m): &(Opened, Vec<String>), is_profile: bool| -> Result<(Stacks, Digest)> {
+            if !flame && is_profile {
                 let (s, functions, raw) = named(o.name(), profile_totals(o, m, tsc_hz))?;
-                return Ok((s, functions, Some(raw)));
+                return Ok((s, Digest::Totals(functions, raw)));
             }
             let mut s = named(o.name(), stacks(o, m, tsc_hz))?;
-            let functions = if table {
-                std::mem::take(&mut s.sink.functions)
-            } else {
-                FunctionTable::new()
-            };
-            Ok((s, functions, None))
+            let kept = digest(&mut s, flame);
+            Ok((s, kept))
         };
-        let totals = |s: &Stacks, functions, raw: Option<diff::RawTotals>| match raw {
-            Some(raw) => raw.resolve(functions),
-            None => diff::totals(s.sink.tree(), functions, &ident),
-        };
-        let (mut a, functions_a, raw_a) = read(&inputs[0], profile[0])?;
-        let totals_a = table.then(|| totals(&a, &functions_a, raw_a));
-        if table {
-            a.sink = StackSink::new();
-        }
-        let (mut b, functions_b, raw_b) = read(&inputs[1], profile[1])?;
-        let totals_b = table.then(|| totals(&b, &functions_b, raw_b));
-        if table {
-            b.sink = StackSink::new();
-        }
+        let (a, digest_a) = read(&inputs[0], profile[0])?;
+        let (b, digest_b) = read(&inputs[1], profile[1])?;
         let [name_a, name_b] = [inputs[0].0.name(), inputs[1].0.name()];
         if a.kind != b.kind {
             bail!(
@@ -111,14 +94,19 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode> {
                 b.unit.name()
             );
         }
-        let totals = totals_a.zip(totals_b);
-        table_or_flame(
-            args,
-            [&inputs[0].0, &inputs[1].0],
-            [&a, &b],
-            totals,
-            &mut out,
-        )?;
+        match (digest_a, digest_b) {
+            (Digest::Totals(functions_a, raw_a), Digest::Totals(functions_b, raw_b)) => table(
+                args,
+                [name_a, name_b],
+                [&a, &b],
+                [raw_a.resolve(&functions_a), raw_b.resolve(&functions_b)],
+                &mut out,
+            )?,
+            (Digest::Lines(lines_a), Digest::Lines(lines_b)) => {
+                flame_graph(args, [name_a, name_b], a.unit, [lines_a, lines_b], &mut out)?
+            }
+            _ => bail!("internal: a diff of a table and a flame graph"),
+        }
         if a.kind == Kind::CallPaths && a.unit == DiffUnit::Ticks {
             output::print_ticks_note(name_a);
             output::print_ticks_note(name_b);
@@ -141,45 +129,66 @@ fn named<T>(name: &str, r: Result<T>) -> Result<T> {
     })
 }
 
-/// The table (from `totals`, each input's per-function totals) or the differential flame
-/// graph (from the inputs' stacks).
-fn table_or_flame(
+/// What `diff` keeps of an input once its call tree is let go.
+enum Digest {
+    /// Its functions and their totals (a table).
+    Totals(FunctionTable, diff::RawTotals),
+    /// Its folded lines, exclusive values (a flame graph).
+    Lines(Vec<String>),
+}
+
+/// What is kept of an input (`s`, whose call tree is let go): its folded lines for a flame
+/// graph, else its functions and their totals.
+fn digest(s: &mut Stacks, flame: bool) -> Digest {
+    let sink = std::mem::replace(&mut s.sink, StackSink::new());
+    let ident = |v: u64| v;
+    if flame {
+        let lines = sink
+            .tree()
+            .folded_lines(&sink.functions, Value::Exclusive, None, &ident);
+        return Digest::Lines(lines);
+    }
+    let raw = diff::RawTotals::of_stack_tree(sink.tree(), &sink.functions, &ident);
+    Digest::Totals(sink.functions, raw)
+}
+
+/// The differential flame graph (folded or SVG) of the inputs' folded lines.
+fn flame_graph(
     args: &DiffArgs,
-    opened: [&Opened; 2],
-    inputs: [&Stacks; 2],
-    totals: Option<(diff::InputTotals<'_>, diff::InputTotals<'_>)>,
+    names: [&str; 2],
+    unit: DiffUnit,
+    [a, b]: [Vec<String>; 2],
     out: &mut dyn Write,
 ) -> Result<()> {
-    let [a, b] = inputs.map(|s| &s.sink);
-    let [name_a, name_b] = opened.map(Opened::name);
-    let unit = inputs[0].unit;
-    if matches!(args.format, DiffFormat::Folded | DiffFormat::Svg) {
-        let lines = |s: &StackSink| {
-            s.tree()
-                .folded_lines(&s.functions, Value::Exclusive, None, &|v| v)
+    let merged = differential(&a, &b, args.normalize);
+    drop((a, b));
+    if args.format == DiffFormat::Svg {
+        let title = format!("{} → {}", names[0], names[1]);
+        let count_name = match unit {
+            DiffUnit::Weight => "samples",
+            u => u.name(),
         };
-        let merged = differential(&lines(a), &lines(b), args.normalize);
-        if args.format == DiffFormat::Svg {
-            let title = format!("{name_a} → {name_b}");
-            let count_name = match unit {
-                DiffUnit::Weight => "samples",
-                u => u.name(),
-            };
-            write_differential_svg(out, &merged, &title, count_name)?;
-        } else {
-            for line in &merged {
-                writeln!(out, "{line}")?;
-            }
+        write_differential_svg(out, &merged, &title, count_name)?;
+    } else {
+        for line in &merged {
+            writeln!(out, "{line}")?;
         }
-        return Ok(());
     }
+    Ok(())
+}
+
+/// The per-function table (text, CSV, JSON) of the inputs' totals.
+fn table(
+    args: &DiffArgs,
+    [name_a, name_b]: [&str; 2],
+    inputs: [&Stacks; 2],
+    [totals_a, totals_b]: [diff::InputTotals<'_>; 2],
+    out: &mut dyn Write,
+) -> Result<()> {
     let key = match args.sort {
         DiffSort::SelfTime => DiffKey::SelfTime,
         DiffSort::Total => DiffKey::Total,
         DiffSort::Calls => DiffKey::Calls,
-    };
-    let Some((totals_a, totals_b)) = totals else {
-        bail!("internal: a diff table without totals");
     };
     let mut rows = diff::rows(totals_a, totals_b, key);
     let functions = rows.len();
@@ -192,7 +201,7 @@ fn table_or_flame(
         rows: &rows,
         functions,
         key,
-        unit,
+        unit: inputs[0].unit,
         truncated: inputs.map(|s| s.truncation.as_ref()),
     };
     match args.format {
