@@ -40,7 +40,8 @@ static ALLOCATOR: OrExit = OrExit;
 /// The allocator that exits on failure and puts huge blocks apart (see [`ALLOCATOR`]).
 struct OrExit;
 
-/// The size from which a block is the system allocator's (glibc maps every block past 32 MiB).
+/// The size from which a block is the system allocator's; glibc's `M_MMAP_THRESHOLD` is set to it
+/// (see `bound_address_space`), so each such block is a mapping of its own.
 const HUGE: usize = 1 << 20;
 
 /// Which allocator holds blocks of `size` bytes.
@@ -146,7 +147,8 @@ use clap::Parser;
 /// (B5). mimalloc reserves 1 GiB of address space per arena and glibc's malloc (used by the C
 /// libraries: zstd, …) 64 MiB per thread that calls it (VmPeak 1.9-2.3 GB for a 94 KB
 /// recording). Arenas of 64 MiB (more are reserved as needed) and two glibc arenas bring it
-/// to ~0.3 GB. mimalloc sets itself up before `main` (its constructor, or the runtime's first
+/// to ~0.3 GB; glibc maps blocks of [`HUGE`] bytes and more on their own (the allocator sends
+/// them there). mimalloc sets itself up before `main` (its constructor, or the runtime's first
 /// allocation), so this runs from an `.init_array` entry of a higher priority than the default
 /// constructors, before anything allocates; an explicit `MIMALLOC_ARENA_RESERVE` is kept.
 extern "C" fn bound_address_space() {
@@ -156,7 +158,7 @@ extern "C" fn bound_address_space() {
     /// `mi_option_arena_reserve` (mimalloc v3's `mi_option_e`), in KiB.
     const MI_OPTION_ARENA_RESERVE: std::ffi::c_int = 23;
     // SAFETY: mimalloc's option setter only writes its option table; mallopt with
-    // M_ARENA_MAX has no preconditions. No thread exists yet.
+    // M_ARENA_MAX or M_MMAP_THRESHOLD has no preconditions. No thread exists yet.
     unsafe {
         if libc::getenv(c"MIMALLOC_ARENA_RESERVE".as_ptr()).is_null() {
             mi_option_set(MI_OPTION_ARENA_RESERVE, 64 * 1024);
