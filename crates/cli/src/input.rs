@@ -121,9 +121,19 @@ pub fn read_whole(mut s: StreamInput, what: &str) -> Result<Input> {
             ),
         )),
     };
-    let data = spool
-        .into_bytes()
-        .with_context(|| format!("{}: cannot map the inflated stream", s.name))?;
+    let data = spool.into_bytes().map_err(|e| {
+        if e.raw_os_error() == Some(libc::ENOMEM) {
+            // The address space is limited (`ulimit -v`) below the inflated size.
+            anyhow::anyhow!(
+                "{}: {what} inflates to {len} bytes, more than the address space left to map it \
+                 (is it limited? ulimit -v): raise the limit, or set PROFKIT_MAX_INFLATED below it \
+                 to refuse such streams before they are inflated",
+                s.name
+            )
+        } else {
+            anyhow::Error::new(e).context(format!("{}: cannot map the inflated stream", s.name))
+        }
+    })?;
     Ok(Input {
         name: s.name,
         data,

@@ -388,3 +388,38 @@ fn inject_inflates_gzip_within_the_limit() {
     );
     assert!(dir.path().join("out.data").is_file());
 }
+
+/// A gzip recording that inflates (under the default `PROFKIT_MAX_INFLATED`) past the address
+/// space `ulimit -v` leaves: an error that says so and what to do, exit 2, not the OS's
+/// "Cannot allocate memory" of the failed mapping (B6). 335 MB from 344 KB: the recording and
+/// 320 members of 1 MiB of zeros.
+#[test]
+fn a_gzip_stream_past_the_address_space_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = std::fs::read(fixture("perf", "node-fp.data")).unwrap();
+    let mut bomb = gzip(&plain);
+    let zeros = gzip(&vec![0u8; 1 << 20]);
+    for _ in 0..320 {
+        bomb.extend_from_slice(&zeros);
+    }
+    std::fs::write(dir.path().join("bomb.data.gz"), bomb).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("profkit");
+    let o = std::process::Command::new("sh")
+        .current_dir(dir.path())
+        .args(["-c", "ulimit -v 300000 && exec \"$0\" \"$@\""])
+        .arg(&bin)
+        .args(["inject", "-i", "bomb.data.gz", "-o", "out.data"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bomb.data.gz: the input inflates to 335")
+            && err.contains("ulimit -v")
+            && err.contains("PROFKIT_MAX_INFLATED"),
+        "{err}"
+    );
+    assert!(!err.contains("Cannot allocate memory"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "only the input remains");
+}
