@@ -112,13 +112,19 @@ fn a_flame_diff_of_deep_profiles_lets_each_tree_go() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.xprof"), deep_profile(2_000_000)).unwrap();
     std::fs::write(dir.path().join("b.xprof"), deep_profile(1_999_000)).unwrap();
-    let args = ["diff", "a.xprof", "b.xprof", "-f", "folded", "-o", "d.folded"];
+    let args = [
+        "diff", "a.xprof", "b.xprof", "-f", "folded", "-o", "d.folded",
+    ];
     let o = run_limited(dir.path(), DIFF_LIMIT, &[], &args, false);
     assert_clean(&args.join(" "), &o, &[0]);
     let folded = std::fs::read_to_string(dir.path().join("d.folded")).unwrap();
     let lines: Vec<&str> = folded.lines().collect();
     assert_eq!(lines.len(), 2, "the two leaves' paths");
-    assert!(lines.iter().any(|l| l.ends_with(" 1000 0")), "{:.80}", lines[0]);
+    assert!(
+        lines.iter().any(|l| l.ends_with(" 1000 0")),
+        "{:.80}",
+        lines[0]
+    );
     assert!(lines.iter().any(|l| l.ends_with(" 0 1000")));
 }
 
