@@ -245,3 +245,44 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::alloc::{alloc, dealloc, realloc, Layout};
+
+    /// A block that grows past [`super::HUGE`] and shrinks below it changes owner (mimalloc ↔
+    /// glibc) and keeps its bytes and its alignment both ways.
+    #[test]
+    fn blocks_crossing_the_huge_size_keep_bytes_and_alignment() {
+        let mut v: Vec<u8> = Vec::new();
+        for i in 0..(3 * super::HUGE) {
+            v.push(i as u8);
+        }
+        assert!(v.iter().enumerate().all(|(i, &b)| b == i as u8));
+        v.truncate(1000);
+        v.shrink_to_fit();
+        assert!(v.iter().enumerate().all(|(i, &b)| b == i as u8));
+        drop(v);
+        for align in [8, 64, 4096] {
+            let small = Layout::from_size_align(1000, align).unwrap();
+            // SAFETY: non-zero sizes, a valid alignment; each block is freed with the layout it
+            // was last given.
+            unsafe {
+                let p = alloc(small);
+                assert_eq!(p as usize % align, 0);
+                for i in 0..1000 {
+                    *p.add(i) = i as u8;
+                }
+                let big = 2 * super::HUGE;
+                let q = realloc(p, small, big);
+                assert_eq!(q as usize % align, 0);
+                assert!((0..1000).all(|i| *q.add(i) == i as u8));
+                *q.add(big - 1) = 7;
+                let r = realloc(q, Layout::from_size_align(big, align).unwrap(), 500);
+                assert_eq!(r as usize % align, 0);
+                assert!((0..500).all(|i| *r.add(i) == i as u8));
+                dealloc(r, Layout::from_size_align(500, align).unwrap());
+            }
+        }
+    }
+}
