@@ -1,7 +1,7 @@
 #![no_main]
 //! `diff` across kinds: the input cut in two (at a point its first two bytes give), each half
 //! detected and read into stacks as `profkit diff` does, the rows written for every key as
-//! text, CSV and JSON, and the differential folded lines; outputs bounded by the input's size
+//! text, CSV and JSON, and the differential folded lines and SVG; outputs bounded by the input's size
 //! (`check_diff`).
 
 use libfuzzer_sys::fuzz_target;
@@ -67,6 +67,9 @@ fn check_diff(data: &[u8]) {
             bytes as u64 <= limit,
             "differential lines {bytes} over {limit}"
         );
+        // The differential flame graph (its bound of frames is counted from the sorted lines).
+        let mut svg = profkit_export::harness::Counting::default();
+        let _ = profkit_export::folded::write_differential_svg(&mut svg, &merged, "a → b", "samples");
     }
 }
 
