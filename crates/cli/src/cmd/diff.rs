@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use profkit_analysis::diff::{self, DiffKey, DiffReport, DiffUnit};
 use profkit_analysis::graph::dot;
 use profkit_export::folded::{differential, write_differential_svg};
@@ -103,7 +103,14 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode> {
                 &mut out,
             )?,
             (Digest::Lines(lines_a), Digest::Lines(lines_b)) => {
-                flame_graph(args, [name_a, name_b], a.unit, [lines_a, lines_b], &mut out)?
+                let written =
+                    flame_graph(args, [name_a, name_b], a.unit, [lines_a, lines_b], &mut out);
+                // As `convert` says it: the output's name, then what could not be written.
+                let out_name = args
+                    .output
+                    .as_ref()
+                    .map_or("<stdout>".into(), |p| p.display().to_string());
+                written.with_context(|| format!("{out_name}: cannot write"))?
             }
             _ => bail!("internal: a diff of a table and a flame graph"),
         }
