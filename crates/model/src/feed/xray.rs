@@ -28,6 +28,11 @@ use crate::replay::pipeline::{self, Workers};
 use crate::replay::{Fold, Mode, Piece, PieceBuilder};
 use crate::span::{CallKind, MismatchPolicy};
 
+/// A batch of jobs handed to a decoding thread is closed at this many bytes of records …
+const BATCH_BYTES: usize = 256 << 10;
+/// … or this many jobs.
+const BATCH_JOBS: usize = 256;
+
 /// When the pages of a basic log's chunks are released. A chunk is read by every thread with
 /// records in it (jobs run thread after thread), so it is released when its last reader is done,
 /// or, while more than [`HELD_CHUNKS`] chunks are held, the oldest first (a later reader faults
@@ -226,6 +231,18 @@ impl<'t, 'a> Plan<'t, 'a> {
         }
     }
 
+    /// About how many bytes of records `job` decodes (a basic chunk's share per thread).
+    fn job_bytes(&self, job: Job) -> usize {
+        match &self.basic {
+            Some(layout) => layout.chunks.get(job.buffer).map_or(0, |c| {
+                c.end.saturating_sub(c.start) / c.threads.len().max(1)
+            }),
+            None => self.trace.layout().buffers.get(job.buffer).map_or(0, |b| {
+                usize::try_from(b.end.saturating_sub(b.start)).unwrap_or(usize::MAX)
+            }),
+        }
+    }
+
     /// Jobs, thread after thread.
     fn jobs(&self) -> Vec<Job> {
         let mut jobs = Vec::new();
@@ -401,7 +418,7 @@ impl<'t, 'a> Plan<'t, 'a> {
     where
         P: crate::span::SpanSink + Default + Send,
     {
-        let mut jobs = self.jobs().into_iter();
+        let jobs = self.jobs().into_iter();
         let mut carry: Vec<ThreadState> = vec![ThreadState::default(); self.threads.len()];
         let mut held = self.basic.as_ref().map(HeldChunks::new);
         let mut one = |p: XPiece<'a, P>, carry: &mut Vec<ThreadState>| -> Result<(), E> {
@@ -424,23 +441,65 @@ impl<'t, 'a> Plan<'t, 'a> {
             }
             Ok(())
         };
+        let mut apply_one = |p: XPiece<'a, P>| -> Result<(), E> {
+            if !p.redo {
+                return one(p, &mut carry);
+            }
+            let state = carry
+                .get(p.job.thread as usize)
+                .copied()
+                .unwrap_or_default();
+            let mut pieces = Vec::new();
+            self.decode(p.job, state, false, &mut |q| pieces.push(q));
+            for q in pieces {
+                one(q, &mut carry)?;
+            }
+            Ok(())
+        };
+        // Small jobs go in batches, their pieces handed on together (a 100k-thread basic log
+        // is 100k one-record jobs: a channel and hand-offs each, 458k futex calls and 0.4 s of
+        // kernel time). A batch of several jobs holds at most BATCH_BYTES of records; a job
+        // past that goes alone and its pieces one by one, as they are made.
+        let mut jobs = jobs.peekable();
+        let next_batch = move || {
+            let (mut batch, mut bytes) = (Vec::new(), 0usize);
+            while let Some(&job) = jobs.peek() {
+                let b = self.job_bytes(job);
+                if !batch.is_empty() && bytes.saturating_add(b) > BATCH_BYTES {
+                    break;
+                }
+                jobs.next();
+                batch.push(job);
+                bytes = bytes.saturating_add(b);
+                if batch.len() >= BATCH_JOBS {
+                    break;
+                }
+            }
+            (!batch.is_empty()).then_some(batch)
+        };
         pipeline::run(
             workers,
-            move || jobs.next(),
+            next_batch,
             || (),
-            |(), job, emit| self.decode(job, ThreadState::default(), true, emit),
-            |p: XPiece<'a, P>| {
-                if !p.redo {
-                    return one(p, &mut carry);
-                }
-                let state = carry
-                    .get(p.job.thread as usize)
-                    .copied()
-                    .unwrap_or_default();
+            |(), batch: Vec<Job>, emit| {
+                let alone = batch.len() == 1;
                 let mut pieces = Vec::new();
-                self.decode(p.job, state, false, &mut |q| pieces.push(q));
-                for q in pieces {
-                    one(q, &mut carry)?;
+                for job in batch {
+                    self.decode(job, ThreadState::default(), true, &mut |p| {
+                        if alone {
+                            emit(vec![p]);
+                        } else {
+                            pieces.push(p);
+                        }
+                    });
+                }
+                if !pieces.is_empty() {
+                    emit(pieces);
+                }
+            },
+            |pieces: Vec<XPiece<'a, P>>| {
+                for p in pieces {
+                    apply_one(p)?;
                 }
                 Ok(())
             },
