@@ -5,8 +5,8 @@
 //! stream of no known format fails before it is inflated. The formats whose readers stream
 //! (jitdump and Mono files: `info`, `dump`, `validate`, `report`) read it one record or buffer
 //! at a time; for every other reader the stream is inflated into an unlinked temporary file
-//! that is then mapped like a plain file ([`crate::spool::read_whole`]), up to
-//! [`crate::spool::max_inflated`] bytes.
+//! that is then mapped like a plain file ([`crate::inflate::read_whole`]), up to
+//! [`crate::inflate::max_inflated`] bytes.
 
 use std::fs::File;
 use std::io::{self, BufRead, Read};
@@ -34,12 +34,12 @@ const HEAD: usize = 64 << 10;
 pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// Opens `path` (`-` = stdin) whole: a plain file mapped, a gzip file or stdin inflated into a
-/// temporary file and mapped (see [`crate::spool::read_whole`]).
+/// temporary file and mapped (see [`crate::inflate::read_whole`]).
 pub fn open(path: &Path) -> Result<Input> {
     let path = &*profkit_record::recording_file(path);
     match open_streaming(path)? {
         Opened::Data(input) => Ok(input),
-        Opened::Stream(s) => crate::spool::read_whole(s, "the input"),
+        Opened::Stream(s) => crate::inflate::read_whole(s, "the input"),
     }
 }
 

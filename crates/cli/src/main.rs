@@ -6,6 +6,7 @@ mod cli;
 mod cmd;
 mod formats;
 mod graphs;
+mod inflate;
 mod input;
 mod instr_maps;
 mod output;

@@ -41,7 +41,7 @@ impl Opened {
             input::Opened::Data(input) => Opened::of(input, opts, path, true),
             input::Opened::Stream(mut s) => {
                 let format = stream_format(&mut s, forced)?;
-                let input = crate::spool::read_whole(s, format.description())?;
+                let input = crate::inflate::read_whole(s, format.description())?;
                 Opened::of(input, opts, path, true)
             }
         }
@@ -184,7 +184,7 @@ fn stream_format(s: &mut StreamInput, forced: Option<Format>) -> Result<Format> 
 /// An input opened for `info`, `dump` and `validate`: a file of a format that streams (jitdump,
 /// Mono) that arrives as a stream (gzip, stdin) is read one record or buffer at a time, so memory stays flat whatever
 /// its size; anything else is [`Opened`] whole (a plain file mapped, another stream read into
-/// memory, up to [`crate::spool::max_inflated`]).
+/// memory, up to [`crate::inflate::max_inflated`]).
 pub enum Scanned {
     /// The input mapped or in memory.
     Whole(Opened),
@@ -202,7 +202,7 @@ impl Scanned {
             input::Opened::Stream(mut s) => match stream_format(&mut s, forced)? {
                 f if crate::formats::streams(f) => Ok(Scanned::Stream(s, f)),
                 f => {
-                    let input = crate::spool::read_whole(s, f.description())?;
+                    let input = crate::inflate::read_whole(s, f.description())?;
                     Opened::of(input, opts, path, false).map(Scanned::Whole)
                 }
             },
