@@ -2,8 +2,8 @@
 //! Fuzz every read entry point of profkit-perf on the same bytes: `PerfData::parse` (file and
 //! pipe mode), every event with its callchain split, user registers and stack, the JIT scan,
 //! `validate`, `summary`, `dump` (text and NDJSON), the walk with records read ahead (the same
-//! events as on one thread), and `PerfStream` over the bytes (it must deliver the same events
-//! as the slice reader for a pipe-mode input).
+//! events as on one thread), the one-pass reader (the same events and end), and `PerfStream`
+//! over the bytes (it must deliver the same events as the slice reader for a pipe-mode input).
 //!
 //! Readers must never panic nor allocate from an unchecked size; the assertions below are API
 //! invariants.
@@ -46,6 +46,23 @@ fuzz_target!(|data: &[u8]| {
                 e.truncation()
             })
         );
+    }
+    // The one-pass reader (framing checked as it reads): the same events and end as the walk
+    // of the checked file, but for a COMPRESSED record the header does not announce, where it
+    // stops (at that record).
+    if let Ok((one, ())) = PerfData::parse_one_pass(data, None, |_| ()) {
+        let outcome = |e: &mut profkit_perf::Events<_>| {
+            while let Some(Ok(_)) = e.next_event() {}
+            e.outcome()
+        };
+        let got = one.with_events_read_ahead(outcome).ok();
+        let want = pd.events().ok().map(|mut e| outcome(&mut e));
+        let unlisted = got.as_ref().and_then(|o| o.error.as_ref()).is_some_and(|e| {
+            e.to_string().contains("lists no COMPRESSED feature")
+        });
+        if !unlisted {
+            assert_eq!(got, want, "the one-pass reader ends otherwise");
+        }
     }
     for (pid, path) in pd.jitdump_markers() {
         assert!(

@@ -156,6 +156,8 @@ pub const FEATURE_BUILD_ID: u32 = 2;
 pub const FEATURE_CMDLINE: u32 = 11;
 /// The feature bit of PMU_MAPPINGS.
 pub const FEATURE_PMU_MAPPINGS: u32 = 16;
+/// The feature bit of COMPRESSED (`perf record -z`: the data has COMPRESSED records).
+pub const FEATURE_COMPRESSED: u32 = 27;
 /// The feature bit of SIMPLEPERF_META_INFO.
 pub const FEATURE_SIMPLEPERF_META_INFO: u32 = 129;
 

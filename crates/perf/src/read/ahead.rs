@@ -46,6 +46,8 @@ enum HeldKind {
 struct Batch {
     held: Vec<Held>,
     bytes: Vec<u8>,
+    /// Jitdump markers the reader came across before this batch's records (one-pass reader).
+    markers: Vec<(u32, Vec<u8>)>,
     /// The last batch: how reading ended.
     end: Option<Result<(), linux_perf_data::Error>>,
 }
@@ -87,12 +89,41 @@ pub(crate) fn single(r: RawData<'_>) -> &[u8] {
     }
 }
 
+/// Where the reader takes records from, in time order.
+pub(crate) trait Records {
+    /// The next record; `None` at the end.
+    fn next_record(&mut self) -> Result<Option<Rec<'_>>, linux_perf_data::Error>;
+    /// Jitdump markers read since the last call, ahead of the records handed on.
+    fn take_markers(&mut self, _into: &mut Vec<(u32, Vec<u8>)>) {}
+}
+
+/// linux-perf-data's iterator over a checked input.
+pub(crate) struct Lpd<S: Read>(pub PerfRecordIter<S>, pub PerfFile);
+
+impl<S: Read> Records for Lpd<S> {
+    fn next_record(&mut self) -> Result<Option<Rec<'_>>, linux_perf_data::Error> {
+        Ok(self.0.next_record(&mut self.1)?.map(Rec::of))
+    }
+}
+
+impl Records for crate::read::direct::Direct<'_> {
+    fn next_record(&mut self) -> Result<Option<Rec<'_>>, linux_perf_data::Error> {
+        Ok(crate::read::direct::Direct::next_record(self))
+    }
+
+    fn take_markers(&mut self, into: &mut Vec<(u32, Vec<u8>)>) {
+        crate::read::direct::Direct::take_markers(self, into);
+    }
+}
+
 /// The walk's side: the batch being used and the channel the next come through.
 pub(crate) struct Ahead {
     batches: Receiver<Batch>,
     spent: Sender<Batch>,
     current: Batch,
     next: usize,
+    /// Markers of the batches received, not yet taken.
+    markers: Vec<(u32, Vec<u8>)>,
 }
 
 /// The reader's side, to run on its thread with [`Reader::run`].
@@ -111,6 +142,7 @@ pub(crate) fn channel_pair() -> (Ahead, Reader) {
             spent: spent_tx,
             current: Batch::default(),
             next: 0,
+            markers: Vec::new(),
         },
         Reader {
             batches: tx,
@@ -120,14 +152,17 @@ pub(crate) fn channel_pair() -> (Ahead, Reader) {
 }
 
 impl Reader {
-    /// Reads every record of `iter` into batches until the end, an error, or the walk's
+    /// Reads every record of `records` into batches until the end, an error, or the walk's
     /// side is gone.
-    pub(crate) fn run<S: Read>(self, mut iter: PerfRecordIter<S>, mut file: PerfFile) {
+    pub(crate) fn run(self, mut records: impl Records) {
         let mut batch = Batch::default();
         loop {
-            let end = match iter.next_record(&mut file) {
+            let end = match records.next_record() {
                 Ok(Some(record)) => {
-                    batch.push(Rec::of(record));
+                    batch.push(record);
+                    // Read before this record is handed on: the walk takes them when it
+                    // reaches the batch, before its first record.
+                    records.take_markers(&mut batch.markers);
                     if batch.held.len() < BATCH_RECORDS && batch.bytes.len() < BATCH_BYTES {
                         continue;
                     }
@@ -186,11 +221,30 @@ impl Batch {
     fn clear(&mut self) {
         self.held.clear();
         self.bytes.clear();
+        self.markers.clear();
         self.end = None;
     }
 }
 
 impl Ahead {
+    /// The jitdump markers the reader came across before the next record (one-pass reader
+    /// only): waits for the next batch when the current one is used up.
+    pub(crate) fn markers_before_next(&mut self) -> Vec<(u32, Vec<u8>)> {
+        if self.next != usize::MAX
+            && self.next >= self.current.held.len()
+            && self.current.end.is_none()
+        {
+            if let Ok(batch) = self.batches.recv() {
+                let mut spent = std::mem::replace(&mut self.current, batch);
+                self.markers.append(&mut self.current.markers);
+                spent.clear();
+                let _ = self.spent.send(spent);
+                self.next = 0;
+            }
+        }
+        std::mem::take(&mut self.markers)
+    }
+
     /// The next record in time order; `None` at the end; an error ends the walk.
     pub(crate) fn next_record(&mut self) -> Result<Option<Rec<'_>>, linux_perf_data::Error> {
         while self.next >= self.current.held.len() {
@@ -209,6 +263,7 @@ impl Ahead {
                 )));
             };
             let mut spent = std::mem::replace(&mut self.current, batch);
+            self.markers.append(&mut self.current.markers);
             spent.clear();
             let _ = self.spent.send(spent);
             self.next = 0;

@@ -172,6 +172,18 @@ impl<S: Read> Events<S> {
         }
     }
 
+    /// The jitdump marker mmaps (`(pid, path)`) the one-pass reader came across since the
+    /// last call, before the next event is delivered: a walk can start loading their dumps
+    /// before it reaches them (at least one FINISHED_ROUND window ahead). Empty for the
+    /// other readers: their markers are [`crate::PerfData::jitdump_markers`]. May wait for
+    /// the reader, as [`Events::next_event`] would.
+    pub fn jitdump_markers_ahead(&mut self) -> Vec<(u32, Vec<u8>)> {
+        match &mut self.source {
+            Source::Ahead(ahead) if !self.done => ahead.markers_before_next(),
+            _ => Vec::new(),
+        }
+    }
+
     /// For a file in memory: the offset below which the reader has read every record (those
     /// not yet delivered are held in its buffers), so the bytes before it are not read again.
     /// `None` for streams.

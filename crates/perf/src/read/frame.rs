@@ -60,7 +60,11 @@ pub struct FrameLog {
 pub const MAX_MARKERS: usize = 64;
 
 /// The `(pid, path)` of an MMAP or MMAP2 record body that maps a `jit-<pid>.dump` file.
-fn jitdump_marker(record_type: RecordType, body: &[u8], e: Endian) -> Option<(u32, Vec<u8>)> {
+pub(crate) fn jitdump_marker(
+    record_type: RecordType,
+    body: &[u8],
+    e: Endian,
+) -> Option<(u32, Vec<u8>)> {
     // pid, tid, addr, len, pgoff; MMAP2 adds 24 bytes of inode or build id, prot and flags.
     let name_at = match record_type {
         RecordType::MMAP => 32,
@@ -199,7 +203,7 @@ pub(crate) struct Frame {
 /// Checks the record starting at `offset` with `head` (at least its 8-byte header, and its
 /// body when `body` is set). `avail` is how many bytes follow `offset` (`None`: a stream).
 /// `Ok(None)` means more bytes are needed than `avail` has.
-fn check(
+pub(crate) fn check(
     e: Endian,
     head: &[u8],
     body: Option<&[u8]>,
@@ -430,7 +434,7 @@ fn cut_compressed(zstd: &mut Inflater, rest: &[u8], avail: u64, e: Endian) -> (V
     (tail, n)
 }
 
-fn cut_reason(e: Endian, rest: &[u8], avail: u64) -> String {
+pub(crate) fn cut_reason(e: Endian, rest: &[u8], avail: u64) -> String {
     let tail = rest
         .get(..usize::try_from(avail).unwrap_or(usize::MAX).min(rest.len()))
         .unwrap_or_default();

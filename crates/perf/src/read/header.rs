@@ -364,6 +364,21 @@ impl Early {
         self.complete
     }
 
+    /// Whether the one-pass reader (`direct.rs`) can read the records: the header says where
+    /// they end, and lists no COMPRESSED feature (zstd windows) and no simpleperf metadata
+    /// (windows without FINISHED_ROUND), which only linux-perf-data's iterator reads.
+    pub(crate) fn one_pass(&self) -> bool {
+        let has = |bit: u32| {
+            self.header
+                .feature_bits
+                .get((bit / 64) as usize)
+                .is_some_and(|w| w >> (bit % 64) & 1 == 1)
+        };
+        self.complete
+            && !has(crate::raw::FEATURE_COMPRESSED)
+            && !has(crate::raw::FEATURE_SIMPLEPERF_META_INFO)
+    }
+
     /// The walk of the data section's records (see [`scan_slice`]).
     pub(crate) fn scan(
         &self,

@@ -10,6 +10,7 @@
 
 mod ahead;
 pub(crate) mod bytes;
+mod direct;
 mod events;
 pub(crate) mod frame;
 pub(crate) mod header;
@@ -96,6 +97,9 @@ pub struct PerfData<'a> {
     data: &'a [u8],
     plan: Plan,
     meta: Meta,
+    /// The records' framing is not checked yet: [`PerfData::with_events_read_ahead`] checks
+    /// it as it reads (`direct.rs`), the other walks check it first.
+    one_pass: bool,
 }
 
 impl<'a> PerfData<'a> {
@@ -113,6 +117,29 @@ impl<'a> PerfData<'a> {
         release: Option<&(dyn Fn(u64, u64) + Sync)>,
     ) -> Result<PerfData<'a>> {
         Self::of_plan(data, header::plan(data, release)?)
+    }
+
+    /// [`PerfData::parse_overlapped`] without a framing check before the walk where the file
+    /// allows it (its header says where the records end; no COMPRESSED or simpleperf
+    /// records): [`PerfData::with_events_read_ahead`] then checks each record's framing as it
+    /// reads it, in one pass over the file (a cut or corrupt record ends the events as the
+    /// check would have ended them), and the markers of jitdumps come with the events
+    /// ([`Events::jitdump_markers_ahead`]). `meanwhile` runs first, with the metadata. Other
+    /// files are checked first, as by [`PerfData::parse_overlapped`].
+    pub fn parse_one_pass<T>(
+        data: &'a [u8],
+        release: Option<&(dyn Fn(u64, u64) + Sync)>,
+        meanwhile: impl FnOnce(&Meta) -> T,
+    ) -> Result<(PerfData<'a>, T)> {
+        match header::begin(data)? {
+            header::Begun::File(early) if early.one_pass() => {
+                let mut pd = Self::of_plan(data, early.assuming_clean_records())?;
+                pd.one_pass = true;
+                let t = meanwhile(pd.meta());
+                Ok((pd, t))
+            }
+            _ => Self::parse_overlapped(data, release, meanwhile),
+        }
     }
 
     /// [`PerfData::parse_releasing`], calling `meanwhile` with the recording's metadata while
@@ -174,6 +201,7 @@ impl<'a> PerfData<'a> {
                 problems: plan.problems.clone(),
             },
             plan,
+            one_pass: false,
         };
         let (file, _) = pd.open()?;
         pd.meta = Meta::new(pd.plan.header.clone(), &file, pd.plan.problems.clone());
@@ -222,6 +250,12 @@ impl<'a> PerfData<'a> {
         }
     }
 
+    /// Whether [`PerfData::with_events_read_ahead`] checks the records' framing as it reads
+    /// them (see [`PerfData::parse_one_pass`]): no walk has read the records before.
+    pub fn one_pass(&self) -> bool {
+        self.one_pass
+    }
+
     /// The metadata: header, attrs, features, header problems.
     pub fn meta(&self) -> &Meta {
         &self.meta
@@ -256,6 +290,10 @@ impl<'a> PerfData<'a> {
 
     /// A fresh walk over the events in time order.
     pub fn events(&self) -> Result<Events<SliceSource<'a>>> {
+        if self.one_pass {
+            // linux-perf-data reads only checked records.
+            return Self::of_plan(self.data, header::plan(self.data, None)?)?.events();
+        }
         let (file, (iter, log, progress)) = self.open()?;
         Ok(Events::new(
             Source::Here(Box::new(iter), Box::new(file)),
@@ -276,11 +314,37 @@ impl<'a> PerfData<'a> {
         let (file, (iter, log, progress)) = self.open()?;
         let endian = self.meta.header.endian;
         let attrs = &self.meta.attrs;
+        let direct = match (self.one_pass, &progress) {
+            (true, Some(progress)) => {
+                let d = self.meta.header.data;
+                let direct = direct::Direct::new(
+                    self.data,
+                    d.offset,
+                    d.offset.saturating_add(d.size),
+                    endian,
+                    &file,
+                    log.clone(),
+                    progress.clone(),
+                );
+                // linux-perf-data refuses such attrs when it opens the file: not reached.
+                Some(direct.ok_or_else(|| {
+                    Error::unlocated(
+                        ErrorKind::Malformed,
+                        None,
+                        "several attrs, not all with IDENTIFIER: a record's attr is unknown",
+                    )
+                })?)
+            }
+            _ => None,
+        };
         std::thread::scope(|scope| {
             let (ahead, reader) = ahead::channel_pair();
             let thread = std::thread::Builder::new()
                 .name("perf-read".into())
-                .spawn_scoped(scope, move || reader.run(iter, file));
+                .spawn_scoped(scope, move || match direct {
+                    Some(direct) => reader.run(direct),
+                    None => reader.run(ahead::Lpd(iter, file)),
+                });
             let mut events = match thread {
                 Ok(_) => Events::new(Source::Ahead(ahead), endian, attrs, log, progress),
                 // No second thread: read here.

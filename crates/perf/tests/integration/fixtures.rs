@@ -404,6 +404,72 @@ fn read_ahead_delivers_what_a_walk_here_does() {
     }
 }
 
+/// Every event of a walk and how it ended.
+fn walked(
+    events: &mut profkit_perf::Events<impl std::io::Read>,
+) -> (Vec<Seen>, profkit_perf::Outcome) {
+    let seen = all_events(events);
+    (seen, events.outcome())
+}
+
+#[test]
+fn one_pass_delivers_what_the_checked_walk_does() {
+    for name in [
+        "node-fp.data",
+        "node-dwarf.data.gz",
+        "node-basic-prof.data",
+        "node-pipe.data",
+        "node-killed.data.gz",
+    ] {
+        let bytes = fixture(name);
+        let checked = PerfData::parse(&bytes).unwrap();
+        let want = walked(&mut checked.events().unwrap());
+        let (one, ()) = PerfData::parse_one_pass(&bytes, None, |_| ()).unwrap();
+        // A whole file-mode recording is read in one pass; the cut and the pipe are not.
+        assert_eq!(
+            one.one_pass(),
+            name == "node-fp.data"
+                || name == "node-dwarf.data.gz"
+                || name == "node-basic-prof.data",
+            "{name}"
+        );
+        assert_eq!(one.with_events_read_ahead(walked).unwrap(), want, "{name}");
+        // Its other walks check the framing first, and deliver the same.
+        assert_eq!(walked(&mut one.events().unwrap()), want, "{name}");
+    }
+}
+
+#[test]
+fn one_pass_tells_the_jitdump_marker_before_its_window() {
+    let bytes = fixture("node-fp.data");
+    let (pd, ()) = PerfData::parse_one_pass(&bytes, None, |_| ()).unwrap();
+    assert!(pd.one_pass() && pd.jitdump_markers().is_empty());
+    let (markers, marker_seen_before) = pd
+        .with_events_read_ahead(|e| {
+            let mut markers = Vec::new();
+            let mut before = None;
+            loop {
+                markers.extend(e.jitdump_markers_ahead());
+                let Some(Ok(ev)) = e.next_event() else { break };
+                if let EventData::Mmap(m) = &ev.data {
+                    if m.jitdump_pid().is_some() && before.is_none() {
+                        before = Some(!markers.is_empty());
+                    }
+                }
+            }
+            (markers, before)
+        })
+        .unwrap();
+    assert_eq!(markers.len(), 1, "{markers:?}");
+    assert_eq!(markers[0].0, 30519);
+    assert!(String::from_utf8_lossy(&markers[0].1).ends_with("/jit-30519.dump"));
+    assert_eq!(
+        marker_seen_before,
+        Some(true),
+        "told before the marker's own record"
+    );
+}
+
 #[test]
 fn framing_check_notes_the_jitdump_marker() {
     let bytes = fixture("node-fp.data");

@@ -194,8 +194,9 @@ pub fn feed(
     release: Option<&(dyn Fn(u64, u64) + Sync)>,
     sink: &mut dyn EventSink,
 ) -> io::Result<(FeedSummary, PerfReport)> {
-    // Binaries and kernel symbols start loading while the records' framing is checked.
-    let (perf, walk) = PerfData::parse_overlapped(data, release, |meta| {
+    // Binaries and kernel symbols start loading; the records' framing is checked as they are
+    // read (or, for the files the one-pass reader does not read, meanwhile, before the walk).
+    let (perf, walk) = PerfData::parse_one_pass(data, release, |meta| {
         let attr = sampled_event(&meta.attrs, opts.event.as_deref())?;
         Ok::<_, io::Error>((Walk::new(meta, opts, attr), attr))
     })
@@ -206,15 +207,19 @@ pub fn feed(
     let mut begun = false;
     let outcome = perf
         .with_events_read_ahead(|events| -> io::Result<_> {
-            // Parsing checked the framing of every record and dropped the pages behind itself;
-            // drop what it read last, and the header's and feature sections' pages, too (the walk
-            // reads the records again, in order, and drops them behind itself).
-            if let Some(release) = release {
+            // A check of the records' framing before the walk dropped the pages behind
+            // itself; drop what it read last, and the header's and feature sections' pages,
+            // too (the walk reads the records again, in order, and drops them behind itself).
+            if let (Some(release), false) = (release, perf.one_pass()) {
                 release(0, data.len() as u64);
             }
             let mut released = Released::new(release);
             loop {
                 released.reached(events.read_offset());
+                for (pid, path) in events.jitdump_markers_ahead() {
+                    let path = PathBuf::from(String::from_utf8_lossy(&path).into_owned());
+                    walk.jit_marker(pid, path);
+                }
                 let Some(ev) = events.next_event() else {
                     break;
                 };
@@ -273,6 +278,7 @@ pub fn feed(
                     _ => {}
                 }
             }
+            released.finish(data.len() as u64);
             Ok(events.outcome())
         })
         .map_err(invalid)??;
@@ -341,6 +347,14 @@ impl<'d> Released<'d> {
         if upto >= self.done + Self::STEP {
             release(self.done, upto);
             self.done = upto;
+        }
+    }
+
+    /// The walk is over: what is left of the `len` bytes is dropped too.
+    fn finish(&mut self, len: u64) {
+        if let Some(release) = self.release.filter(|_| self.done < len) {
+            release(self.done, len);
+            self.done = len;
         }
     }
 }
