@@ -7,7 +7,8 @@
 //! the clean prefix: for a file in memory by [`scan_slice`] (the header is then patched to end
 //! the data section there, see `header.rs`), for a stream by [`Framer`], a reader that serves
 //! whole checked records and ends the stream before a cut or corrupt one. Both note what they
-//! saw in a [`FrameLog`].
+//! saw in a [`FrameLog`]. The one-pass reader (`direct.rs`) frames each record with [`check`]
+//! as it reads it, instead of a walk before linux-perf-data's.
 
 use std::collections::BTreeMap;
 use std::io::{self, Read};
@@ -221,6 +222,15 @@ pub(crate) fn check(
             index,
             offset,
             format!("{record_type} record size {size} is below the 8-byte record header"),
+        ));
+    }
+    // linux-perf-data reads a FINISHED_ROUND's header only and would take a body's bytes for
+    // the next record's header.
+    if record_type == RecordType::FINISHED_ROUND && size != RECORD_HEADER_SIZE as u64 {
+        return Err(Error::record(
+            index,
+            offset,
+            format!("FINISHED_ROUND record of {size} bytes: it is a bare 8-byte header"),
         ));
     }
     if avail.is_some_and(|a| a < size) {

@@ -7,6 +7,9 @@
 //! input: the header and every size it gives are checked before linux-perf-data sees them,
 //! the record stream is framed first so a cut or corrupt tail ends it cleanly (see `frame.rs`
 //! and `header.rs`), and each record body is guarded where linux-perf-event-reader could panic.
+//! A whole file-mode recording can instead be read in one pass ([`PerfData::parse_one_pass`],
+//! `direct.rs`): framed, sorted and handed on by profkit's own reader, with linux-perf-data's
+//! order and the check's ends.
 
 mod ahead;
 pub(crate) mod bytes;

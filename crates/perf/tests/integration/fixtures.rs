@@ -440,6 +440,63 @@ fn one_pass_delivers_what_the_checked_walk_does() {
 }
 
 #[test]
+fn one_pass_sorts_as_linux_perf_data_does() {
+    // Samples given random times (many out of order across windows: the case its sorter's
+    // rounds do not promise to order) and random records turned into a FINISHED_ROUND and a
+    // user record: the one-pass reader must deliver linux-perf-data's order, record for record.
+    let bytes = fixture("node-fp.data");
+    let pd = PerfData::parse(&bytes).unwrap();
+    let attr = &pd.attrs()[0];
+    // SAMPLE: [IDENTIFIER] [IP] [TID] TIME …
+    assert!(attr.sample_type & 4 != 0 && attr.sample_type & (1 << 16) == 0);
+    let time_at = 8 * ((attr.sample_type & 1) + (attr.sample_type >> 1 & 1)) as usize;
+    let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let (start, size) = (word(&bytes, 40) as usize, word(&bytes, 48) as usize);
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut unordered_rounds = 0;
+    for round in 0..40 {
+        let mut b = bytes.clone();
+        let mut off = start;
+        while off < start + size {
+            let ty = u32::from_le_bytes(b[off..off + 4].try_into().unwrap());
+            let len = u16::from_le_bytes(b[off + 6..off + 8].try_into().unwrap()) as usize;
+            let r = next();
+            if ty == 9 && r % 3 != 0 {
+                let t = 1_000 + (r >> 8) % (if round % 2 == 0 { 50 } else { 5_000 });
+                b[off + 8 + time_at..off + 16 + time_at].copy_from_slice(&t.to_le_bytes());
+            } else if r % (5 + round) == 0 && len >= 16 {
+                // An 8-byte FINISHED_ROUND, then a user record of a type nobody reads.
+                b[off..off + 8].copy_from_slice(&[68, 0, 0, 0, 0, 0, 8, 0]);
+                b[off + 8..off + 12].copy_from_slice(&90u32.to_le_bytes());
+                b[off + 12..off + 14].fill(0);
+                b[off + 14..off + 16].copy_from_slice(&(len as u16 - 8).to_le_bytes());
+            }
+            off += len;
+        }
+        let checked = PerfData::parse(&b).unwrap();
+        let want = walked(&mut checked.events().unwrap());
+        let (one, ()) = PerfData::parse_one_pass(&b, None, |_| ()).unwrap();
+        assert!(one.one_pass());
+        let got = one.with_events_read_ahead(walked).unwrap();
+        assert_eq!(got.1, want.1, "round {round}");
+        assert_eq!(got.0.len(), want.0.len(), "round {round}");
+        assert!(got.0 == want.0, "round {round}: another order");
+        let times: Vec<u64> = got.0.iter().filter_map(|e| e.1).collect();
+        unordered_rounds += usize::from(times.windows(2).any(|w| w[0] > w[1]));
+    }
+    assert!(
+        unordered_rounds > 10,
+        "the rounds' promise was broken in {unordered_rounds}"
+    );
+}
+
+#[test]
 fn one_pass_tells_the_jitdump_marker_before_its_window() {
     let bytes = fixture("node-fp.data");
     let (pd, ()) = PerfData::parse_one_pass(&bytes, None, |_| ()).unwrap();

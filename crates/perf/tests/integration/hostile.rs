@@ -472,3 +472,35 @@ fn a_pipe_attr_larger_than_its_record_is_an_error() {
     assert_eq!(f.offset, 16, "{f:?}");
     exercise(&b);
 }
+
+#[test]
+fn a_finished_round_with_a_body_is_corrupt() {
+    // linux-perf-data would read its body as the next record's header.
+    let mut bytes = fixture("node-fp.data");
+    let (start, _) = data_section(&bytes);
+    let mut off = start;
+    for _ in 0..40 {
+        off += u16::from_le_bytes(bytes[off + 6..off + 8].try_into().unwrap()) as usize;
+    }
+    bytes[off..off + 4].copy_from_slice(&68u32.to_le_bytes());
+    let want = format!("offset {off:#x}");
+    for one_pass in [false, true] {
+        let outcome = |e: &mut profkit_perf::Events<_>| {
+            while let Some(Ok(_)) = e.next_event() {}
+            e.outcome()
+        };
+        let got = if one_pass {
+            let (pd, ()) = PerfData::parse_one_pass(&bytes, None, |_| ()).unwrap();
+            pd.with_events_read_ahead(outcome).unwrap()
+        } else {
+            outcome(&mut PerfData::parse(&bytes).unwrap().events().unwrap())
+        };
+        let err = got.error.expect("an error").to_string();
+        assert!(
+            err.contains("FINISHED_ROUND record of") && err.contains(&want),
+            "{err}"
+        );
+        assert!(got.events > 0, "the records before it are delivered");
+    }
+    exercise(&bytes);
+}
