@@ -40,28 +40,14 @@ enum Arg {
 }
 
 enum Event {
-    Begin {
-        format: &'static str,
-        samples: Option<(String, &'static str, u64)>,
-        origin_unix_ns: Option<u64>,
-        functions: FunctionTable,
-        clock: Clock,
-        origin_ns: u64,
-        name: String,
-    },
+    Begin(Box<Begin>),
     Process(u32, String),
     Thread(u32, u32, u64, String),
-    Function(FuncId, FuncInfo),
+    Function(FuncId, Box<FuncInfo>),
     /// Thread, function, time, depth; the arguments are `args[args.0..args.1]` of its batch.
     Enter(u32, FuncId, u64, u32, (usize, usize)),
     Exit(Span),
-    Instant {
-        thread: u32,
-        time: u64,
-        name: String,
-        category: String,
-        args: Vec<(String, Arg)>,
-    },
+    Instant(Box<OwnedInstant>),
     Counter(u32, String, u64, f64),
     /// The stack is `stacks[stack.0..stack.1]` of its batch, the lines `lines[lines.0..lines.1]`.
     Sample {
@@ -79,27 +65,53 @@ enum Event {
         inclusive: u64,
         exclusive: u64,
     },
-    Mapping {
-        pid: u32,
-        start: u64,
-        end: u64,
-        file_offset: u64,
-        path: String,
-        build_id: Option<Vec<u8>>,
-    },
-    Code {
-        thread: Option<u32>,
-        pid: u32,
-        time: u64,
-        address: u64,
-        size: u64,
-        name: String,
-        event: CodeEvent,
-        code_index: Option<u64>,
-        tier: Option<FuncTier>,
-    },
+    Mapping(Box<Mapping>),
+    Code(Box<Code>),
     /// The driver is done: finish the inner sink.
     Finish,
+}
+
+// The rare events are boxed, so that the one sent per sample stays small (a sample's event
+// was 176 bytes, written and read once each per sample, when a function's was inline).
+const _: () = assert!(std::mem::size_of::<Event>() <= 64);
+
+struct Begin {
+    format: &'static str,
+    samples: Option<(String, &'static str, u64)>,
+    origin_unix_ns: Option<u64>,
+    functions: FunctionTable,
+    clock: Clock,
+    origin_ns: u64,
+    name: String,
+}
+
+struct OwnedInstant {
+    thread: u32,
+    time: u64,
+    name: String,
+    category: String,
+    args: Vec<(String, Arg)>,
+}
+
+struct Mapping {
+    pid: u32,
+    start: u64,
+    end: u64,
+    file_offset: u64,
+    path: String,
+    build_id: Option<Vec<u8>>,
+}
+
+struct Code {
+    thread: Option<u32>,
+    pid: u32,
+    time: u64,
+    address: u64,
+    size: u64,
+    name: String,
+    event: CodeEvent,
+    code_index: Option<u64>,
+    tier: Option<FuncTier>,
 }
 
 /// Events on their way to the writer, with the frames of their samples.
@@ -251,27 +263,30 @@ fn deliver<S: EventSink>(
     all_args: &[u64],
 ) -> io::Result<()> {
     match e {
-        Event::Begin {
-            format,
-            samples,
-            origin_unix_ns,
-            functions,
-            clock,
-            origin_ns,
-            name,
-        } => inner.begin(&TraceInfo {
-            format,
-            functions: &functions,
-            clock,
-            origin_ns,
-            name: &name,
-            samples: samples.as_ref().map(|(kind, unit, period)| SampleWeight {
-                kind,
-                unit,
-                period: *period,
-            }),
-            origin_unix_ns,
-        }),
+        Event::Begin(b) => {
+            let Begin {
+                format,
+                samples,
+                origin_unix_ns,
+                functions,
+                clock,
+                origin_ns,
+                name,
+            } = *b;
+            inner.begin(&TraceInfo {
+                format,
+                functions: &functions,
+                clock,
+                origin_ns,
+                name: &name,
+                samples: samples.as_ref().map(|(kind, unit, period)| SampleWeight {
+                    kind,
+                    unit,
+                    period: *period,
+                }),
+                origin_unix_ns,
+            })
+        }
         Event::Process(pid, name) => inner.process(&ProcessInfo { pid, name: &name }),
         Event::Thread(index, pid, tid, name) => inner.thread(&ThreadInfo {
             index,
@@ -288,13 +303,14 @@ fn deliver<S: EventSink>(
             args: all_args.get(args.0..args.1).unwrap_or_default(),
         }),
         Event::Exit(span) => inner.exit(&span),
-        Event::Instant {
-            thread,
-            time,
-            name,
-            category,
-            args,
-        } => {
+        Event::Instant(i) => {
+            let OwnedInstant {
+                thread,
+                time,
+                name,
+                category,
+                args,
+            } = *i;
             let args: Vec<(&str, ArgValue<'_>)> = args
                 .iter()
                 .map(|(k, v)| {
@@ -348,46 +364,52 @@ fn deliver<S: EventSink>(
             inclusive,
             exclusive,
         }),
-        Event::Code {
-            thread,
-            pid,
-            time,
-            address,
-            size,
-            name,
-            event,
-            code_index,
-            tier,
-        } => inner.code(&CodeRegion {
-            thread,
-            pid,
-            time,
-            address,
-            size,
-            name: &name,
-            event,
-            code_index,
-            tier: tier.as_ref().map(|t| CodeTier {
-                name: &t.name,
-                color: t.color,
-                js: t.js,
-            }),
-        }),
-        Event::Mapping {
-            pid,
-            start,
-            end,
-            file_offset,
-            path,
-            build_id,
-        } => inner.mapping(&MappingInfo {
-            pid,
-            start,
-            end,
-            file_offset,
-            path: &path,
-            build_id: build_id.as_deref(),
-        }),
+        Event::Code(c) => {
+            let Code {
+                thread,
+                pid,
+                time,
+                address,
+                size,
+                name,
+                event,
+                code_index,
+                tier,
+            } = *c;
+            inner.code(&CodeRegion {
+                thread,
+                pid,
+                time,
+                address,
+                size,
+                name: &name,
+                event,
+                code_index,
+                tier: tier.as_ref().map(|t| CodeTier {
+                    name: &t.name,
+                    color: t.color,
+                    js: t.js,
+                }),
+            })
+        }
+        Event::Mapping(m) => {
+            let Mapping {
+                pid,
+                start,
+                end,
+                file_offset,
+                path,
+                build_id,
+            } = *m;
+            inner.mapping(&MappingInfo {
+                pid,
+                start,
+                end,
+                file_offset,
+                path: &path,
+                build_id: build_id.as_deref(),
+            })
+        }
         // Handled by `run`.
         Event::Finish => Ok(()),
     }
@@ -395,7 +417,7 @@ fn deliver<S: EventSink>(
 
 impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
     fn begin(&mut self, t: &TraceInfo<'_>) -> io::Result<()> {
-        self.push(Event::Begin {
+        self.push(Event::Begin(Box::new(Begin {
             format: t.format,
             samples: t.samples.map(|w| (w.kind.to_string(), w.unit, w.period)),
             origin_unix_ns: t.origin_unix_ns,
@@ -403,7 +425,7 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
             clock: t.clock,
             origin_ns: t.origin_ns,
             name: t.name.to_string(),
-        })
+        })))
     }
     fn process(&mut self, p: &ProcessInfo<'_>) -> io::Result<()> {
         self.push(Event::Process(p.pid, p.name.to_string()))
@@ -412,7 +434,7 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
         self.push(Event::Thread(t.index, t.pid, t.tid, t.name.to_string()))
     }
     fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
-        self.push(Event::Function(id, info.clone()))
+        self.push(Event::Function(id, Box::new(info.clone())))
     }
     fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
         let b = &mut self.batch;
@@ -444,13 +466,13 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
                 (k.to_string(), v)
             })
             .collect();
-        self.push(Event::Instant {
+        self.push(Event::Instant(Box::new(OwnedInstant {
             thread: i.thread,
             time: i.time,
             name: i.name.to_string(),
             category: i.category.to_string(),
             args,
-        })
+        })))
     }
     fn counter(&mut self, c: &Counter<'_>) -> io::Result<()> {
         self.push(Event::Counter(c.pid, c.name.to_string(), c.time, c.value))
@@ -470,7 +492,7 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
         })
     }
     fn code(&mut self, c: &CodeRegion<'_>) -> io::Result<()> {
-        self.push(Event::Code {
+        self.push(Event::Code(Box::new(Code {
             thread: c.thread,
             pid: c.pid,
             time: c.time,
@@ -484,17 +506,17 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
                 color: t.color,
                 js: t.js,
             }),
-        })
+        })))
     }
     fn mapping(&mut self, m: &MappingInfo<'_>) -> io::Result<()> {
-        self.push(Event::Mapping {
+        self.push(Event::Mapping(Box::new(Mapping {
             pid: m.pid,
             start: m.start,
             end: m.end,
             file_offset: m.file_offset,
             path: m.path.to_string(),
             build_id: m.build_id.map(<[u8]>::to_vec),
-        })
+        })))
     }
     fn call_path(&mut self, p: &CallPath<'_>) -> io::Result<()> {
         let b = &mut self.batch;
