@@ -375,15 +375,18 @@ fn all_events(events: &mut profkit_perf::Events<impl std::io::Read>) -> Vec<Seen
     out
 }
 
+/// The recordings, one of each kind (frame pointers, DWARF, perf map, pipe, killed).
+const RECORDINGS: [&str; 5] = [
+    "node-fp.data",
+    "node-dwarf.data.gz",
+    "node-basic-prof.data",
+    "node-pipe.data",
+    "node-killed.data.gz",
+];
+
 #[test]
 fn read_ahead_delivers_what_a_walk_here_does() {
-    for name in [
-        "node-fp.data",
-        "node-dwarf.data.gz",
-        "node-basic-prof.data",
-        "node-pipe.data",
-        "node-killed.data.gz",
-    ] {
+    for name in RECORDINGS {
         let bytes = fixture(name);
         let pd = PerfData::parse(&bytes).unwrap();
         let here = all_events(&mut pd.events().unwrap());
@@ -414,13 +417,7 @@ fn walked(
 
 #[test]
 fn one_pass_delivers_what_the_checked_walk_does() {
-    for name in [
-        "node-fp.data",
-        "node-dwarf.data.gz",
-        "node-basic-prof.data",
-        "node-pipe.data",
-        "node-killed.data.gz",
-    ] {
+    for name in RECORDINGS {
         let bytes = fixture(name);
         let checked = PerfData::parse(&bytes).unwrap();
         let want = walked(&mut checked.events().unwrap());
