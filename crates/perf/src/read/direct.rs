@@ -12,8 +12,12 @@
 //! those of linux-perf-data over the checked file: the keys are unique (offsets), so the
 //! order does not depend on how they are sorted.
 //!
+//! The read-ahead thread (`ahead.rs`) copies each body once, into its batch.
+//!
 //! It also notes the jitdump marker mmaps as it reads, so a walk can start loading a dump one
-//! window before it reaches the marker's records.
+//! window before it reaches the marker's records. A COMPRESSED record (which a header without
+//! the COMPRESSED feature does not announce, and perf never writes so) ends the walk there, as a
+//! corrupt record: linux-perf-data would inflate it.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
