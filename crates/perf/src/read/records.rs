@@ -94,7 +94,7 @@ pub struct Sample<'a> {
 /// `PERF_CONTEXT_USER`, …) followed by the frames of that context, innermost first.
 #[derive(Clone, Copy, Debug)]
 pub struct Callchain<'a> {
-    /// The `nr` entries after the count, whole (the layout walk checked they fit).
+    /// The `nr` entries after the count, whole (the sample decoder checked they fit).
     pub(super) bytes: &'a [u8],
     pub(super) endian: Endian,
 }
