@@ -7,18 +7,28 @@
 
 use std::path::Path;
 
+use profkit_common::FileBytes;
+use rustc_hash::FxHashMap;
+
 use crate::build_id::{build_id_from_notes, BuildId};
 use crate::error::{Error, Result};
 
 /// The last symbol covers at most this many bytes (nothing bounds it otherwise).
 const LAST_SYMBOL_SPAN: u64 = 1 << 20;
 
+/// 16 bytes: a kernel has ~120k code symbols, and on a VM every fresh page of a table costs
+/// more than filling it.
 #[derive(Debug, Clone, Copy)]
 struct KSym {
     start: u64,
-    name: (u32, u32),
-    module: Option<(u32, u32)>,
+    /// Where its name is in the text.
+    name_at: u32,
+    name_len: u16,
+    /// Its module's index in [`Kallsyms::modules`], or [`NO_MODULE`].
+    module: u16,
 }
+
+const NO_MODULE: u16 = u16::MAX;
 
 /// A kernel symbol (see [`Kallsyms::lookup`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,30 +42,49 @@ pub struct KernelSymbol<'a> {
 }
 
 /// Parsed kallsyms (see the [module docs](self)).
-#[derive(Debug, Default)]
 pub struct Kallsyms {
-    text: String,
+    /// The file's bytes (mapped when it is a regular file), valid UTF-8.
+    text: FileBytes,
     syms: Vec<KSym>,
+    /// `(offset, length)` in the text of each module name, once per name.
+    modules: Vec<(u32, u32)>,
     restricted: bool,
     text_address: Option<u64>,
+}
+
+impl Default for Kallsyms {
+    fn default() -> Kallsyms {
+        Kallsyms::from_text(FileBytes::Owned(Vec::new()))
+    }
+}
+
+impl std::fmt::Debug for Kallsyms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kallsyms")
+            .field("symbols", &self.syms.len())
+            .field("modules", &self.modules.len())
+            .field("restricted", &self.restricted)
+            .field("text_address", &self.text_address)
+            .finish()
+    }
 }
 
 impl Kallsyms {
     /// Parses kallsyms text. Malformed lines are skipped.
     pub fn parse(text: &str) -> Kallsyms {
-        Kallsyms::from_text(text.to_string())
+        Kallsyms::from_text(FileBytes::Owned(text.as_bytes().to_vec()))
     }
 
-    /// Parses kallsyms text it keeps (names are ranges of it, not copies).
-    fn from_text(text: String) -> Kallsyms {
+    /// Parses kallsyms text it keeps (names are ranges of it, not copies); `text` must be
+    /// valid UTF-8 (names are sliced out of it at ASCII separators).
+    fn from_text(text: FileBytes) -> Kallsyms {
         let mut syms = Vec::new();
+        let mut modules: Vec<(u32, u32)> = Vec::new();
+        let mut module_index: FxHashMap<&[u8], u16> = FxHashMap::default();
         let mut text_address = None;
         let mut lines = 0usize;
         let mut zero = 0usize;
-        let bytes = text.as_bytes();
-        let range = |start: usize, field: &[u8]| -> Option<(u32, u32)> {
-            Some((u32::try_from(start).ok()?, u32::try_from(field.len()).ok()?))
-        };
+        let bytes: &[u8] = &text;
         let mut at = 0usize;
         for line in bytes.split(|&c| c == b'\n') {
             let line_at = at;
@@ -97,24 +126,46 @@ impl Kallsyms {
             if name == b"_text" && module.is_none() {
                 text_address.get_or_insert(addr);
             }
-            let Some(name) = range(line_at + name_at, name) else {
+            let (Ok(name_at), Ok(name_len)) =
+                (u32::try_from(line_at + name_at), u16::try_from(name.len()))
+            else {
+                // Past 4 GiB of text, or a name over 64 KiB (the kernel's are at most 512).
                 break;
             };
-            let module = module.and_then(|(m_at, m)| {
-                let (m_at, m) = trim(m_at, m, b"[]");
-                range(line_at + m_at, m)
-            });
+            let module = match module {
+                None => NO_MODULE,
+                Some((m_at, m)) => {
+                    let (m_at, m) = trim(m_at, m, b"[]");
+                    match module_index.get(m) {
+                        Some(&i) => i,
+                        None => match (u16::try_from(modules.len()), u32::try_from(line_at + m_at))
+                        {
+                            (Ok(i), Ok(at)) if i != NO_MODULE => {
+                                modules.push((at, m.len() as u32));
+                                module_index.insert(m, i);
+                                i
+                            }
+                            _ => break,
+                        },
+                    }
+                }
+            };
             syms.push(KSym {
                 start: addr,
-                name,
+                name_at,
+                name_len,
                 module,
             });
         }
-        syms.sort_by_key(|s| s.start);
+        drop(module_index);
+        // Names grow with the line: an unstable sort on (start, name) keeps the first line of
+        // each address, as a stable sort by address would, without its scratch buffer.
+        syms.sort_unstable_by_key(|s| (s.start, s.name_at));
         syms.dedup_by_key(|s| s.start);
         Kallsyms {
             text,
             syms,
+            modules,
             restricted: lines > 0 && zero == lines,
             text_address,
         }
@@ -123,9 +174,11 @@ impl Kallsyms {
     /// Reads and parses a kallsyms file.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Kallsyms> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|e| Error::path(path, e.into()))?;
-        let text = String::from_utf8(bytes)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        let bytes = FileBytes::open(path).map_err(|e| Error::path(path, e.into()))?;
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(_) => bytes,
+            Err(_) => FileBytes::Owned(String::from_utf8_lossy(&bytes).into_owned().into_bytes()),
+        };
         Ok(Kallsyms::from_text(text))
     }
 
@@ -160,15 +213,17 @@ impl Kallsyms {
         if self.syms.get(i + 1).is_none() && addr - s.start >= LAST_SYMBOL_SPAN {
             return None;
         }
-        let get = |(off, len): (u32, u32)| {
-            let off = usize::try_from(off).ok()?;
-            self.text
-                .get(off..off.checked_add(usize::try_from(len).ok()?)?)
+        let get = |at: u32, len: usize| {
+            let at = usize::try_from(at).ok()?;
+            std::str::from_utf8(self.text.get(at..at.checked_add(len)?)?).ok()
         };
         Some(KernelSymbol {
-            name: get(s.name)?,
+            name: get(s.name_at, usize::from(s.name_len))?,
             start: s.start,
-            module: s.module.and_then(get),
+            module: self
+                .modules
+                .get(usize::from(s.module))
+                .and_then(|&(at, len)| get(at, len as usize)),
         })
     }
 }
@@ -237,5 +292,33 @@ mod tests {
         assert!(k.is_empty());
         assert!(k.lookup(0xffffffff81000000).is_none());
         assert!(!Kallsyms::parse("").is_restricted());
+    }
+
+    #[test]
+    fn from_a_file_mapped_or_mended() {
+        let dir = std::env::temp_dir().join(format!("profkit-kallsyms-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("kallsyms");
+        let mut text = b"ffffffff81000000 T _text\nffffffff81001000 t bad_\xff_name\n".to_vec();
+        text.extend_from_slice(b"ffffffffc0a01000 t a\t[m1]\nffffffffc0a02000 t b\t[m1]\n");
+        text.extend_from_slice(b"ffffffffc0a03000 t c\t[m2]\n");
+        std::fs::write(&path, &text).unwrap();
+        let k = Kallsyms::from_file(&path).unwrap();
+        assert_eq!(
+            k.lookup(0xffffffff81001001).unwrap().name,
+            "bad_\u{fffd}_name"
+        );
+        assert_eq!(k.modules.len(), 2, "one entry per module name");
+        let m = |a| k.lookup(a).and_then(|s| s.module);
+        assert_eq!(
+            (m(0xffffffffc0a02000), m(0xffffffffc0a03000)),
+            (Some("m1"), Some("m2"))
+        );
+        text.retain(|&c| c != 0xff);
+        std::fs::write(&path, &text).unwrap();
+        let k = Kallsyms::from_file(&path).unwrap();
+        assert!(matches!(k.text, FileBytes::Mapped(_)));
+        assert_eq!(k.lookup(0xffffffff81001001).unwrap().name, "bad__name");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
