@@ -3,7 +3,8 @@
 //! time-ordered [`Events`].
 //!
 //! Parsing is linux-perf-data's (header, attrs, feature sections, record sorting, zstd) and
-//! linux-perf-event-reader's (each record's fields). profkit adds what they lack for untrusted
+//! linux-perf-event-reader's (the fields of each record but SAMPLE, whose body `sample.rs`
+//! reads in place, in linux-perf-event-reader's order). profkit adds what they lack for untrusted
 //! input: the header and every size it gives are checked before linux-perf-data sees them,
 //! the record stream is framed first so a cut or corrupt tail ends it cleanly (see `frame.rs`
 //! and `header.rs`), and each record body is guarded where linux-perf-event-reader could panic.
