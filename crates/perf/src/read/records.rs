@@ -2,7 +2,7 @@
 //! their callchains, registers and stacks; mmaps, comms, tasks, lost counts), borrowed from the
 //! record's bytes. `events.rs` delivers them in time order; `sample.rs` decodes a sample's body.
 
-use linux_perf_data::linux_perf_event_reader::{CpuMode, Regs};
+use linux_perf_data::linux_perf_event_reader::CpuMode;
 
 use crate::raw::{
     RecordType, MISC_CPUMODE_MASK, MISC_GUEST_KERNEL, MISC_KERNEL, PERF_CONTEXT_GUEST,
@@ -84,10 +84,6 @@ pub struct Sample<'a> {
     pub user_regs: Option<UserRegs<'a>>,
     /// `PERF_SAMPLE_STACK_USER`.
     pub user_stack: Option<UserStack<'a>>,
-    /// linux-perf-event-reader's view of the user registers (see [`Sample::regs`]). The rest
-    /// of its record is not kept: a sample is moved from the decoder to the walk, and the
-    /// whole record would be hundreds of bytes copied per sample.
-    pub(crate) reader_regs: Option<Regs<'a>>,
 }
 
 /// A sample's callchain: `u64` entries, context markers (`PERF_CONTEXT_KERNEL`,

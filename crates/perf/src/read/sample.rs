@@ -185,23 +185,16 @@ impl SampleLayout {
             c.u64_if(self.branch_hw_index)?;
             c.skip(nr, 24)?;
         }
-        let (mut user_regs, mut reader_regs) = (None, None);
+        let mut user_regs = None;
         if has(S_REGS_USER) {
             let abi = c.u64()?;
             if abi != 0 {
-                let bytes = c.take(self.regs_user.count_ones() as usize * 8)?;
                 user_regs = Some(UserRegs {
                     abi,
                     mask: self.regs_user,
-                    bytes,
+                    bytes: c.take(self.regs_user.count_ones() as usize * 8)?,
                     endian: e,
                 });
-                let raw = RawData::Single(bytes);
-                let raw = match e {
-                    Endian::Little => RawDataU64::from_raw_data::<byteorder::LittleEndian>(raw),
-                    Endian::Big => RawDataU64::from_raw_data::<byteorder::BigEndian>(raw),
-                };
-                reader_regs = Some(Regs::new(self.regs_user, raw));
             }
         }
         let mut user_stack = None;
@@ -240,7 +233,6 @@ impl SampleLayout {
             callchain,
             user_regs,
             user_stack,
-            reader_regs,
         })
     }
 }
@@ -379,8 +371,14 @@ pub(super) fn decode<'a>(
 
 impl<'a> Sample<'a> {
     /// linux-perf-event-reader's register accessor for the user registers.
-    pub fn regs(&self) -> Option<&Regs<'a>> {
-        self.reader_regs.as_ref()
+    pub fn regs(&self) -> Option<Regs<'a>> {
+        let r = self.user_regs.as_ref()?;
+        let raw = RawData::Single(r.bytes);
+        let raw = match r.endian {
+            Endian::Little => RawDataU64::from_raw_data::<byteorder::LittleEndian>(raw),
+            Endian::Big => RawDataU64::from_raw_data::<byteorder::BigEndian>(raw),
+        };
+        Some(Regs::new(r.mask, raw))
     }
 
     /// Whether the sample was taken in kernel mode.
@@ -667,7 +665,7 @@ mod tests {
                 .map(|c| (0..c.len()).filter_map(|i| c.get(i)).collect());
             assert_eq!(chain, their_chain, "round {round}");
             let regs = |r: Option<&Regs>| r.map(|r| (0..64).map(|i| r.get(i)).collect::<Vec<_>>());
-            assert_eq!(regs(o.regs()), regs(t.user_regs.as_ref()));
+            assert_eq!(regs(o.regs().as_ref()), regs(t.user_regs.as_ref()));
             assert_eq!(o.user_regs.is_some(), t.user_regs.is_some());
             assert_eq!(
                 o.user_stack.map(|s| (s.bytes.to_vec(), s.dyn_size)),
