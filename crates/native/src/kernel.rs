@@ -126,11 +126,11 @@ impl Kallsyms {
             if name == b"_text" && module.is_none() {
                 text_address.get_or_insert(addr);
             }
-            let (Ok(name_at), Ok(name_len)) =
-                (u32::try_from(line_at + name_at), u16::try_from(name.len()))
-            else {
-                // Past 4 GiB of text, or a name over 64 KiB (the kernel's are at most 512).
-                break;
+            let Ok(name_at) = u32::try_from(line_at + name_at) else {
+                break; // past 4 GiB of text
+            };
+            let Ok(name_len) = u16::try_from(name.len()) else {
+                continue; // a name over 64 KiB (the kernel's are at most 512 bytes)
             };
             let module = match module {
                 None => NO_MODULE,
@@ -138,10 +138,13 @@ impl Kallsyms {
                     let (m_at, m) = trim(m_at, m, b"[]");
                     match module_index.get(m) {
                         Some(&i) => i,
-                        None => match (u16::try_from(modules.len()), u32::try_from(line_at + m_at))
-                        {
-                            (Ok(i), Ok(at)) if i != NO_MODULE => {
-                                modules.push((at, m.len() as u32));
+                        None => match (
+                            u16::try_from(modules.len()),
+                            u32::try_from(line_at + m_at),
+                            u32::try_from(m.len()),
+                        ) {
+                            (Ok(i), Ok(at), Ok(len)) if i != NO_MODULE => {
+                                modules.push((at, len));
                                 module_index.insert(m, i);
                                 i
                             }
