@@ -49,33 +49,60 @@ pub const PERF_CONTEXT_GUEST_USER: u64 = (-2560i64) as u64;
 /// Callchain entries at or above this value are context markers.
 pub const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
 
-/// `PERF_SAMPLE_*` bits of `perf_event_attr.sample_type`, in the kernel's order.
+/// `PERF_SAMPLE_*` bits of `perf_event_attr.sample_type`.
+pub(crate) const PERF_SAMPLE_IP: u64 = 1 << 0;
+pub(crate) const PERF_SAMPLE_TID: u64 = 1 << 1;
+pub(crate) const PERF_SAMPLE_TIME: u64 = 1 << 2;
+pub(crate) const PERF_SAMPLE_ADDR: u64 = 1 << 3;
+pub(crate) const PERF_SAMPLE_READ: u64 = 1 << 4;
+pub(crate) const PERF_SAMPLE_CALLCHAIN: u64 = 1 << 5;
+pub(crate) const PERF_SAMPLE_ID: u64 = 1 << 6;
+pub(crate) const PERF_SAMPLE_CPU: u64 = 1 << 7;
+pub(crate) const PERF_SAMPLE_PERIOD: u64 = 1 << 8;
+pub(crate) const PERF_SAMPLE_STREAM_ID: u64 = 1 << 9;
+pub(crate) const PERF_SAMPLE_RAW: u64 = 1 << 10;
+pub(crate) const PERF_SAMPLE_BRANCH_STACK: u64 = 1 << 11;
+pub(crate) const PERF_SAMPLE_REGS_USER: u64 = 1 << 12;
+pub(crate) const PERF_SAMPLE_STACK_USER: u64 = 1 << 13;
+pub(crate) const PERF_SAMPLE_WEIGHT: u64 = 1 << 14;
+pub(crate) const PERF_SAMPLE_DATA_SRC: u64 = 1 << 15;
+pub(crate) const PERF_SAMPLE_IDENTIFIER: u64 = 1 << 16;
+pub(crate) const PERF_SAMPLE_TRANSACTION: u64 = 1 << 17;
+pub(crate) const PERF_SAMPLE_REGS_INTR: u64 = 1 << 18;
+pub(crate) const PERF_SAMPLE_PHYS_ADDR: u64 = 1 << 19;
+pub(crate) const PERF_SAMPLE_AUX: u64 = 1 << 20;
+pub(crate) const PERF_SAMPLE_CGROUP: u64 = 1 << 21;
+pub(crate) const PERF_SAMPLE_DATA_PAGE_SIZE: u64 = 1 << 22;
+pub(crate) const PERF_SAMPLE_CODE_PAGE_SIZE: u64 = 1 << 23;
+pub(crate) const PERF_SAMPLE_WEIGHT_STRUCT: u64 = 1 << 24;
+
+/// The `PERF_SAMPLE_*` bits with perf's names, in the kernel's order.
 pub const SAMPLE_TYPE_BITS: &[(u64, &str)] = &[
-    (1 << 0, "IP"),
-    (1 << 1, "TID"),
-    (1 << 2, "TIME"),
-    (1 << 3, "ADDR"),
-    (1 << 4, "READ"),
-    (1 << 5, "CALLCHAIN"),
-    (1 << 6, "ID"),
-    (1 << 7, "CPU"),
-    (1 << 8, "PERIOD"),
-    (1 << 9, "STREAM_ID"),
-    (1 << 10, "RAW"),
-    (1 << 11, "BRANCH_STACK"),
-    (1 << 12, "REGS_USER"),
-    (1 << 13, "STACK_USER"),
-    (1 << 14, "WEIGHT"),
-    (1 << 15, "DATA_SRC"),
-    (1 << 16, "IDENTIFIER"),
-    (1 << 17, "TRANSACTION"),
-    (1 << 18, "REGS_INTR"),
-    (1 << 19, "PHYS_ADDR"),
-    (1 << 20, "AUX"),
-    (1 << 21, "CGROUP"),
-    (1 << 22, "DATA_PAGE_SIZE"),
-    (1 << 23, "CODE_PAGE_SIZE"),
-    (1 << 24, "WEIGHT_STRUCT"),
+    (PERF_SAMPLE_IP, "IP"),
+    (PERF_SAMPLE_TID, "TID"),
+    (PERF_SAMPLE_TIME, "TIME"),
+    (PERF_SAMPLE_ADDR, "ADDR"),
+    (PERF_SAMPLE_READ, "READ"),
+    (PERF_SAMPLE_CALLCHAIN, "CALLCHAIN"),
+    (PERF_SAMPLE_ID, "ID"),
+    (PERF_SAMPLE_CPU, "CPU"),
+    (PERF_SAMPLE_PERIOD, "PERIOD"),
+    (PERF_SAMPLE_STREAM_ID, "STREAM_ID"),
+    (PERF_SAMPLE_RAW, "RAW"),
+    (PERF_SAMPLE_BRANCH_STACK, "BRANCH_STACK"),
+    (PERF_SAMPLE_REGS_USER, "REGS_USER"),
+    (PERF_SAMPLE_STACK_USER, "STACK_USER"),
+    (PERF_SAMPLE_WEIGHT, "WEIGHT"),
+    (PERF_SAMPLE_DATA_SRC, "DATA_SRC"),
+    (PERF_SAMPLE_IDENTIFIER, "IDENTIFIER"),
+    (PERF_SAMPLE_TRANSACTION, "TRANSACTION"),
+    (PERF_SAMPLE_REGS_INTR, "REGS_INTR"),
+    (PERF_SAMPLE_PHYS_ADDR, "PHYS_ADDR"),
+    (PERF_SAMPLE_AUX, "AUX"),
+    (PERF_SAMPLE_CGROUP, "CGROUP"),
+    (PERF_SAMPLE_DATA_PAGE_SIZE, "DATA_PAGE_SIZE"),
+    (PERF_SAMPLE_CODE_PAGE_SIZE, "CODE_PAGE_SIZE"),
+    (PERF_SAMPLE_WEIGHT_STRUCT, "WEIGHT_STRUCT"),
 ];
 
 /// `sample_type` as perf prints it: `IP|TID|TIME|CALLCHAIN|PERIOD`.

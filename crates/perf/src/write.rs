@@ -21,21 +21,14 @@ use std::io::{self, Seek, SeekFrom, Write};
 use crate::error::{Error, Result};
 use crate::raw::{
     RecordType, FEATURE_BUILD_ID, FILE_HEADER_SIZE, MAGIC_BE, MAGIC_LE, MISC_BUILD_ID_SIZE,
-    PIPE_HEADER_SIZE, RECORD_HEADER_SIZE,
+    PERF_SAMPLE_CPU, PERF_SAMPLE_ID, PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_STREAM_ID,
+    PERF_SAMPLE_TID, PERF_SAMPLE_TIME, PIPE_HEADER_SIZE, RECORD_HEADER_SIZE,
 };
 use crate::read::bytes::{range, u16_at, u32_at, u64_at, Endian};
 use crate::read::{Attr, EventData, Mode, PerfData};
 
 /// The feature bit of COMPRESSED (dropped when compressed records are written inflated).
 pub const FEATURE_COMPRESSED: u32 = 27;
-
-/// `PERF_SAMPLE_*` bits that make up the `sample_id_all` trailer.
-const S_TID: u64 = 1 << 1;
-const S_TIME: u64 = 1 << 2;
-const S_ID: u64 = 1 << 6;
-const S_CPU: u64 = 1 << 7;
-const S_STREAM_ID: u64 = 1 << 9;
-const S_IDENTIFIER: u64 = 1 << 16;
 
 /// A record to merge into the output: a complete record (8-byte header included) and its time.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,24 +112,24 @@ impl SampleId {
             return b;
         }
         let st = attr.sample_type;
-        if st & S_TID != 0 {
+        if st & PERF_SAMPLE_TID != 0 {
             b.extend_from_slice(&e.u32_bytes(self.pid));
             b.extend_from_slice(&e.u32_bytes(self.tid));
         }
-        if st & S_TIME != 0 {
+        if st & PERF_SAMPLE_TIME != 0 {
             b.extend_from_slice(&e.u64_bytes(self.time));
         }
-        if st & S_ID != 0 {
+        if st & PERF_SAMPLE_ID != 0 {
             b.extend_from_slice(&e.u64_bytes(self.id));
         }
-        if st & S_STREAM_ID != 0 {
+        if st & PERF_SAMPLE_STREAM_ID != 0 {
             b.extend_from_slice(&e.u64_bytes(self.stream_id));
         }
-        if st & S_CPU != 0 {
+        if st & PERF_SAMPLE_CPU != 0 {
             b.extend_from_slice(&e.u32_bytes(self.cpu));
             b.extend_from_slice(&e.u32_bytes(0));
         }
-        if st & S_IDENTIFIER != 0 {
+        if st & PERF_SAMPLE_IDENTIFIER != 0 {
             b.extend_from_slice(&e.u64_bytes(self.id));
         }
         b

@@ -7,7 +7,7 @@ use linux_perf_data::linux_perf_event_reader::{
     CpuMode, EventRecord, Mmap2FileId, RawData, RawDataU64, RawEventRecord, Regs,
 };
 
-use crate::raw::{RecordType, MISC_MMAP_BUILD_ID, MISC_MMAP_DATA, PROT_EXEC};
+use crate::raw::*;
 use crate::read::ahead::single;
 use crate::read::bytes::{u32_at, u64_at, Endian};
 use crate::read::meta::Attr;
@@ -26,30 +26,6 @@ pub(crate) struct SampleLayout {
     regs_intr: u64,
 }
 
-pub(super) const S_IP: u64 = 1 << 0;
-pub(super) const S_TID: u64 = 1 << 1;
-pub(super) const S_TIME: u64 = 1 << 2;
-pub(super) const S_ADDR: u64 = 1 << 3;
-pub(super) const S_READ: u64 = 1 << 4;
-pub(super) const S_CALLCHAIN: u64 = 1 << 5;
-pub(super) const S_ID: u64 = 1 << 6;
-pub(super) const S_CPU: u64 = 1 << 7;
-pub(super) const S_PERIOD: u64 = 1 << 8;
-pub(super) const S_STREAM_ID: u64 = 1 << 9;
-pub(super) const S_RAW: u64 = 1 << 10;
-pub(super) const S_BRANCH_STACK: u64 = 1 << 11;
-pub(super) const S_REGS_USER: u64 = 1 << 12;
-pub(super) const S_STACK_USER: u64 = 1 << 13;
-pub(super) const S_WEIGHT: u64 = 1 << 14;
-pub(super) const S_DATA_SRC: u64 = 1 << 15;
-pub(super) const S_IDENTIFIER: u64 = 1 << 16;
-pub(super) const S_TRANSACTION: u64 = 1 << 17;
-pub(super) const S_REGS_INTR: u64 = 1 << 18;
-pub(super) const S_PHYS_ADDR: u64 = 1 << 19;
-pub(super) const S_AUX: u64 = 1 << 20;
-pub(super) const S_DATA_PAGE_SIZE: u64 = 1 << 22;
-pub(super) const S_CODE_PAGE_SIZE: u64 = 1 << 23;
-
 /// Why a sample's body did not decode.
 enum Bad {
     /// A field runs past the body's end (linux-perf-event-reader's `UnexpectedEof`).
@@ -58,7 +34,7 @@ enum Bad {
     Callchain { nr: u64, rest: usize },
 }
 
-/// Reads a sample's fields in order; `None` past the body's end.
+/// Reads a sample's fields in order; [`Bad::Short`] past the body's end.
 struct Cursor<'a> {
     body: &'a [u8],
     off: usize,
@@ -130,9 +106,9 @@ impl SampleLayout {
         let st = self.sample_type;
         let has = |b: u64| st & b != 0;
         let mut c = Cursor { body, off: 0, e };
-        let identifier = c.u64_if(has(S_IDENTIFIER))?;
-        let ip = c.u64_if(has(S_IP))?;
-        let (pid, tid) = match c.u64_if(has(S_TID))? {
+        let identifier = c.u64_if(has(PERF_SAMPLE_IDENTIFIER))?;
+        let ip = c.u64_if(has(PERF_SAMPLE_IP))?;
+        let (pid, tid) = match c.u64_if(has(PERF_SAMPLE_TID))? {
             Some(v) => {
                 let (pid, tid) = match e {
                     Endian::Little => (v as u32, (v >> 32) as u32),
@@ -142,16 +118,16 @@ impl SampleLayout {
             }
             None => (None, None),
         };
-        let time = c.u64_if(has(S_TIME))?;
-        c.u64_if(has(S_ADDR))?;
-        let id = c.u64_if(has(S_ID))?;
-        c.u64_if(has(S_STREAM_ID))?;
-        let cpu = c.u64_if(has(S_CPU))?.map(|v| match e {
+        let time = c.u64_if(has(PERF_SAMPLE_TIME))?;
+        c.u64_if(has(PERF_SAMPLE_ADDR))?;
+        let id = c.u64_if(has(PERF_SAMPLE_ID))?;
+        c.u64_if(has(PERF_SAMPLE_STREAM_ID))?;
+        let cpu = c.u64_if(has(PERF_SAMPLE_CPU))?.map(|v| match e {
             Endian::Little => v as u32,
             Endian::Big => (v >> 32) as u32,
         });
-        let period = c.u64_if(has(S_PERIOD))?;
-        if has(S_READ) {
+        let period = c.u64_if(has(PERF_SAMPLE_PERIOD))?;
+        if has(PERF_SAMPLE_READ) {
             let rf = self.read_format;
             let (te, tr, with_id) = (rf & 1 != 0, rf & 2 != 0, rf & 4 != 0);
             if rf & 8 != 0 {
@@ -163,7 +139,7 @@ impl SampleLayout {
             }
         }
         let mut callchain = None;
-        if has(S_CALLCHAIN) {
+        if has(PERF_SAMPLE_CALLCHAIN) {
             let nr = c.u64()?;
             let rest = body.len() - c.off;
             match usize::try_from(nr).ok().and_then(|n| n.checked_mul(8)) {
@@ -176,17 +152,17 @@ impl SampleLayout {
                 _ => return Err(Bad::Callchain { nr, rest }),
             }
         }
-        if has(S_RAW) {
+        if has(PERF_SAMPLE_RAW) {
             let size = c.u32()?;
             c.take(size as usize)?;
         }
-        if has(S_BRANCH_STACK) {
+        if has(PERF_SAMPLE_BRANCH_STACK) {
             let nr = c.u64()?;
             c.u64_if(self.branch_hw_index)?;
             c.skip(nr, 24)?;
         }
         let mut user_regs = None;
-        if has(S_REGS_USER) {
+        if has(PERF_SAMPLE_REGS_USER) {
             let abi = c.u64()?;
             if abi != 0 {
                 user_regs = Some(UserRegs {
@@ -198,7 +174,7 @@ impl SampleLayout {
             }
         }
         let mut user_stack = None;
-        if has(S_STACK_USER) {
+        if has(PERF_SAMPLE_STACK_USER) {
             let size = c.u64()?;
             let bytes = c.take(usize::try_from(size).map_err(|_| Bad::Short)?)?;
             let dyn_size = if size != 0 { c.u64()? } else { 0 };
@@ -207,19 +183,19 @@ impl SampleLayout {
         // The rest is not kept, but read: a body too short for it is malformed there too.
         // (linux-perf-event-reader reads neither CGROUP nor WEIGHT_STRUCT, and AUX before
         // the page sizes.)
-        c.u64_if(has(S_WEIGHT))?;
-        c.u64_if(has(S_DATA_SRC))?;
-        c.u64_if(has(S_TRANSACTION))?;
-        if has(S_REGS_INTR) && c.u64()? != 0 {
+        c.u64_if(has(PERF_SAMPLE_WEIGHT))?;
+        c.u64_if(has(PERF_SAMPLE_DATA_SRC))?;
+        c.u64_if(has(PERF_SAMPLE_TRANSACTION))?;
+        if has(PERF_SAMPLE_REGS_INTR) && c.u64()? != 0 {
             c.skip(u64::from(self.regs_intr.count_ones()), 8)?;
         }
-        c.u64_if(has(S_PHYS_ADDR))?;
-        if has(S_AUX) {
+        c.u64_if(has(PERF_SAMPLE_PHYS_ADDR))?;
+        if has(PERF_SAMPLE_AUX) {
             let size = c.u64()?;
             c.skip(size, 1)?;
         }
-        c.u64_if(has(S_DATA_PAGE_SIZE))?;
-        c.u64_if(has(S_CODE_PAGE_SIZE))?;
+        c.u64_if(has(PERF_SAMPLE_DATA_PAGE_SIZE))?;
+        c.u64_if(has(PERF_SAMPLE_CODE_PAGE_SIZE))?;
         Ok(Sample {
             attr_index,
             id: identifier.or(id),
@@ -390,7 +366,6 @@ impl<'a> Sample<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raw::*;
 
     fn chain(values: &[u64]) -> Vec<u8> {
         values.iter().flat_map(|v| v.to_le_bytes()).collect()
@@ -512,7 +487,7 @@ mod tests {
     #[test]
     fn hostile_callchain_is_malformed_not_a_panic() {
         let l = SampleLayout {
-            sample_type: S_IP | S_CALLCHAIN,
+            sample_type: PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN,
             read_format: 0,
             branch_hw_index: false,
             regs_user: 0,
@@ -550,29 +525,29 @@ mod tests {
             seed
         };
         const BITS: [u64; 23] = [
-            S_IP,
-            S_TID,
-            S_TIME,
-            S_ADDR,
-            S_READ,
-            S_CALLCHAIN,
-            S_ID,
-            S_CPU,
-            S_PERIOD,
-            S_STREAM_ID,
-            S_RAW,
-            S_BRANCH_STACK,
-            S_REGS_USER,
-            S_STACK_USER,
-            S_WEIGHT,
-            S_DATA_SRC,
-            S_IDENTIFIER,
-            S_TRANSACTION,
-            S_REGS_INTR,
-            S_PHYS_ADDR,
-            S_AUX,
-            S_DATA_PAGE_SIZE,
-            S_CODE_PAGE_SIZE,
+            PERF_SAMPLE_IP,
+            PERF_SAMPLE_TID,
+            PERF_SAMPLE_TIME,
+            PERF_SAMPLE_ADDR,
+            PERF_SAMPLE_READ,
+            PERF_SAMPLE_CALLCHAIN,
+            PERF_SAMPLE_ID,
+            PERF_SAMPLE_CPU,
+            PERF_SAMPLE_PERIOD,
+            PERF_SAMPLE_STREAM_ID,
+            PERF_SAMPLE_RAW,
+            PERF_SAMPLE_BRANCH_STACK,
+            PERF_SAMPLE_REGS_USER,
+            PERF_SAMPLE_STACK_USER,
+            PERF_SAMPLE_WEIGHT,
+            PERF_SAMPLE_DATA_SRC,
+            PERF_SAMPLE_IDENTIFIER,
+            PERF_SAMPLE_TRANSACTION,
+            PERF_SAMPLE_REGS_INTR,
+            PERF_SAMPLE_PHYS_ADDR,
+            PERF_SAMPLE_AUX,
+            PERF_SAMPLE_DATA_PAGE_SIZE,
+            PERF_SAMPLE_CODE_PAGE_SIZE,
         ];
         let (mut ok, mut failed) = (0, 0);
         for round in 0..20_000 {
