@@ -962,7 +962,7 @@ impl<'o> Walk<'o> {
                 .maps
                 .iter()
                 .filter(|(_, m)| m.kind == MapKind::File && m.executable)
-                .map(|(&s, _)| s)
+                .map(|(s, _)| s)
                 .collect();
             for start in starts {
                 if let Some((bin, mapping)) = self.symbols.binary_of(process, start) {

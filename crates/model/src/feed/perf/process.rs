@@ -7,8 +7,6 @@
 //! does), COMM renames a thread (with `exec`, the process), FORK copies the parent's mappings
 //! to a new process, EXIT is ignored (samples after it cannot come).
 
-use std::collections::BTreeMap;
-
 use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -80,7 +78,7 @@ pub struct Process {
     /// Its name (the main thread's comm).
     pub comm: Option<String>,
     /// Mappings by start address; they never overlap.
-    pub maps: BTreeMap<u64, Map>,
+    pub maps: Maps,
     /// Bumped whenever a file mapping is added or cut (the native symbol cache's key, and when
     /// the unwinder is rebuilt); anonymous mappings come and go without it.
     pub generation: u64,
@@ -113,64 +111,111 @@ pub struct Process {
     pub declared: bool,
 }
 
-impl Process {
-    /// Adds a mapping, cutting what it overlaps.
-    pub fn map(&mut self, start: u64, map: Map) {
+/// A process's mappings, sorted by start address, never overlapping.
+///
+/// Every caller a sample's frames have is looked up here (is it held? what holds it?), and a
+/// process has tens of mappings that change at start-up and at `dlopen`: the starts are one
+/// array searched by bisection (a `BTreeMap` range search descended the tree twice, 4% of a
+/// walk's instructions).
+#[derive(Clone, Debug, Default)]
+pub struct Maps {
+    starts: Vec<u64>,
+    maps: Vec<Map>,
+}
+
+impl Maps {
+    /// The index of the mapping holding `addr`.
+    fn index_of(&self, addr: u64) -> Option<usize> {
+        let i = self.starts.partition_point(|&s| s <= addr).checked_sub(1)?;
+        self.maps.get(i).filter(|m| addr < m.end).map(|_| i)
+    }
+
+    /// The mapping holding `addr`, with its start.
+    pub fn find(&self, addr: u64) -> Option<(u64, &Map)> {
+        let i = self.index_of(addr)?;
+        Some((*self.starts.get(i)?, self.maps.get(i)?))
+    }
+
+    /// Like [`Maps::find`], mutable.
+    pub fn find_mut(&mut self, addr: u64) -> Option<(u64, &mut Map)> {
+        let i = self.index_of(addr)?;
+        Some((*self.starts.get(i)?, self.maps.get_mut(i)?))
+    }
+
+    /// The mapping that starts at `start`.
+    pub fn get_mut(&mut self, start: u64) -> Option<&mut Map> {
+        let i = self.starts.binary_search(&start).ok()?;
+        self.maps.get_mut(i)
+    }
+
+    /// Every mapping with its start, by start address.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &Map)> {
+        self.starts.iter().copied().zip(&self.maps)
+    }
+
+    /// Adds a mapping, cutting what it overlaps (the parts outside it stay); returns whether a
+    /// file mapping was cut.
+    fn insert(&mut self, start: u64, map: Map) -> bool {
         let end = map.end;
-        let mut files_changed = map.kind == MapKind::File;
-        let mut cut: Vec<(u64, Map)> = Vec::new();
-        if let Some((&s, m)) = self.maps.range(..start).next_back() {
-            if m.end > start {
-                cut.push((s, m.clone()));
-            }
-        }
-        let inside: Vec<u64> = self.maps.range(start..end).map(|(&s, _)| s).collect();
-        for s in inside {
-            if let Some(m) = self.maps.remove(&s) {
-                cut.push((s, m));
-            }
-        }
+        // Mappings from `first` to `last` (exclusive) overlap [start, end).
+        let first = self.starts.partition_point(|&s| s < start);
+        let first = match first.checked_sub(1) {
+            Some(before) if self.maps.get(before).is_some_and(|m| m.end > start) => before,
+            _ => first,
+        };
+        let last = self.starts.partition_point(|&s| s < end).max(first);
+        let mut kept: Vec<(u64, Map)> = Vec::new();
+        let mut files_cut = false;
+        let cut: Vec<(u64, Map)> = self
+            .starts
+            .drain(first..last)
+            .zip(self.maps.drain(first..last))
+            .collect();
         for (s, m) in cut {
-            files_changed |= m.kind == MapKind::File;
-            self.maps.remove(&s);
-            // Keep the parts outside [start, end).
+            files_cut |= m.kind == MapKind::File;
             if s < start {
                 let mut left = m.clone();
                 left.end = start;
                 left.binary = None;
-                self.maps.insert(s, left);
+                kept.push((s, left));
             }
             if m.end > end {
-                let mut right = m.clone();
+                let mut right = m;
                 right.pgoff = right.pgoff.saturating_add(end - s);
-                right.end = m.end;
                 right.binary = None;
-                self.maps.insert(end, right);
+                kept.push((end, right));
             }
         }
-        self.maps.insert(start, map);
+        // The left part, the new mapping, the right part: in order, at `first`.
+        let (left, right): (Vec<_>, Vec<_>) = kept.into_iter().partition(|(s, _)| *s < start);
+        let new = left.into_iter().chain([(start, map)]).chain(right);
+        for (k, (s, m)) in new.enumerate() {
+            self.starts.insert(first + k, s);
+            self.maps.insert(first + k, m);
+        }
+        files_cut
+    }
+}
+
+impl Process {
+    /// Adds a mapping, cutting what it overlaps.
+    pub fn map(&mut self, start: u64, map: Map) {
+        let file = map.kind == MapKind::File;
+        let files_cut = self.maps.insert(start, map);
         self.layout += 1;
-        if files_changed {
+        if file || files_cut {
             self.generation += 1;
         }
     }
 
     /// The mapping holding `addr`, with its start.
     pub fn find(&self, addr: u64) -> Option<(u64, &Map)> {
-        self.maps
-            .range(..=addr)
-            .next_back()
-            .filter(|(_, m)| addr < m.end)
-            .map(|(&s, m)| (s, m))
+        self.maps.find(addr)
     }
 
     /// Like [`Process::find`], mutable.
     pub fn find_mut(&mut self, addr: u64) -> Option<(u64, &mut Map)> {
-        self.maps
-            .range_mut(..=addr)
-            .next_back()
-            .filter(|(_, m)| addr < m.end)
-            .map(|(&s, m)| (s, m))
+        self.maps.find_mut(addr)
     }
 
     /// A child's copy after FORK: the mappings (the address space), not the JIT state.
@@ -179,6 +224,72 @@ impl Process {
             comm: self.comm.clone(),
             maps: self.maps.clone(),
             ..Process::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(end: u64, pgoff: u64, file: bool, path: &str) -> Map {
+        Map {
+            end,
+            pgoff,
+            path: Arc::from(path),
+            build_id: None,
+            kind: if file { MapKind::File } else { MapKind::Anon },
+            executable: true,
+            binary: None,
+        }
+    }
+
+    /// Mappings added at random over 96 addresses hold, at every address, what the newest
+    /// mapping there says (its path, and the file offset of that address), as the kernel's
+    /// would; a file mapping added or cut bumps the generation.
+    #[test]
+    fn a_mapping_replaces_what_it_overlaps() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..300 {
+            let mut p = Process::default();
+            // Per address: (path, file offset, is a file).
+            let mut model: Vec<Option<(String, u64, bool)>> = vec![None; 96];
+            for k in 0..12 {
+                let start = next(90);
+                let len = 1 + next(20);
+                let end = (start + len).min(96);
+                let (pgoff, file) = (next(1000), next(2) == 0);
+                let path = format!("m{k}");
+                let generation = p.generation;
+                let file_cut = model[start as usize..end as usize]
+                    .iter()
+                    .any(|m| m.as_ref().is_some_and(|m| m.2));
+                p.map(start, map(end, pgoff, file, &path));
+                assert_eq!(p.generation > generation, file || file_cut);
+                for a in start..end {
+                    model[a as usize] = Some((path.clone(), pgoff + (a - start), file));
+                }
+                for (a, want) in model.iter().enumerate() {
+                    let a = a as u64;
+                    let got = p.find(a).map(|(s, m)| {
+                        (
+                            m.path.to_string(),
+                            m.pgoff + (a - s),
+                            m.kind == MapKind::File,
+                        )
+                    });
+                    assert_eq!(&got, want, "address {a}");
+                }
+                let starts: Vec<u64> = p.maps.iter().map(|(s, _)| s).collect();
+                assert!(starts.windows(2).all(|w| w[0] < w[1]));
+                assert!(p.maps.iter().all(|(s, m)| s < m.end));
+            }
         }
     }
 }

@@ -280,7 +280,7 @@ impl Symbols {
         process: &mut Process,
         start: u64,
     ) -> Option<(Arc<Binary>, Mapping)> {
-        let map = process.maps.get_mut(&start)?;
+        let map = process.maps.get_mut(start)?;
         self.find_binary(start, map)
     }
 
