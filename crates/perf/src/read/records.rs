@@ -177,6 +177,16 @@ pub struct SplitChain {
 }
 
 impl<'a> Callchain<'a> {
+    /// The callchain whose entries (markers and addresses, `nr` of them after a SAMPLE's
+    /// count) are `bytes`, in byte order `endian`; a partial last entry is not one.
+    pub fn new(bytes: &'a [u8], endian: crate::read::bytes::Endian) -> Callchain<'a> {
+        let whole = bytes.len() / 8 * 8;
+        Callchain {
+            bytes: bytes.get(..whole).unwrap_or_default(),
+            endian,
+        }
+    }
+
     /// Raw entries, markers included.
     #[inline]
     pub fn len(&self) -> usize {

@@ -39,6 +39,27 @@ struct Checked {
     start: Option<Start>,
     /// The lookup address asked about, and whether something holds it.
     held: Option<(u64, bool)>,
+    /// What the walk did from this entry outward, the last time it came here (`None`: it has
+    /// not).
+    outward: Option<Outward>,
+}
+
+/// What walking a chain from one entry to its outermost did: the walk's state on coming to
+/// the entry, and what it pushed and cut from there on. The outer part of a thread's chain
+/// is mostly its last chain's, with the same answers: when the walk comes to the shared part
+/// in the state the last walk did, and nothing there depended on the sample's time, the rest
+/// of the walk is the last one's, and its addresses are the tail of the last output.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Outward {
+    /// Whether a user frame was pushed before (the next is a caller, asked whether it is
+    /// held), and whether the chain was cut before.
+    entered: (bool, bool),
+    /// Addresses pushed by this entry and the entries outer to it.
+    pushed: usize,
+    /// User frames cut among them.
+    cut: u64,
+    /// Whether one of them starts JIT code only at some times (asked at every sample).
+    timed: bool,
 }
 
 /// Memos at most: threads share them beyond (a memo is only where the comparison starts), so
@@ -58,6 +79,8 @@ pub(super) struct ChainMemo {
     checked: Vec<Checked>,
     /// The new chain's own inner entries, innermost first (scratch).
     inner: Vec<Checked>,
+    /// The addresses the last chain gave, innermost first.
+    out: Vec<(u64, bool)>,
 }
 
 /// What the questions are asked of: the sample's process and its JIT metadata.
@@ -147,10 +170,35 @@ impl ChainMemo {
                 decode(chain.raw(), &mut context, &mut self.inner);
             }
         }
+        // Entries from `kept` on are new; the walk may stop at the first kept one.
+        let kept = self.checked.len();
         self.checked.extend(self.inner.iter().rev());
+        let first_out = addrs.len();
         let mut callers = 0u64;
         let mut cut: Option<u64> = None;
-        for c in self.checked.iter_mut().rev() {
+        // Innermost first; `walked`: the first entry walked here (outer ones were reused).
+        let mut walked = 0;
+        for (i, c) in self.checked.iter_mut().enumerate().rev() {
+            let entered = (callers > 0, cut.is_some());
+            if i + 1 == kept {
+                if let Some(o) = c.outward.filter(|o| o.entered == entered && !o.timed) {
+                    if let Some(tail) = self.out.len().checked_sub(o.pushed) {
+                        addrs.extend_from_slice(self.out.get(tail..).unwrap_or_default());
+                        if o.cut > 0 {
+                            cut = Some(cut.unwrap_or(0) + o.cut);
+                        }
+                        walked = kept;
+                        break;
+                    }
+                }
+            }
+            // Until the fix-up below: where the output and the cut count were.
+            c.outward = Some(Outward {
+                entered,
+                pushed: addrs.len(),
+                cut: cut.unwrap_or(0),
+                timed: false,
+            });
             let Some(mut f) = c.frame else {
                 continue;
             };
@@ -190,9 +238,29 @@ impl ChainMemo {
             callers += 1;
             addrs.push((a, false));
         }
+        // The entries walked: what they pushed and cut from them outward, now that the walk
+        // is over; whether time mattered there, from the outermost in.
+        let (total, total_cut) = (addrs.len(), cut.unwrap_or(0));
+        let mut timed = walked
+            .checked_sub(1)
+            .and_then(|i| self.checked.get(i))
+            .and_then(|c| c.outward)
+            .is_some_and(|o| o.timed);
+        for c in self.checked.iter_mut().skip(walked) {
+            timed |= c.start == Some(Start::AtSomeTime);
+            if let Some(o) = c.outward.as_mut() {
+                o.pushed = total - o.pushed;
+                o.cut = total_cut - o.cut;
+                o.timed = timed;
+            }
+        }
+        self.out.clear();
+        self.out
+            .extend_from_slice(addrs.get(first_out..).unwrap_or_default());
         if self.checked.len() > MEMO_ENTRIES {
             self.checked = Vec::new();
             self.inner = Vec::new();
+            self.out = Vec::new();
         }
         cut
     }
@@ -218,6 +286,122 @@ fn decode(raw: impl Iterator<Item = u64>, context: &mut (Context, bool), out: &m
             frame,
             start: None,
             held: None,
+            outward: None,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
+    use profkit_common::Endian;
+    use profkit_jit::codemap::CodeMap;
+    use profkit_jitdump::perfmap::MapBuilder;
+
+    use super::*;
+    use crate::feed::perf::process::{Map, MapKind};
+
+    const KERNEL: u64 = (-128i64) as u64;
+    const USER: u64 = (-512i64) as u64;
+
+    /// Chains that share outer parts, in random contexts, through code that is mapped or not,
+    /// JIT regions that start at some times and perf map entries: a thread's memo gives what
+    /// a memo new to each chain gives (addresses and cut frames), whatever the last chains
+    /// were and whatever the sample's time.
+    #[test]
+    fn a_memo_gives_what_a_fresh_walk_gives() {
+        let mut process = Process::default();
+        let file = |end, kind| Map {
+            end,
+            pgoff: 0,
+            path: Arc::from("/bin/x"),
+            build_id: None,
+            kind,
+            executable: true,
+            binary: None,
+        };
+        process.map(0x1000, file(0x2000, MapKind::File));
+        process.map(0x5000, file(0x6000, MapKind::Anon));
+        // Regions at 0x5000, 0x5010 …, each live from its load time on.
+        let regions = (0..8u64).map(|k| (0x5000 + 16 * k, 16, format!("j{k}"), 100 * k));
+        let dump = LoadedDump::without_code(
+            PathBuf::from("jit-1.dump"),
+            1,
+            62,
+            CodeMap::from_entries(1, regions),
+        );
+        let mut perf_map = MapBuilder::new();
+        perf_map.load(0x7000, 16, b"p0");
+        perf_map.load(0x7010, 16, b"p1");
+        let map = LoadedMap {
+            path: PathBuf::from("/tmp/perf-1.map"),
+            map: perf_map,
+            bad_lines: 0,
+        };
+        // Addresses: starts of regions and entries, inside them, in the file, unmapped.
+        let pool = [
+            0x1100,
+            0x1101,
+            0x1200,
+            0x5000,
+            0x5001,
+            0x5010,
+            0x5020,
+            0x5031,
+            0x5070,
+            0x7000,
+            0x7001,
+            0x7010,
+            0x9000,
+            0x10,
+            KERNEL,
+            USER,
+            0xffff_ffff_8100_0000,
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let (mut reused, mut cuts) = (0, 0);
+        for with_jit in [false, true] {
+            let mut memo = ChainMemo::default();
+            let mut chain: Vec<u64> = Vec::new();
+            for _ in 0..20_000 {
+                // Keep an outer part of the last chain (the last entries), new inner ones.
+                let keep = next(chain.len() as u64 + 1) as usize;
+                chain.drain(..chain.len() - keep);
+                let fresh: Vec<u64> = (0..next(6))
+                    .map(|_| pool[next(pool.len() as u64) as usize])
+                    .collect();
+                chain.splice(0..0, fresh);
+                if next(4) == 0 {
+                    chain.insert(0, KERNEL);
+                }
+                let bytes: Vec<u8> = chain.iter().flat_map(|v| v.to_le_bytes()).collect();
+                let callchain = Callchain::new(&bytes, Endian::Little);
+                let layout = Layout {
+                    pid: 1,
+                    process: Some(&process),
+                    dump: with_jit.then_some(&dump),
+                    map: with_jit.then_some(&map),
+                    jit_time: Some(next(1000)),
+                };
+                let (mut ours, mut want) = (Vec::new(), Vec::new());
+                let got = memo.addresses(&callchain, &layout, true, &mut ours);
+                let expected = ChainMemo::default().addresses(&callchain, &layout, true, &mut want);
+                assert_eq!((got, &ours), (expected, &want), "chain {chain:x?}");
+                reused += usize::from(memo.checked.len() > 2 && keep > 2);
+                cuts += usize::from(got.is_some());
+            }
+        }
+        assert!(
+            reused > 10_000 && cuts > 1_000,
+            "{reused} reused, {cuts} cut"
+        );
     }
 }
