@@ -188,6 +188,10 @@ pub struct Sample<'a> {
     pub lines: &'a [u32],
     /// Weight: 1 per hit (Mono), the sample's period (perf.data: cycles, ns of cpu-clock …).
     pub weight: u64,
+    /// How many outermost frames (and their lines) are known to be those of the thread's
+    /// previous sample (0: none known). A thread's samples mostly share their outer frames;
+    /// a sink may take them as they were (the writer thread's transport sends only the rest).
+    pub shared: usize,
 }
 
 impl Sample<'_> {

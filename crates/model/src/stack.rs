@@ -185,12 +185,14 @@ impl StackTree {
     /// number of samples), its weight (a perf sample's period; 1 for a Mono hit) to the leaf's
     /// inclusive and exclusive value.
     pub fn add_sample(&mut self, stack: &[FuncId], weight: u64) {
-        self.add_thread_sample(0, stack, weight);
+        self.add_thread_sample(0, stack, 0, weight);
     }
 
     /// [`StackTree::add_sample`] for a sample of thread `thread` (any number that tells the
-    /// threads of a recording apart): its stack is compared with that thread's last one.
-    pub fn add_thread_sample(&mut self, thread: u32, stack: &[FuncId], weight: u64) {
+    /// threads of a recording apart): its stack is compared with that thread's last one, from
+    /// frame `shared` on (the frames before are known to be the last one's:
+    /// [`Sample::shared`](crate::events::Sample::shared)).
+    pub fn add_thread_sample(&mut self, thread: u32, stack: &[FuncId], shared: usize, weight: u64) {
         let slot = thread as usize % LAST_SLOTS;
         if self.last.len() <= slot {
             self.last.resize_with(slot + 1, LastPath::default);
@@ -207,11 +209,15 @@ impl StackTree {
         }
         // A thread's consecutive samples mostly share their outer frames: walk down from
         // where its last one's path leaves this one's (the same nodes the lookups would find).
-        let common = stack
-            .iter()
-            .zip(&last.stack)
-            .take_while(|(a, b)| a == b)
-            .count();
+        let known = shared.min(last.stack.len()).min(stack.len());
+        let common = known
+            + stack
+                .get(known..)
+                .unwrap_or_default()
+                .iter()
+                .zip(last.stack.get(known..).unwrap_or_default())
+                .take_while(|(a, b)| a == b)
+                .count();
         last.stack.truncate(common);
         last.nodes.truncate(common);
         let mut node = last.nodes.last().copied().unwrap_or(0);
@@ -527,7 +533,8 @@ impl EventSink for StackSink {
 
     fn sample(&mut self, s: &Sample<'_>) -> io::Result<()> {
         self.samples += 1;
-        self.tree.add_thread_sample(s.thread, s.stack, s.weight);
+        self.tree
+            .add_thread_sample(s.thread, s.stack, s.shared, s.weight);
         Ok(())
     }
 
@@ -599,19 +606,26 @@ mod tests {
             samples in proptest::collection::vec(
                 (0..200u32, proptest::collection::vec(0..4u32, 0..8), 1..5u64), 1..200),
         ) {
-            let mut one = StackTree::new();
-            let mut per_thread = StackTree::new();
-            for (thread, stack, weight) in &samples {
-                let stack: Vec<FuncId> = stack.iter().map(|&f| FuncId(f)).collect();
-                one.add_sample(&stack, *weight);
-                per_thread.add_thread_sample(*thread, &stack, *weight);
-            }
             let nodes = |t: &StackTree| -> Vec<(FuncId, u32, u32, u64, u64, u64)> {
                 t.nodes
                     .iter()
                     .map(|n| (n.func, n.first_child, n.next_sibling, n.count, n.inclusive, n.exclusive))
                     .collect()
             };
+            let mut one = StackTree::new();
+            let mut per_thread = StackTree::new();
+            let mut told = StackTree::new();
+            let mut last: std::collections::HashMap<u32, Vec<FuncId>> = Default::default();
+            for (thread, stack, weight) in &samples {
+                let stack: Vec<FuncId> = stack.iter().map(|&f| FuncId(f)).collect();
+                one.add_sample(&stack, *weight);
+                per_thread.add_thread_sample(*thread, &stack, 0, *weight);
+                // Told how many frames the thread's last sample shares (as a sample says it).
+                let prev = last.insert(*thread, stack.clone()).unwrap_or_default();
+                let shared = stack.iter().zip(&prev).take_while(|(a, b)| a == b).count();
+                told.add_thread_sample(*thread, &stack, shared, *weight);
+            }
+            prop_assert_eq!(nodes(&one), nodes(&told));
             prop_assert_eq!(nodes(&one), nodes(&per_thread));
             prop_assert_eq!(one.paths(), per_thread.paths());
         }

@@ -508,6 +508,7 @@ fn sampled_profile(funcs: &[Func<'_>], samples: &[Sampled<'_>]) -> Value {
             stack: &stack,
             lines: &lines,
             weight: 1000,
+            shared: 0,
         })
         .unwrap();
     }
@@ -863,6 +864,7 @@ fn mono_counters_past_a_handful_are_markers() {
             stack: &[],
             lines: &[],
             weight: 3,
+            shared: 0,
         })
         .unwrap();
         for (i, name) in ["GC heap size", "User Time", "Working Set", "JIT/codegen"]
@@ -968,6 +970,7 @@ fn one_thread_per_trace_thread_and_the_busiest_is_selected() {
             stack: &[],
             lines: &[],
             weight,
+            shared: 0,
         })
         .unwrap();
     }

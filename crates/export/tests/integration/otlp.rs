@@ -153,6 +153,7 @@ fn inline_stream(sink: &mut dyn EventSink) {
             stack: &stack,
             lines,
             weight: 3,
+            shared: 0,
         })
         .unwrap();
     }
@@ -338,7 +339,7 @@ proptest::proptest! {
                 if matches!(stack[0].0, 3 | 4) {
                     stack.insert(0, FuncId(0));
                 }
-                sink.sample(&Sample { thread: *thread, time, stack: &stack, lines: &[], weight: *weight }).unwrap();
+                sink.sample(&Sample { thread: *thread, time, stack: &stack, lines: &[], weight: *weight, shared: 0 }).unwrap();
             }
             sink
         };

@@ -317,6 +317,7 @@ fn samples_only_profile() {
         stack: &[FuncId(1), FuncId(2)],
         lines: &[],
         weight: 3,
+        shared: 0,
     })
     .unwrap();
     s.finish().unwrap();
@@ -358,6 +359,7 @@ fn perf_samples_are_typed_by_what_they_weigh() {
         stack: &[FuncId(1)],
         lines: &[],
         weight: 1_000_917,
+        shared: 0,
     })
     .unwrap();
     s.finish().unwrap();

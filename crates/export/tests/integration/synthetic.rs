@@ -341,6 +341,7 @@ pub fn feed(sink: &mut dyn EventSink) -> io::Result<()> {
                         stack: &stack,
                         lines: &[],
                         weight: *weight,
+                        shared: 0,
                     })?
                 }
                 Ev::Code(n) => sink.code(&codes[n])?,

@@ -49,13 +49,15 @@ enum Event {
     Exit(Span),
     Instant(Box<OwnedInstant>),
     Counter(u32, String, u64, f64),
-    /// The stack is `stacks[stack.0..stack.1]` of its batch, the lines `lines[lines.0..lines.1]`.
+    /// The frames past the first `shared` (which are the thread's previous sample's) are
+    /// `stacks[stack.0..stack.1]` of its batch, their lines `lines[lines.0..lines.1]`.
     Sample {
         thread: u32,
         time: u64,
         stack: (usize, usize),
         lines: (usize, usize),
         weight: u64,
+        shared: usize,
     },
     /// The stack is `stacks[stack.0..stack.1]` of its batch.
     CallPath {
@@ -236,6 +238,7 @@ fn run<S: EventSink>(
     spent: Sender<Batch>,
     done: Sender<io::Result<()>>,
 ) -> io::Result<Option<S>> {
+    let mut last_stacks = rustc_hash::FxHashMap::default();
     for mut batch in rx {
         for e in batch.events.drain(..) {
             if let Event::Finish = e {
@@ -244,7 +247,14 @@ fn run<S: EventSink>(
                 profkit_common::release::release(inner);
                 return Ok(None);
             }
-            deliver(&mut inner, e, &batch.stacks, &batch.lines, &batch.args)?;
+            deliver(
+                &mut inner,
+                e,
+                &batch.stacks,
+                &batch.lines,
+                &batch.args,
+                &mut last_stacks,
+            )?;
         }
         batch.stacks.clear();
         batch.lines.clear();
@@ -255,12 +265,20 @@ fn run<S: EventSink>(
     Ok(Some(inner))
 }
 
+/// A thread's last sample's stack and lines, as the writer's side rebuilt them.
+#[derive(Default)]
+struct LastStack {
+    stack: Vec<FuncId>,
+    lines: Vec<u32>,
+}
+
 fn deliver<S: EventSink>(
     inner: &mut S,
     e: Event,
     stacks: &[FuncId],
     all_lines: &[u32],
     all_args: &[u64],
+    last_stacks: &mut rustc_hash::FxHashMap<u32, LastStack>,
 ) -> io::Result<()> {
     match e {
         Event::Begin(b) => {
@@ -344,13 +362,25 @@ fn deliver<S: EventSink>(
             stack,
             lines,
             weight,
-        } => inner.sample(&Sample {
-            thread,
-            time,
-            stack: stacks.get(stack.0..stack.1).unwrap_or_default(),
-            lines: all_lines.get(lines.0..lines.1).unwrap_or_default(),
-            weight,
-        }),
+            shared,
+        } => {
+            // The thread's last stack, cut to the shared frames, then this sample's own.
+            let last = last_stacks.entry(thread).or_default();
+            last.stack.truncate(shared);
+            last.stack
+                .extend_from_slice(stacks.get(stack.0..stack.1).unwrap_or_default());
+            last.lines.truncate(shared);
+            last.lines
+                .extend_from_slice(all_lines.get(lines.0..lines.1).unwrap_or_default());
+            inner.sample(&Sample {
+                thread,
+                time,
+                stack: &last.stack,
+                lines: &last.lines,
+                weight,
+                shared,
+            })
+        }
         Event::CallPath {
             thread,
             stack,
@@ -478,17 +508,22 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
         self.push(Event::Counter(c.pid, c.name.to_string(), c.time, c.value))
     }
     fn sample(&mut self, s: &Sample<'_>) -> io::Result<()> {
+        // Only what the writer's copy of the thread's last stack lacks.
+        let shared = s.shared.min(s.stack.len());
+        let new_frames = s.stack.get(shared..).unwrap_or_default();
+        let new_lines = s.lines.get(shared.min(s.lines.len())..).unwrap_or_default();
         let b = &mut self.batch;
-        let stack = (b.stacks.len(), b.stacks.len() + s.stack.len());
-        b.stacks.extend_from_slice(s.stack);
-        let lines = (b.lines.len(), b.lines.len() + s.lines.len());
-        b.lines.extend_from_slice(s.lines);
+        let stack = (b.stacks.len(), b.stacks.len() + new_frames.len());
+        b.stacks.extend_from_slice(new_frames);
+        let lines = (b.lines.len(), b.lines.len() + new_lines.len());
+        b.lines.extend_from_slice(new_lines);
         self.push(Event::Sample {
             thread: s.thread,
             time: s.time,
             stack,
             lines,
             weight: s.weight,
+            shared,
         })
     }
     fn code(&mut self, c: &CodeRegion<'_>) -> io::Result<()> {
@@ -579,6 +614,7 @@ mod tests {
                 stack: &[FuncId(1), FuncId(2)],
                 lines: &[],
                 weight: 1,
+                shared: 0,
             })
             .unwrap();
         }
@@ -593,6 +629,61 @@ mod tests {
             })
             .collect();
         assert_eq!(times, (0..2000).collect::<Vec<_>>());
+    }
+
+    /// Samples of interleaved threads, each saying how many outer frames it shares with its
+    /// thread's last (a true count or less): the writer's side gets every stack and its lines
+    /// whole, as they were given.
+    #[test]
+    fn a_stack_sent_in_part_arrives_whole() {
+        let mut t = Threaded::new(Recorded::default()).unwrap();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut last: Vec<Vec<(FuncId, u32)>> = vec![Vec::new(); 5];
+        let mut sent = Vec::new();
+        for i in 0..5000u64 {
+            let thread = next(5) as u32;
+            let prev = &last[thread as usize];
+            let keep = next(prev.len() as u64 + 1) as usize;
+            let mut frames: Vec<(FuncId, u32)> = prev[..keep].to_vec();
+            frames.extend((0..next(6)).map(|_| (FuncId(next(4) as u32), next(3) as u32)));
+            let common = frames.iter().zip(prev).take_while(|(a, b)| a == b).count();
+            let shared = next(common as u64 + 1) as usize;
+            let stack: Vec<FuncId> = frames.iter().map(|f| f.0).collect();
+            let lines: Vec<u32> = frames.iter().map(|f| f.1).collect();
+            let lines = if thread == 4 { Vec::new() } else { lines };
+            t.sample(&Sample {
+                thread,
+                time: i,
+                stack: &stack,
+                lines: &lines,
+                weight: 1,
+                shared,
+            })
+            .unwrap();
+            sent.push((thread, stack, lines));
+            last[thread as usize] = frames;
+        }
+        let r = t.into_inner().unwrap();
+        let got: Vec<(u32, Vec<FuncId>, Vec<u32>)> = r
+            .events
+            .into_iter()
+            .filter_map(|e| match e {
+                RecordedEvent::Sample {
+                    thread,
+                    stack,
+                    lines,
+                    ..
+                } => Some((thread, stack, lines)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, sent);
     }
 
     struct Failing;
@@ -619,6 +710,7 @@ mod tests {
                 stack: &[],
                 lines: &[],
                 weight: 1,
+                shared: 0,
             });
             if result.is_err() {
                 break;

@@ -492,6 +492,7 @@ pub fn feed(
                             stack: &frames,
                             lines: &[],
                             weight: 1,
+                            shared: 0,
                         })
                     })?;
                 }

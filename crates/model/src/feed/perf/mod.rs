@@ -728,6 +728,7 @@ impl<'o> Walk<'o> {
             .count();
         // Their frames are kept too: only the frames below them are expanded again.
         prev.truncate(common);
+        let shared = prev.stack.len();
         if process.answers_generation != process.generation {
             process.answers.clear();
             process.answers_generation = process.generation;
@@ -777,6 +778,7 @@ impl<'o> Walk<'o> {
             stack: &prev.stack,
             lines: &prev.lines,
             weight: s.period.unwrap_or(1).max(1),
+            shared,
         })
     }
 
