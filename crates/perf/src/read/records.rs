@@ -187,6 +187,13 @@ impl<'a> Callchain<'a> {
         }
     }
 
+    /// The entries' bytes as recorded (8 per entry, in the file's byte order): two chains'
+    /// entries are equal where their bytes are.
+    #[inline]
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
     /// Raw entries, markers included.
     #[inline]
     pub fn len(&self) -> usize {

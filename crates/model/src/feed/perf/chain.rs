@@ -32,8 +32,6 @@ enum Start {
 /// about it.
 #[derive(Clone, Copy)]
 struct Checked {
-    /// The entry as recorded.
-    raw: u64,
     /// `None`: a context marker.
     frame: Option<Frame>,
     start: Option<Start>,
@@ -81,6 +79,8 @@ pub(super) struct ChainMemo {
     inner: Vec<Checked>,
     /// The addresses the last chain gave, innermost first.
     out: Vec<(u64, bool)>,
+    /// The last chain's entries as recorded (the chain's bytes: `checked`, innermost first).
+    raw: Vec<u8>,
 }
 
 /// What the questions are asked of: the sample's process and its JIT metadata.
@@ -151,12 +151,7 @@ impl ChainMemo {
         // The outer entries both chains share keep their answers: compared raw, then the
         // context they are in (set by the markers before them).
         let n = chain.len();
-        let shared = self
-            .checked
-            .iter()
-            .zip((0..n).rev())
-            .take_while(|&(old, i)| chain.get(i) == Some(old.raw))
-            .count();
+        let shared = shared_entries(chain.as_bytes(), &self.raw).min(self.checked.len());
         self.checked.truncate(shared);
         self.inner.clear();
         let mut context = (Context::Unknown, true);
@@ -257,13 +252,25 @@ impl ChainMemo {
         self.out.clear();
         self.out
             .extend_from_slice(addrs.get(first_out..).unwrap_or_default());
+        self.raw.clear();
+        self.raw.extend_from_slice(chain.as_bytes());
         if self.checked.len() > MEMO_ENTRIES {
             self.checked = Vec::new();
             self.inner = Vec::new();
             self.out = Vec::new();
+            self.raw = Vec::new();
         }
         cut
     }
+}
+
+/// How many entries, from the outermost (the end), two chains' bytes share: compared as
+/// recorded, 8 bytes an entry.
+fn shared_entries(new: &[u8], old: &[u8]) -> usize {
+    new.rchunks_exact(8)
+        .zip(old.rchunks_exact(8))
+        .take_while(|(a, b)| a == b)
+        .count()
 }
 
 /// Appends the entries of `raw` to `out`, unasked, tracking the context (and whether the next
@@ -282,7 +289,6 @@ fn decode(raw: impl Iterator<Item = u64>, context: &mut (Context, bool), out: &m
             }),
         };
         out.push(Checked {
-            raw: v,
             frame,
             start: None,
             held: None,
