@@ -81,6 +81,19 @@ pub(super) struct ChainMemo {
     out: Vec<(u64, bool)>,
     /// The last chain's entries as recorded (the chain's bytes: `checked`, innermost first).
     raw: Vec<u8>,
+    /// Walks of user frames so far (a stamp: which output `out` is).
+    calls: u64,
+    /// How many of the last walk's addresses, the outermost, are the tail of the walk's before.
+    reused: usize,
+}
+
+/// What a walk of user frames reused: its addresses' outermost `reused` are the outermost of
+/// the output of walk `previous` of the same memo; this walk is `this`.
+#[derive(Clone, Copy)]
+pub(super) struct Reuse {
+    pub previous: u64,
+    pub this: u64,
+    pub reused: usize,
 }
 
 /// What the questions are asked of: the sample's process and its JIT metadata.
@@ -167,6 +180,8 @@ impl ChainMemo {
         }
         // Entries from `kept` on are new; the walk may stop at the first kept one.
         let kept = self.checked.len();
+        self.reused = 0;
+        self.calls += 1;
         self.checked.extend(self.inner.iter().rev());
         let first_out = addrs.len();
         let mut callers = 0u64;
@@ -179,6 +194,7 @@ impl ChainMemo {
                 if let Some(o) = c.outward.filter(|o| o.entered == entered && !o.timed) {
                     if let Some(tail) = self.out.len().checked_sub(o.pushed) {
                         addrs.extend_from_slice(self.out.get(tail..).unwrap_or_default());
+                        self.reused = o.pushed;
                         if o.cut > 0 {
                             cut = Some(cut.unwrap_or(0) + o.cut);
                         }
@@ -271,6 +287,17 @@ fn shared_entries(new: &[u8], old: &[u8]) -> usize {
         .zip(old.rchunks_exact(8))
         .take_while(|(a, b)| a == b)
         .count()
+}
+
+impl ChainMemo {
+    /// What the last walk of user frames reused (see [`Reuse`]).
+    pub(super) fn reuse(&self) -> Reuse {
+        Reuse {
+            previous: self.calls.wrapping_sub(1),
+            this: self.calls,
+            reused: self.reused,
+        }
+    }
 }
 
 /// Appends the entries of `raw` to `out`, unasked, tracking the context (and whether the next

@@ -135,6 +135,11 @@ struct PreviousStack {
     generation: u64,
     addrs: Vec<(u64, bool)>,
     resolved: Vec<Resolved>,
+    /// `min_until[i]`: the earliest `until` of `resolved[..=i]` (the answers up to `i` hold
+    /// before it).
+    min_until: Vec<u64>,
+    /// The frame-pointer walk (`ChainMemo`'s stamp) `addrs` are the output of, if they are one.
+    chain_call: Option<u64>,
     ends: Vec<usize>,
     stack: Vec<FuncId>,
     lines: Vec<u32>,
@@ -145,6 +150,7 @@ impl PreviousStack {
     fn truncate(&mut self, n: usize) {
         self.addrs.truncate(n);
         self.resolved.truncate(n);
+        self.min_until.truncate(n);
         self.ends.truncate(n);
         let frames = self.ends.last().copied().unwrap_or(0);
         self.stack.truncate(frames);
@@ -178,6 +184,9 @@ struct Walk<'o> {
     pending_maps: Vec<(u32, u64, Map)>,
     /// Per thread index (modulo [`chain::MEMO_SLOTS`]): its last frame-pointer chain, checked.
     chains: Vec<chain::ChainMemo>,
+    /// What the sample's frame-pointer walk reused of its memo's last (`None`: its addresses
+    /// are not a frame-pointer walk's alone).
+    chain_reuse: Option<chain::Reuse>,
     // Scratch buffers, reused by every sample.
     addrs: Vec<(u64, bool)>,
     unwound: Vec<u64>,
@@ -587,6 +596,7 @@ impl<'o> Walk<'o> {
             kernel_text_check,
             pending_maps: Vec::new(),
             chains: Vec::new(),
+            chain_reuse: None,
             addrs: Vec::new(),
             unwound: Vec::new(),
         }
@@ -719,13 +729,31 @@ impl<'o> Walk<'o> {
         }
         let now = jit_time.unwrap_or(0);
         let n = self.addrs.len();
-        let common = prev
-            .addrs
-            .iter()
-            .zip(self.addrs.iter().rev())
-            .zip(&prev.resolved)
-            .take_while(|((p, a), r)| p == a && now < r.until)
-            .count();
+        // The outermost addresses the frame-pointer walk took from its last output are the
+        // previous stack's, when that stack is that output: only their answers' times are asked
+        // (by bisection: `min_until` does not grow); the comparison goes on after them.
+        let known = match self.chain_reuse {
+            Some(r) if prev.chain_call == Some(r.previous) => r.reused.min(prev.addrs.len()).min(n),
+            _ => 0,
+        };
+        let live = prev
+            .min_until
+            .get(..known)
+            .unwrap_or_default()
+            .partition_point(|&until| now < until);
+        let common = if live < known {
+            live
+        } else {
+            known
+                + prev
+                    .addrs
+                    .iter()
+                    .zip(self.addrs.iter().rev())
+                    .zip(&prev.resolved)
+                    .skip(known)
+                    .take_while(|((p, a), r)| p == a && now < r.until)
+                    .count()
+        };
         // Their frames are kept too: only the frames below them are expanded again.
         prev.truncate(common);
         let shared = prev.stack.len();
@@ -754,6 +782,8 @@ impl<'o> Walk<'o> {
             };
             prev.addrs.push((addr, kernel));
             prev.resolved.push(r);
+            let held_until = prev.min_until.last().map_or(r.until, |&u| u.min(r.until));
+            prev.min_until.push(held_until);
             // Outermost first; an address's inline frames come innermost first.
             for &(id, line) in self.symbols.frames(r.frames).iter().rev() {
                 prev.stack.push(id);
@@ -771,6 +801,7 @@ impl<'o> Walk<'o> {
             }
             _ => {}
         }
+        prev.chain_call = self.chain_reuse.map(|r| r.this);
         self.summary.other_events += 1;
         sink.sample(&Sample {
             thread,
@@ -869,6 +900,7 @@ impl<'o> Walk<'o> {
     /// is kernel).
     fn addresses(&mut self, pid: u32, thread: u32, s: &PerfSample<'_>, jit_time: Option<u64>) {
         self.addrs.clear();
+        self.chain_reuse = None;
         let dwarf = s.user_regs.as_ref().zip(s.user_stack.as_ref());
         if let Some(chain) = &s.callchain {
             let process = self.processes.get(&pid);
@@ -889,6 +921,9 @@ impl<'o> Walk<'o> {
             if let Some(n) = memo.addresses(chain, &layout, dwarf.is_none(), &mut self.addrs) {
                 self.report.fp_cut.samples += 1;
                 self.report.fp_cut.frames += n;
+            }
+            if dwarf.is_none() {
+                self.chain_reuse = Some(memo.reuse());
             }
         }
         if let Some((regs, stack)) = dwarf {
@@ -947,6 +982,7 @@ impl<'o> Walk<'o> {
         if self.addrs.is_empty() {
             if let Some(ip) = s.ip {
                 self.addrs.push((ip, s.in_kernel()));
+                self.chain_reuse = None;
             }
         }
     }
