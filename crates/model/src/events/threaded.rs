@@ -145,7 +145,14 @@ pub struct Threaded<S> {
     done: Receiver<io::Result<()>>,
     /// The writer: the inner sink, unless it was finished (and freed) there.
     worker: Option<JoinHandle<io::Result<Option<S>>>>,
+    /// Per slot of the writer's last stacks ([`STACK_SLOTS`]), the thread whose last sample it
+    /// holds: a sample's shared frames are sent as shared only when its thread's slot is its.
+    slot_threads: Vec<Option<u32>>,
 }
+
+/// Last stacks the writer's side keeps (a thread's is in slot `thread % STACK_SLOTS`), so that
+/// what it holds does not grow with the number of threads.
+const STACK_SLOTS: usize = 256;
 
 impl<S: EventSink + Send + 'static> Threaded<S> {
     /// Starts `inner` on its own thread.
@@ -184,6 +191,7 @@ impl<S: EventSink + Send + 'static> Threaded<S> {
             spent,
             done,
             worker: Some(worker),
+            slot_threads: vec![None; STACK_SLOTS],
         })
     }
 
@@ -238,7 +246,7 @@ fn run<S: EventSink>(
     spent: Sender<Batch>,
     done: Sender<io::Result<()>>,
 ) -> io::Result<Option<S>> {
-    let mut last_stacks = rustc_hash::FxHashMap::default();
+    let mut last_stacks: Vec<LastStack> = Vec::new();
     for mut batch in rx {
         for e in batch.events.drain(..) {
             if let Event::Finish = e {
@@ -278,7 +286,7 @@ fn deliver<S: EventSink>(
     stacks: &[FuncId],
     all_lines: &[u32],
     all_args: &[u64],
-    last_stacks: &mut rustc_hash::FxHashMap<u32, LastStack>,
+    last_stacks: &mut Vec<LastStack>,
 ) -> io::Result<()> {
     match e {
         Event::Begin(b) => {
@@ -364,8 +372,15 @@ fn deliver<S: EventSink>(
             weight,
             shared,
         } => {
-            // The thread's last stack, cut to the shared frames, then this sample's own.
-            let last = last_stacks.entry(thread).or_default();
+            // The thread's last stack (its slot's: the driver's side sends frames as shared
+            // only when the slot is the thread's), cut to the shared frames, then this
+            // sample's own.
+            let slot = thread as usize % STACK_SLOTS;
+            if last_stacks.len() <= slot {
+                last_stacks.resize_with(slot + 1, LastStack::default);
+            }
+            let mut spare = LastStack::default();
+            let last = last_stacks.get_mut(slot).unwrap_or(&mut spare);
             last.stack.truncate(shared);
             last.stack
                 .extend_from_slice(stacks.get(stack.0..stack.1).unwrap_or_default());
@@ -508,8 +523,14 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
         self.push(Event::Counter(c.pid, c.name.to_string(), c.time, c.value))
     }
     fn sample(&mut self, s: &Sample<'_>) -> io::Result<()> {
-        // Only what the writer's copy of the thread's last stack lacks.
-        let shared = s.shared.min(s.stack.len());
+        // Only what the writer's copy of the thread's last stack lacks (all of it when the
+        // slot held another thread's).
+        let slot = self.slot_threads.get_mut(s.thread as usize % STACK_SLOTS);
+        let mine = slot.as_ref().is_some_and(|t| **t == Some(s.thread));
+        if let Some(t) = slot {
+            *t = Some(s.thread);
+        }
+        let shared = if mine { s.shared.min(s.stack.len()) } else { 0 };
         let new_frames = s.stack.get(shared..).unwrap_or_default();
         let new_lines = s.lines.get(shared.min(s.lines.len())..).unwrap_or_default();
         let b = &mut self.batch;
@@ -631,9 +652,10 @@ mod tests {
         assert_eq!(times, (0..2000).collect::<Vec<_>>());
     }
 
-    /// Samples of interleaved threads, each saying how many outer frames it shares with its
-    /// thread's last (a true count or less): the writer's side gets every stack and its lines
-    /// whole, as they were given.
+    /// Samples of interleaved threads (more than the writer keeps stacks of, so that threads
+    /// share slots), each saying how many outer frames it shares with its thread's last (a
+    /// true count or less): the writer's side gets every stack and its lines whole, as they
+    /// were given.
     #[test]
     fn a_stack_sent_in_part_arrives_whole() {
         let mut t = Threaded::new(Recorded::default()).unwrap();
@@ -644,10 +666,11 @@ mod tests {
             seed ^= seed << 17;
             seed % n
         };
-        let mut last: Vec<Vec<(FuncId, u32)>> = vec![Vec::new(); 5];
+        let threads = [5, STACK_SLOTS as u64 * 2 + 3];
+        let mut last: Vec<Vec<(FuncId, u32)>> = vec![Vec::new(); threads[1] as usize];
         let mut sent = Vec::new();
-        for i in 0..5000u64 {
-            let thread = next(5) as u32;
+        for i in 0..20_000u64 {
+            let thread = next(threads[(i / 10_000) as usize]) as u32;
             let prev = &last[thread as usize];
             let keep = next(prev.len() as u64 + 1) as usize;
             let mut frames: Vec<(FuncId, u32)> = prev[..keep].to_vec();
@@ -656,7 +679,7 @@ mod tests {
             let shared = next(common as u64 + 1) as usize;
             let stack: Vec<FuncId> = frames.iter().map(|f| f.0).collect();
             let lines: Vec<u32> = frames.iter().map(|f| f.1).collect();
-            let lines = if thread == 4 { Vec::new() } else { lines };
+            let lines = if thread % 5 == 4 { Vec::new() } else { lines };
             t.sample(&Sample {
                 thread,
                 time: i,
