@@ -9,11 +9,31 @@
 //!   node packages …). When it is missing the test is skipped with a note on stderr — unless
 //!   `PROFKIT_REQUIRE_EXTERNAL=1` (CI sets it and installs the tools), where the test fails.
 //!   Nothing here changes system settings.
+//! * [`Xorshift`]: a seeded pseudo-random sequence for randomized tests (reproducible runs).
 #![allow(clippy::panic)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// A xorshift64 sequence: the same seed gives the same numbers on every run.
+pub struct Xorshift(u64);
+
+impl Xorshift {
+    /// A sequence from `seed` (not 0).
+    pub fn new(seed: u64) -> Xorshift {
+        Xorshift(seed.max(1))
+    }
+
+    /// The next number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        let s = &mut self.0;
+        *s ^= *s << 13;
+        *s ^= *s >> 7;
+        *s ^= *s << 17;
+        s.checked_rem(n).unwrap_or(0)
+    }
+}
 
 /// The workspace root.
 pub fn root() -> PathBuf {

@@ -659,13 +659,8 @@ mod tests {
     #[test]
     fn a_stack_sent_in_part_arrives_whole() {
         let mut t = Threaded::new(Recorded::default()).unwrap();
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = profkit_testkit::Xorshift::new(0x9e37_79b9_7f4a_7c15u64);
+        let mut next = |n: u64| rng.below(n);
         let threads = [5, STACK_SLOTS as u64 * 2 + 3];
         let mut last: Vec<Vec<(FuncId, u32)>> = vec![Vec::new(); threads[1] as usize];
         let mut sent = Vec::new();

@@ -393,13 +393,8 @@ mod tests {
             USER,
             0xffff_ffff_8100_0000,
         ];
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = profkit_testkit::Xorshift::new(0x2545_f491_4f6c_dd1du64);
+        let mut next = |n: u64| rng.below(n);
         let (mut reused, mut cuts) = (0, 0);
         for with_jit in [false, true] {
             let mut memo = ChainMemo::default();

@@ -249,13 +249,8 @@ mod tests {
     /// would; a file mapping added or cut bumps the generation.
     #[test]
     fn a_mapping_replaces_what_it_overlaps() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = profkit_testkit::Xorshift::new(0x9e37_79b9_7f4a_7c15u64);
+        let mut next = |n: u64| rng.below(n);
         for _ in 0..300 {
             let mut p = Process::default();
             // Per address: (path, file offset, is a file).
