@@ -84,18 +84,57 @@ fn the_walk_releases_the_bytes_it_has_read() {
     let mut sink = Recorded::default();
     feed(&data, "release", &options(), Some(&release), &mut sink).unwrap();
     let ranges = ranges.into_inner().unwrap();
-    // The records' framing is checked as they are read, in one pass: the walk drops what it
-    // has read behind itself every 8 MiB, and the rest at its end (this recording is smaller
-    // than a step: all of it, once).
+    // The records' framing is checked as they are read, in one pass: the reading thread drops
+    // what it has read behind itself every 8 MiB, and the walk the rest at its end (this
+    // recording is smaller than a step: all of it, once).
     assert_eq!(ranges, [(0, data.len() as u64)]);
-    for &(start, end) in &ranges {
-        assert!(start < end && end <= data.len() as u64, "{start}..{end}");
+}
+
+#[test]
+fn the_reading_thread_releases_what_it_has_read_in_steps() {
+    const STEP: u64 = 8 << 20;
+    let (data, _) = with_copies_of_a_sample(0x1234, 3 * STEP as usize);
+    let ranges = std::sync::Mutex::new(Vec::new());
+    let release = |start: u64, end: u64| {
+        let thread = std::thread::current().id();
+        ranges.lock().unwrap().push((start, end, thread));
+    };
+    let mut sink = Recorded::default();
+    let (released, _) = feed(&data, "steps", &options(), Some(&release), &mut sink).unwrap();
+    let mut whole = Recorded::default();
+    let (summary, _) = feed(&data, "whole", &options(), None, &mut whole).unwrap();
+    assert_eq!(released.other_events, summary.other_events);
+    let ranges = ranges.into_inner().unwrap();
+    // The steps, on the reading thread: one after the other, 8 MiB or more each; then all of
+    // the file, once the walk is over, on the walk's.
+    let (last, steps) = ranges.split_last().unwrap();
+    assert_eq!(
+        (last.0, last.1, last.2),
+        (0, data.len() as u64, std::thread::current().id())
+    );
+    assert!(steps.len() >= 2, "{ranges:?}");
+    let mut done = 0;
+    for &(start, end, thread) in steps {
+        assert_eq!(start, done, "{ranges:?}");
+        assert!(
+            end - start >= STEP && end <= data.len() as u64,
+            "{ranges:?}"
+        );
+        assert_ne!(thread, std::thread::current().id());
+        done = end;
     }
 }
 
 /// The node-fp recording with one more sample: a copy of the first node sample whose pc and
 /// first user frame are `ip` (written with profkit-perf's writer), and that sample's pid.
 fn with_sample_at(ip: u64) -> (Vec<u8>, u32) {
+    with_copies_of_a_sample(ip, 1)
+}
+
+/// The node-fp recording with copies of one more sample, a millisecond apart (at least one,
+/// and as many as `bytes` of them take): the first node sample with a user callchain, its pc and first user frame
+/// set to `ip` (written with profkit-perf's writer); and that sample's pid.
+fn with_copies_of_a_sample(ip: u64, bytes: usize) -> (Vec<u8>, u32) {
     use profkit_perf::{EventData, Insert, PerfData, WriteOptions};
     const PERF_CONTEXT_USER: u64 = 0xffff_ffff_ffff_fe00;
     let data = profkit_testkit::read_fixture("perf/node-fp.data");
@@ -133,8 +172,33 @@ fn with_sample_at(ip: u64) -> (Vec<u8>, u32) {
     }
     drop(events);
     let (insert, pid) = insert.expect("a sample with a user callchain");
+    // A millisecond apart, past the recording's end: a reader sorting by window holds what
+    // is read until the time of the records before it in the file has passed. The copy's time
+    // in its body (PERF_SAMPLE_TIME) moves too.
+    const MS: u64 = 1_000_000;
+    let copies = bytes.div_ceil(insert.record.len()).max(1) as u64;
+    let time_at = insert
+        .record
+        .chunks_exact(8)
+        .position(|w| u64::from_le_bytes(w.try_into().unwrap()) == insert.time - 1)
+        .expect("the sample's time")
+        * 8;
+    let mut inserts = Vec::new();
+    for i in 0..copies {
+        let mut record = insert.record.clone();
+        record[time_at..time_at + 8].copy_from_slice(&(insert.time - 1 + i * MS).to_le_bytes());
+        let time = insert.time + i * MS;
+        inserts.push(Insert { time, record });
+        // A FINISHED_ROUND every 256 copies (~0.5 MiB): the writer counts only the input's
+        // records for its own.
+        if i % 256 == 255 {
+            // type, misc 0, size 8
+            let record = [68u32.to_le_bytes(), (8u32 << 16).to_le_bytes()].concat();
+            inserts.push(Insert { time, record });
+        }
+    }
     let mut out = std::io::Cursor::new(Vec::new());
-    profkit_perf::write(&pd, &[insert], &[], WriteOptions::default(), &mut out).unwrap();
+    profkit_perf::write(&pd, &inserts, &[], WriteOptions::default(), &mut out).unwrap();
     (out.into_inner(), pid)
 }
 

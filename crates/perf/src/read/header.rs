@@ -584,9 +584,9 @@ pub(crate) fn check_event_desc(s: &[u8], e: Endian) -> Result<(), String> {
 pub(crate) struct Overlay<'a> {
     data: &'a [u8],
     pos: u64,
-    /// The furthest byte read, for [`crate::Events::read_offset`], told every
-    /// [`Overlay::PROGRESS_STEP`] bytes: the walk's thread asks for it at every event, and a
-    /// write per read would move its cache line between the two threads each time.
+    /// The furthest byte read, for [`crate::Events::read_offset`] and the reading thread's
+    /// release of the bytes behind it, told every [`Overlay::PROGRESS_STEP`] bytes: a write
+    /// per read would move its cache line between threads each time.
     progress: Arc<AtomicU64>,
     /// Where the next read tells `progress` how far it got.
     next_progress: u64,

@@ -311,8 +311,11 @@ impl<'a> PerfData<'a> {
     /// Calls `walk` with the events in time order, as [`PerfData::events`] gives them, while a
     /// second thread reads the records ahead (linux-perf-data's reading, inflating and
     /// sorting; see `ahead.rs`). The walk may stop early; the thread is done when this returns.
+    /// The reading thread tells `release` the byte ranges of a file it has read (every 8 MiB:
+    /// the events are copies), so that a mapped input can drop their pages behind it.
     pub fn with_events_read_ahead<T>(
         &self,
+        release: Option<&(dyn Fn(u64, u64) + Sync)>,
         walk: impl FnOnce(&mut Events<SliceSource<'a>>) -> T,
     ) -> Result<T> {
         let (file, (iter, log, progress)) = self.open()?;
@@ -341,13 +344,16 @@ impl<'a> PerfData<'a> {
             }
             _ => None,
         };
+        let release = release
+            .zip(progress.clone())
+            .map(|(r, p)| ahead::Release::new(r, p));
         std::thread::scope(|scope| {
             let (ahead, reader) = ahead::channel_pair();
             let thread = std::thread::Builder::new()
                 .name("perf-read".into())
                 .spawn_scoped(scope, move || match direct {
-                    Some(direct) => reader.run(direct),
-                    None => reader.run(ahead::Lpd(iter, file)),
+                    Some(direct) => reader.run(direct, release),
+                    None => reader.run(ahead::Lpd(iter, file), release),
                 });
             let mut events = match thread {
                 Ok(_) => Events::new(Source::Ahead(ahead), endian, attrs, log, progress),

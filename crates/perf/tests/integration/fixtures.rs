@@ -390,12 +390,12 @@ fn read_ahead_delivers_what_a_walk_here_does() {
         let bytes = fixture(name);
         let pd = PerfData::parse(&bytes).unwrap();
         let here = all_events(&mut pd.events().unwrap());
-        let ahead = pd.with_events_read_ahead(all_events).unwrap();
+        let ahead = pd.with_events_read_ahead(None, all_events).unwrap();
         assert!(!here.is_empty(), "{name}");
         assert_eq!(here, ahead, "{name}");
         // A walk that stops early ends the reader too (no hang, no error).
         let first = pd
-            .with_events_read_ahead(|e| {
+            .with_events_read_ahead(None, |e| {
                 let mut n = 0;
                 while n < 3 && e.next_event().is_some() {
                     n += 1;
@@ -430,7 +430,11 @@ fn one_pass_delivers_what_the_checked_walk_does() {
                 || name == "node-basic-prof.data",
             "{name}"
         );
-        assert_eq!(one.with_events_read_ahead(walked).unwrap(), want, "{name}");
+        assert_eq!(
+            one.with_events_read_ahead(None, walked).unwrap(),
+            want,
+            "{name}"
+        );
         // Its other walks check the framing first, and deliver the same.
         assert_eq!(walked(&mut one.events().unwrap()), want, "{name}");
     }
@@ -480,7 +484,7 @@ fn one_pass_sorts_as_linux_perf_data_does() {
         let want = walked(&mut checked.events().unwrap());
         let (one, ()) = PerfData::parse_one_pass(&b, None, |_| ()).unwrap();
         assert!(one.one_pass());
-        let got = one.with_events_read_ahead(walked).unwrap();
+        let got = one.with_events_read_ahead(None, walked).unwrap();
         assert_eq!(got.1, want.1, "round {round}");
         assert_eq!(got.0.len(), want.0.len(), "round {round}");
         assert!(got.0 == want.0, "round {round}: another order");
@@ -499,7 +503,7 @@ fn one_pass_tells_the_jitdump_marker_before_its_window() {
     let (pd, ()) = PerfData::parse_one_pass(&bytes, None, |_| ()).unwrap();
     assert!(pd.one_pass() && pd.jitdump_markers().is_empty());
     let (markers, marker_seen_before) = pd
-        .with_events_read_ahead(|e| {
+        .with_events_read_ahead(None, |e| {
             let mut markers = Vec::new();
             let mut before = None;
             loop {

@@ -23,7 +23,7 @@ fn exercise(bytes: &[u8]) {
             &mut std::io::sink(),
         );
         let _ = dump::write(&pd, dump::DumpOptions::default(), &mut std::io::sink());
-        let ahead = pd.with_events_read_ahead(|ev| {
+        let ahead = pd.with_events_read_ahead(None, |ev| {
             let mut n = 0u64;
             while let Some(Ok(_)) = ev.next_event() {
                 n += 1;
@@ -58,7 +58,7 @@ fn exercise(bytes: &[u8]) {
         let checked = PerfData::parse(bytes)
             .ok()
             .and_then(|pd| pd.events().ok().map(|mut e| walk(&mut e)));
-        let got = one.with_events_read_ahead(walk).ok();
+        let got = one.with_events_read_ahead(None, walk).ok();
         // Except that it does not inflate COMPRESSED records (the header of a file that has
         // them lists the COMPRESSED feature, and such a file is checked first): it stops there.
         let unlisted = |o: &Option<profkit_perf::Outcome>| {
@@ -491,7 +491,7 @@ fn a_finished_round_with_a_body_is_corrupt() {
         };
         let got = if one_pass {
             let (pd, ()) = PerfData::parse_one_pass(&bytes, None, |_| ()).unwrap();
-            pd.with_events_read_ahead(outcome).unwrap()
+            pd.with_events_read_ahead(None, outcome).unwrap()
         } else {
             outcome(&mut PerfData::parse(&bytes).unwrap().events().unwrap())
         };

@@ -56,7 +56,7 @@ fn delivered(pd: &PerfData<'_>) -> (u64, Option<profkit_perf::Truncation>, bool)
         (n, events.truncation(), err)
     };
     let here = walk(&mut pd.events().unwrap());
-    let ahead = pd.with_events_read_ahead(walk).unwrap();
+    let ahead = pd.with_events_read_ahead(None, walk).unwrap();
     assert_eq!(here, ahead, "read ahead");
     here
 }

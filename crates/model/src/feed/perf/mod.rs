@@ -215,16 +215,15 @@ pub fn feed(
     let functions = FunctionTable::new();
     let mut begun = false;
     let outcome = perf
-        .with_events_read_ahead(|events| -> io::Result<_> {
+        .with_events_read_ahead(release, |events| -> io::Result<_> {
             // A check of the records' framing before the walk dropped the pages behind
             // itself; drop what it read last, and the header's and feature sections' pages,
-            // too (the walk reads the records again, in order, and drops them behind itself).
+            // too (the reading thread reads the records again, in order, and drops them
+            // behind itself).
             if let (Some(release), false) = (release, perf.one_pass()) {
                 release(0, data.len() as u64);
             }
-            let mut released = Released::new(release);
             loop {
-                released.reached(events.read_offset());
                 for (pid, path) in events.jitdump_markers_ahead() {
                     let path = PathBuf::from(String::from_utf8_lossy(&path).into_owned());
                     walk.jit_marker(pid, path);
@@ -288,7 +287,10 @@ pub fn feed(
                     _ => {}
                 }
             }
-            released.finish(data.len() as u64);
+            // What is left (the reader's last steps, the header and feature sections).
+            if let Some(release) = release {
+                release(0, data.len() as u64);
+            }
             Ok(events.outcome())
         })
         .map_err(invalid)??;
@@ -332,39 +334,6 @@ fn sampled_event(attrs: &[profkit_perf::Attr], event: Option<&str>) -> io::Resul
                     names.join(", ")
                 ),
             ))
-        }
-    }
-}
-
-/// Tells the input which bytes the reader has left behind, in steps of [`Released::STEP`].
-struct Released<'d> {
-    release: Option<&'d (dyn Fn(u64, u64) + Sync)>,
-    done: u64,
-}
-
-impl<'d> Released<'d> {
-    const STEP: u64 = 8 << 20;
-
-    fn new(release: Option<&'d (dyn Fn(u64, u64) + Sync)>) -> Released<'d> {
-        Released { release, done: 0 }
-    }
-
-    /// The reader has read everything before `offset` (`None`: it cannot say).
-    fn reached(&mut self, offset: Option<u64>) {
-        let (Some(release), Some(upto)) = (self.release, offset) else {
-            return;
-        };
-        if upto >= self.done + Self::STEP {
-            release(self.done, upto);
-            self.done = upto;
-        }
-    }
-
-    /// The walk is over: what is left of the `len` bytes is dropped too.
-    fn finish(&mut self, len: u64) {
-        if let Some(release) = self.release.filter(|_| self.done < len) {
-            release(self.done, len);
-            self.done = len;
         }
     }
 }
