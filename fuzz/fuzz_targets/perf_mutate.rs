@@ -57,7 +57,7 @@ fn check(data: &[u8]) {
                 &mut std::io::sink(),
             );
         }
-        let ahead = pd.with_events_read_ahead(|ev| {
+        let ahead = pd.with_events_read_ahead(None, |ev| {
             let mut n = 0u64;
             while let Some(Ok(_)) = ev.next_event() {
                 n += 1;

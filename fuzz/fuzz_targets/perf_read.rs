@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let slice_events = walk(&pd);
     // Records read ahead on a second thread: the same events, the same end.
-    let ahead = pd.with_events_read_ahead(|events| {
+    let ahead = pd.with_events_read_ahead(None, |events| {
         let mut n = 0u64;
         while let Some(Ok(_)) = events.next_event() {
             n += 1;
@@ -55,7 +55,15 @@ fuzz_target!(|data: &[u8]| {
             while let Some(Ok(_)) = e.next_event() {}
             e.outcome()
         };
-        let got = one.with_events_read_ahead(outcome).ok();
+        // The reading thread releases what it has read: ranges inside the input, each where
+        // the last one ended.
+        let released = std::sync::Mutex::new(0u64);
+        let release = |start: u64, end: u64| {
+            let mut done = released.lock().unwrap();
+            assert!(start == *done && start < end && end <= data.len() as u64, "{start}..{end}");
+            *done = end;
+        };
+        let got = one.with_events_read_ahead(Some(&release), outcome).ok();
         let want = pd.events().ok().map(|mut e| outcome(&mut e));
         let unlisted = got.as_ref().and_then(|o| o.error.as_ref()).is_some_and(|e| {
             e.to_string().contains("lists no COMPRESSED feature")
