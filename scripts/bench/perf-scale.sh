@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # perf.data at scale (issue #27): node recordings of ~25 MB (one process) and ~90 MB (two processes) — and ~340 MB
-# (four processes) with BIG=1 — made with `perf record -k 1 -g -F $FREQ` of a CPU-bound node workload under
+# (four processes) with BIG=1, and with JIT=1 a ~14 MB one of ~7,000 JIT functions (work-jit.js) — made with `perf record -k 1 -g -F $FREQ` of a CPU-bound node workload under
 # `node --perf-prof --interpreted-frames-native-stack`; then profkit convert (folded, Perfetto, Firefox) against
 # `samply import --save-only` and `perf inject --jit` + `perf report --stdio`, alternating in a rotating order,
 # ROUNDS times. Prints per contender the median wall time, the median CPU time (user + system), samples/s, peak
 # RSS and the peaks of its heap (RssAnon) and of its mapped file pages (RssFile), sampled from /proc/PID/status every
 # 5 ms (scripts/bench/rss.py). On a shared machine the CPU time is the steadier measure; the load is logged per run.
 #
-# Usage: WORK=/tmp/profkit-bench-scale ROUNDS=3 [BIG=1] [PERF=0] scripts/bench/perf-scale.sh
+# Usage: WORK=/tmp/profkit-bench-scale ROUNDS=3 [BIG=1] [JIT=1] [PERF=0] scripts/bench/perf-scale.sh
 # PERF=0 leaves perf inject + report out (5–10 s a round on the ~90 MB recording). NEW=/path/to/profkit adds a
 # second build's three conversions as contenders new_folded, new_perfetto, new_firefox (an A/B run in the same
 # rounds; its outputs are compared with the first build's with cmp after every round).
@@ -37,17 +37,33 @@ while (cpu() < end) { acc += fib(18) + strings(i) + maps(i) + arrays(i); i++; }
 console.log(acc);
 JS
 
-# record NAME PROCESSES SECONDS: node x PROCESSES (SECONDS of CPU each) under one perf record.
+cat > work-jit.js <<'JS'
+// CPU-bound over many distinct functions: each made by `new Function` from its own source, so V8 compiles
+// each on its own (thousands of code entries in the jitdump, one ELF file each for perf inject --jit).
+const cpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
+const end = cpu() + 1000 * Number(process.argv[2] || 10);
+let acc = 0, i = 0;
+while (cpu() < end) {
+  const f = new Function('a', `let s = ${i}; for (let j = 0; j < 3000; j++) s = (s + a * j + ${i % 97}) % 1000003; return s;`);
+  for (let k = 0; k < 3; k++) acc += f(k);
+  i++;
+}
+console.log(acc, i);
+JS
+
+# record NAME PROCESSES SECONDS [SCRIPT]: node x PROCESSES (SECONDS of CPU each) under one perf record.
 record() {
-  local name=$1 procs=$2 secs=$3
+  local name=$1 procs=$2 secs=$3 script=${4:-work.js}
   [ -f "$name.data" ] && return
-  mkdir -p "$name" && rm -f "$name"/jit-*.dump
+  mkdir -p "$name" && rm -f "$name"/jit-*.dump "$name"/jitted-*.so
   (cd "$name" && perf record -q -k 1 -g -F "$FREQ" -o "../$name.data" -- bash -c "
-      for ((p = 0; p < $procs; p++)); do node --perf-prof --interpreted-frames-native-stack ../work.js $secs > /dev/null & done; wait")
+      for ((p = 0; p < $procs; p++)); do node --perf-prof --interpreted-frames-native-stack ../$script $secs > /dev/null & done; wait")
 }
 record scale25 1 "${SECS25:-10}"
 record scale90 2 "${SECS90:-18}"
 [ "${BIG:-0}" = 1 ] && record scale340 4 "${SECS340:-34}"
+# JIT=1: a recording of ~7,000 JIT functions (perf inject's cost grows with them, not with samples).
+[ "${JIT:-0}" = 1 ] && record jit14 1 "${SECSJIT:-8}" work-jit.js
 
 samples() { "$PROFKIT" info --json "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(dict(d["kinds"]).get("SAMPLE", d["records"]))'; }
 rm -f times.txt
@@ -72,6 +88,7 @@ run() { # recording contender
 }
 recs=(scale25 scale90)
 [ "${BIG:-0}" = 1 ] && recs+=(scale340)
+[ "${JIT:-0}" = 1 ] && recs+=(jit14)
 : > samples.txt
 for d in "${recs[@]}"; do
   echo "$d $(stat -c %s "$d.data") $(samples "$d.data")" >> samples.txt
