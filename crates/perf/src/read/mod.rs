@@ -312,7 +312,8 @@ impl<'a> PerfData<'a> {
     /// second thread reads the records ahead (linux-perf-data's reading, inflating and
     /// sorting; see `ahead.rs`). The walk may stop early; the thread is done when this returns.
     /// The reading thread tells `release` the byte ranges of a file it has read (every 8 MiB:
-    /// the events are copies), so that a mapped input can drop their pages behind it.
+    /// the events are copies), so that a mapped input can drop their pages behind it; where no
+    /// second thread can start, the records are read on the walk's thread and none are told.
     pub fn with_events_read_ahead<T>(
         &self,
         release: Option<&(dyn Fn(u64, u64) + Sync)>,
