@@ -13,6 +13,8 @@
 //!   files (new, unpredictably named temporaries renamed over their names on success, removed on
 //!   failure), written behind by a thread, large ones with `O_DIRECT`.
 //! * [`anon`]: [`anon::is_anonymous_memory`], which recorded mapping names are anonymous memory.
+//! * [`handoff`]: the bounded queue between two stages of a pipeline, waking each side once
+//!   per run of batches rather than at every one.
 //! * [`release`]: letting go of a run's large structures (freed, or left to the process's exit).
 //! * [`error`]: [`Error`], the one-word parse error (offset, record, [`ErrorKind`], message).
 //! * [`open_tag!`]: on-disk tags as open newtypes (unknown values pass through).
@@ -40,6 +42,7 @@ pub mod endian;
 pub mod error;
 pub mod finding;
 pub mod format;
+pub mod handoff;
 pub mod json;
 pub mod output;
 pub mod release;

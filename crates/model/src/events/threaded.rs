@@ -2,8 +2,9 @@
 //! events on one core feeds a writer encoding them on the other (perf.data: symbolization
 //! here, Perfetto / Firefox / folded writing there).
 //!
-//! Events are copied into owned messages and sent in batches of [`BATCH`] over a channel
-//! bounded to [`IN_FLIGHT`] batches, so memory stays bounded whatever the input. A sample's
+//! Events are copied into owned messages and sent in batches of [`BATCH`] over a queue
+//! bounded to [`IN_FLIGHT`] batches, so memory stays bounded whatever the input; each side is
+//! woken once per run of batches ([`profkit_common::handoff`]). A sample's
 //! stack and lines are appended to flat arrays of its batch (no allocation per sample), and
 //! the writer hands every emptied batch back for reuse. An error of the inner sink ends its
 //! thread; the driver sees it at its next batch or at [`EventSink::finish`].
@@ -13,7 +14,9 @@
 //! its own, off the driver's path: at the end of a conversion that is the last thing left.
 
 use std::io;
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::sync::mpsc::{channel, Receiver, Sender};
+
+use profkit_common::handoff::{self, Wake};
 use std::thread::JoinHandle;
 
 use super::{
@@ -28,6 +31,13 @@ use crate::span::Span;
 pub const BATCH: usize = 512;
 /// Batches queued at most.
 pub const IN_FLIGHT: usize = 8;
+/// How the two sides wake each other (see [`profkit_common::handoff`]): a writer faster than
+/// the driver waits for four batches before it is woken, a driver faster than the writer
+/// waits until the writer has taken four.
+const WAKE: Wake = Wake {
+    sender_at: IN_FLIGHT / 2,
+    receiver_at: 4,
+};
 /// A batch is sent early once its samples hold this many frames (deep stacks).
 const BATCH_FRAMES: usize = 1 << 18;
 
@@ -138,7 +148,7 @@ impl Batch {
 /// An [`EventSink`] that forwards every event to `S` running on another thread.
 pub struct Threaded<S> {
     batch: Batch,
-    tx: Option<SyncSender<Batch>>,
+    tx: Option<handoff::Sender<Batch>>,
     /// Batches the writer has emptied.
     spent: Receiver<Batch>,
     /// The inner sink's `finish` result.
@@ -163,7 +173,7 @@ impl<S: EventSink + Send + 'static> Threaded<S> {
     /// Starts `inner` on its own thread, or gives it back when no thread can start (an
     /// address-space or thread limit): the caller then writes on its own thread.
     pub fn try_new(inner: S) -> Result<Threaded<S>, (Option<S>, io::Error)> {
-        let (tx, rx) = sync_channel::<Batch>(IN_FLIGHT);
+        let (tx, rx) = handoff::bounded::<Batch>(IN_FLIGHT, WAKE);
         let (spent_tx, spent) = channel::<Batch>();
         let (done_tx, done) = channel();
         // Handed over through a slot, so that a thread that does not start returns it.
@@ -242,12 +252,12 @@ impl<S: EventSink + Send + 'static> Threaded<S> {
 
 fn run<S: EventSink>(
     mut inner: S,
-    rx: Receiver<Batch>,
+    rx: handoff::Receiver<Batch>,
     spent: Sender<Batch>,
     done: Sender<io::Result<()>>,
 ) -> io::Result<Option<S>> {
     let mut last_stacks: Vec<LastStack> = Vec::new();
-    for mut batch in rx {
+    while let Some(mut batch) = rx.recv() {
         for e in batch.events.drain(..) {
             if let Event::Finish = e {
                 let _ = done.send(inner.finish());

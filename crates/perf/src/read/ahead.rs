@@ -4,7 +4,8 @@
 //! callchains, reading and sorting is a third of what one thread did per record.
 //!
 //! A batch holds up to [`BATCH_RECORDS`] records (or about [`BATCH_BYTES`] of bodies), copied
-//! into one buffer; at most [`IN_FLIGHT`] batches wait, and emptied batches go back to the
+//! into one buffer; at most [`IN_FLIGHT`] batches wait (the reader is woken once per run of
+//! them: [`profkit_common::handoff`]), and emptied batches go back to the
 //! reader, so memory stays bounded whatever the file's size. The last batch carries how the
 //! reader ended (the end of the records, or linux-perf-data's error). When the walk stops
 //! early its side of the channel is dropped, and the reader stops at its next batch.
@@ -15,8 +16,10 @@
 
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
+
+use profkit_common::handoff::{self, Wake};
 
 use linux_perf_data::linux_perf_event_reader::{RawData, RawEventRecord, RecordParseInfo};
 use linux_perf_data::{PerfFile, PerfFileRecord, PerfRecordIter};
@@ -28,7 +31,11 @@ pub(crate) const BATCH_RECORDS: usize = 1024;
 /// A batch is sent once its bodies hold this many bytes.
 pub(crate) const BATCH_BYTES: usize = 1 << 20;
 /// Batches waiting for the walk at most.
-pub(crate) const IN_FLIGHT: usize = 4;
+pub(crate) const IN_FLIGHT: usize = 6;
+/// The reader, faster than the walk, waits on a full queue until the walk has taken all but
+/// this many (so it is woken once per four batches, not at each; see
+/// [`profkit_common::handoff`]).
+const RESUME_AT: usize = 2;
 
 /// A record as the reader left it: where its body is in the batch, and what decoding needs.
 struct Held {
@@ -124,7 +131,7 @@ impl Records for crate::read::direct::Direct<'_> {
 
 /// The walk's side: the batch being used and the channel the next come through.
 pub(crate) struct Ahead {
-    batches: Receiver<Batch>,
+    batches: handoff::Receiver<Batch>,
     spent: Sender<Batch>,
     current: Batch,
     next: usize,
@@ -134,13 +141,20 @@ pub(crate) struct Ahead {
 
 /// The reader's side, to run on its thread with [`Reader::run`].
 pub(crate) struct Reader {
-    batches: SyncSender<Batch>,
+    batches: handoff::Sender<Batch>,
     spent: Receiver<Batch>,
 }
 
 /// A connected pair.
 pub(crate) fn channel_pair() -> (Ahead, Reader) {
-    let (tx, rx) = sync_channel(IN_FLIGHT);
+    let (tx, rx) = handoff::bounded(
+        IN_FLIGHT,
+        Wake {
+            sender_at: RESUME_AT,
+            // The walk is the slower side: it goes on as soon as there is a batch.
+            receiver_at: 1,
+        },
+    );
     let (spent_tx, spent_rx) = channel();
     (
         Ahead {
@@ -273,7 +287,7 @@ impl Ahead {
             && self.next >= self.current.held.len()
             && self.current.end.is_none()
         {
-            if let Ok(batch) = self.batches.recv() {
+            if let Some(batch) = self.batches.recv() {
                 let mut spent = std::mem::replace(&mut self.current, batch);
                 self.markers.append(&mut self.current.markers);
                 spent.clear();
@@ -294,7 +308,7 @@ impl Ahead {
             if self.next == usize::MAX {
                 return Ok(None);
             }
-            let Ok(batch) = self.batches.recv() else {
+            let Some(batch) = self.batches.recv() else {
                 // The reader is gone without an end: it panicked.
                 self.next = usize::MAX;
                 return Err(linux_perf_data::Error::IoError(std::io::Error::other(
