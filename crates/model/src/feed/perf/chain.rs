@@ -281,12 +281,37 @@ impl ChainMemo {
 }
 
 /// How many entries, from the outermost (the end), two chains' bytes share: compared as
-/// recorded, 8 bytes an entry.
+/// recorded, 8 bytes an entry, four entries at a time (most of a chain is its thread's last
+/// one: one 32-byte comparison per four entries, where each entry was a loop step).
 fn shared_entries(new: &[u8], old: &[u8]) -> usize {
-    new.rchunks_exact(8)
-        .zip(old.rchunks_exact(8))
+    let len = new.len().min(old.len()) & !7;
+    let (Some(new), Some(old)) = (new.get(new.len() - len..), old.get(old.len() - len..)) else {
+        return 0;
+    };
+    let (new_head, new_blocks) = new.as_rchunks::<32>();
+    let (old_head, old_blocks) = old.as_rchunks::<32>();
+    let blocks = new_blocks
+        .iter()
+        .rev()
+        .zip(old_blocks.iter().rev())
         .take_while(|(a, b)| a == b)
-        .count()
+        .count();
+    // Entry by entry in the first block that differs, or in the entries before the blocks.
+    let (a, b): (&[u8], &[u8]) = match new_blocks.len().checked_sub(blocks + 1) {
+        Some(i) => match (new_blocks.get(i), old_blocks.get(i)) {
+            (Some(a), Some(b)) => (a, b),
+            _ => (&[], &[]),
+        },
+        None => (new_head, old_head),
+    };
+    blocks * 4
+        + a.as_rchunks::<8>()
+            .1
+            .iter()
+            .rev()
+            .zip(b.as_rchunks::<8>().1.iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count()
 }
 
 impl ChainMemo {
@@ -338,6 +363,45 @@ mod tests {
 
     const KERNEL: u64 = (-128i64) as u64;
     const USER: u64 = (-512i64) as u64;
+
+    /// Four entries at a time gives what entry by entry gives: every length of either chain
+    /// up to 11 entries (and a ragged byte count), every place the first difference can be.
+    #[test]
+    fn shared_entries_counts_what_an_entry_by_entry_comparison_counts() {
+        let naive = |new: &[u8], old: &[u8]| {
+            new.rchunks_exact(8)
+                .zip(old.rchunks_exact(8))
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        let entries = |n: usize, extra: usize| -> Vec<u8> {
+            let mut v = vec![0xee; extra];
+            for i in (0..n as u64).rev() {
+                v.extend_from_slice(&(0x1000 + i).to_le_bytes());
+            }
+            v
+        };
+        for n in 0..12 {
+            for m in 0..12 {
+                for extra in [0, 3] {
+                    let new = entries(n, extra);
+                    for differ in 0..=m {
+                        let mut old = entries(m, 0);
+                        // Entry `differ` from the end differs (none when it is `m`).
+                        if differ < m {
+                            let at = old.len() - 8 * (differ + 1);
+                            old[at] ^= 0x55;
+                        }
+                        assert_eq!(
+                            shared_entries(&new, &old),
+                            naive(&new, &old),
+                            "{n} and {m} entries (+{extra} bytes), differing at {differ}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     /// Chains that share outer parts, in random contexts, through code that is mapped or not,
     /// JIT regions that start at some times and perf map entries: a thread's memo gives what

@@ -713,13 +713,16 @@ impl<'o> Walk<'o> {
         let common = if live < known {
             live
         } else {
+            // Past the `known` (sliced off, not stepped over).
+            let new = self.addrs.get(..n - known).unwrap_or_default();
             known
                 + prev
                     .addrs
+                    .get(known..)
+                    .unwrap_or_default()
                     .iter()
-                    .zip(self.addrs.iter().rev())
-                    .zip(&prev.resolved)
-                    .skip(known)
+                    .zip(new.iter().rev())
+                    .zip(prev.resolved.get(known..).unwrap_or_default())
                     .take_while(|((p, a), r)| p == a && now < r.until)
                     .count()
         };
