@@ -13,6 +13,10 @@
 //! the function. V8's corrupt DEBUG_INFO records are recovered (fixed-stride walk) so their
 //! lines are kept.
 //!
+//! A large dump is built by two threads: one reads each record and builds what it can alone
+//! (line tables, names, unwind info), the other lays the records on the timeline in order; a
+//! small one is built on the caller's thread. Both give the same map.
+//!
 //! Lookups ([`CodeMap::lookup`]) binary-search the regions by start address and walk back
 //! only as far as a region could still cover the address (a running maximum of end
 //! addresses bounds the walk).
@@ -23,6 +27,7 @@ use rustc_hash::FxHashMap;
 
 use std::sync::Arc;
 
+use profkit_common::handoff::{self, Wake};
 use profkit_jitdump::lines::{BiasDecision, TableSpan};
 use profkit_jitdump::read::{DebugInfo, DebugInfo2};
 use profkit_jitdump::{JitDump, Record};
@@ -246,178 +251,33 @@ impl CodeMap {
         map
     }
 
-    /// Builds the code map of `dump`.
+    /// Builds the code map of `dump`. A large dump is read on a second thread, which parses
+    /// each record and builds what it needs by itself (line tables, names, unwind info:
+    /// [`Prepared`]), while this thread lays the records on the timeline in order
+    /// ([`Build::apply`]): on a dump of 30,000 V8 functions the two halves cost about the same.
     pub fn from_jitdump(dump: &JitDump<'_>) -> CodeMap {
-        let mut map = CodeMap::default();
-        let mut pending: FxHashMap<u64, PendingDebug> = FxHashMap::default();
-        let mut pending2: FxHashMap<u64, DebugTable> = FxHashMap::default();
-        // Live regions by start address (live regions never overlap).
-        let mut live: BTreeMap<u64, usize> = BTreeMap::new();
-        let mut by_index: FxHashMap<u64, usize> = FxHashMap::default();
-        let mut bias = BiasDecision::default();
-        let mut raw_debug: Vec<(usize, Vec<u64>)> = Vec::new();
-        // SAMPLY_JIT_TIER waits for the next load of its address, UNWINDING_INFO for the next
-        // load.
-        let mut pending_tiers: FxHashMap<u64, FuncTier> = FxHashMap::default();
-        let mut pending_unwind: Option<Arc<Unwind>> = None;
-        let mut records = dump.records();
-        for raw in records.by_ref() {
-            let raw = match raw {
-                Ok(r) => r,
-                Err(e) => {
-                    map.problems.push(e.to_string());
-                    continue;
+        CodeMap::build(dump, dump.data().len() >= PARALLEL_BYTES)
+    }
+
+    /// [`CodeMap::from_jitdump`], reading on a second thread or not.
+    fn build(dump: &JitDump<'_>, in_parallel: bool) -> CodeMap {
+        let mut build = Build::default();
+        let truncation = if in_parallel {
+            build.apply_read_ahead(dump)
+        } else {
+            None
+        };
+        let truncation = match truncation {
+            Some(t) => t,
+            None => {
+                let mut records = dump.records();
+                for raw in records.by_ref() {
+                    build.apply(Prepared::of(raw));
                 }
-            };
-            let h = raw.header();
-            map.last_time = map.last_time.max(h.timestamp);
-            let t = h.timestamp;
-            map.time_range = Some(map.time_range.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
-            let rec = match raw.parse() {
-                Ok(r) => r,
-                Err(e) => {
-                    map.problems.push(e.to_string());
-                    continue;
-                }
-            };
-            match rec {
-                Record::DebugInfo(d) => {
-                    let p = debug_info_table(&d);
-                    pending.insert(d.code_addr, p);
-                }
-                Record::DebugInfo2(d) => {
-                    // DEBUG_INFO2 names no address: it attaches to the next LOAD.
-                    pending2.insert(u64::MAX, debug_info2_table(&d));
-                }
-                Record::JitTier(t) => {
-                    pending_tiers.insert(
-                        t.code_addr,
-                        FuncTier {
-                            name: String::from_utf8_lossy(t.name).into_owned(),
-                            color: t.color,
-                            js: t.flags & 1 != 0,
-                        },
-                    );
-                }
-                Record::UnwindingInfo(u) => {
-                    pending_unwind = Some(Arc::new(Unwind {
-                        eh_frame: u.eh_frame().to_vec(),
-                        eh_frame_hdr: u.eh_frame_hdr().to_vec(),
-                        mapped_size: u.mapped_size,
-                    }));
-                }
-                Record::CodeLoad(l) => {
-                    let idx = map.regions.len();
-                    end_overlapping(
-                        &mut map.regions,
-                        &mut live,
-                        l.code_addr,
-                        l.code_size,
-                        h.timestamp,
-                        "address reused",
-                    );
-                    let mut debug = pending2.remove(&u64::MAX);
-                    if let Some(p) = pending.remove(&l.code_addr) {
-                        // The tables validate checks (walked exactly) decide, as there.
-                        if p.table.source == "DEBUG_INFO" {
-                            let mut span = TableSpan::default();
-                            for (&a, row) in p.addrs.iter().zip(&p.table.rows) {
-                                span.push(a, row.line);
-                            }
-                            bias.add(&span.place(l.code_addr, l.code_size));
-                        }
-                        raw_debug.push((idx, p.addrs));
-                        if debug.is_none() {
-                            debug = Some(p.table);
-                        }
-                    }
-                    let name = String::from_utf8_lossy(l.name).into_owned();
-                    if let Some(t) = debug.as_mut() {
-                        complete_recovered_files(t, &name);
-                    }
-                    map.regions.push(Region {
-                        start: l.code_addr,
-                        size: l.code_size,
-                        name,
-                        load_time: h.timestamp,
-                        end_time: None,
-                        code_index: l.code_index,
-                        tid: l.tid,
-                        record: h.index,
-                        debug,
-                        end_reason: None,
-                        tier: pending_tiers.remove(&l.code_addr),
-                        unwind: pending_unwind.take(),
-                    });
-                    live.insert(l.code_addr, idx);
-                    by_index.insert(l.code_index, idx);
-                }
-                Record::CodeMove(m) => {
-                    let Some(&old) = by_index.get(&m.code_index) else {
-                        continue;
-                    };
-                    let Some(prev) = map.regions.get(old).cloned() else {
-                        continue;
-                    };
-                    if let Some(r) = map.regions.get_mut(old) {
-                        if r.end_time.is_none() {
-                            r.end_time = Some(h.timestamp);
-                            r.end_reason = Some("moved");
-                        }
-                    }
-                    live.remove(&prev.start);
-                    end_overlapping(
-                        &mut map.regions,
-                        &mut live,
-                        m.new_code_addr,
-                        m.code_size,
-                        h.timestamp,
-                        "address reused",
-                    );
-                    let idx = map.regions.len();
-                    map.regions.push(Region {
-                        start: m.new_code_addr,
-                        size: m.code_size,
-                        load_time: h.timestamp,
-                        end_time: None,
-                        record: h.index,
-                        end_reason: None,
-                        ..prev
-                    });
-                    live.insert(m.new_code_addr, idx);
-                    by_index.insert(m.code_index, idx);
-                }
-                Record::CodeClose => {
-                    for (_, i) in std::mem::take(&mut live) {
-                        if let Some(r) = map.regions.get_mut(i) {
-                            r.end_time = Some(h.timestamp);
-                            r.end_reason = Some("close");
-                        }
-                    }
-                }
-                _ => {}
+                records.truncation().cloned()
             }
-        }
-        // Offsets of DEBUG_INFO rows, with the dump's bias removed.
-        map.truncation = records.truncation().cloned();
-        map.debug_bias = bias.bias();
-        for (idx, addrs) in raw_debug {
-            let Some(r) = map.regions.get_mut(idx) else {
-                continue;
-            };
-            let (start, size) = (r.start, r.size);
-            if let Some(t) = r.debug.as_mut().filter(|t| t.source != "DEBUG_INFO2") {
-                for (row, a) in t.rows.iter_mut().zip(addrs) {
-                    row.offset = a.wrapping_sub(start).wrapping_sub(map.debug_bias);
-                }
-                // Only rows inside the code: not a terminator at its end, not an entry
-                // before it (wrapped to a huge offset).
-                t.rows.retain(|r| r.offset < size.max(1));
-                t.rows.sort_by_key(|r| r.offset);
-            }
-        }
-        map.index();
-        map
+        };
+        build.finish(truncation)
     }
 
     fn index(&mut self) {
@@ -580,6 +440,286 @@ fn complete_recovered_files(t: &mut DebugTable, function: &str) {
     }
 }
 
+/// A dump at least this large is read on a thread of its own ([`CodeMap::from_jitdump`]).
+const PARALLEL_BYTES: usize = 1 << 20;
+/// Records the reading thread hands over at once.
+const BATCH: usize = 256;
+/// Batches waiting at most.
+const IN_FLIGHT: usize = 8;
+
+/// One record as far as it can be decoded without the records before it.
+struct Prepared<'a> {
+    /// The record's header, when it has one (else the iterator's error).
+    header: Option<profkit_jitdump::read::RecordHeader>,
+    item: Result<Item<'a>, String>,
+}
+
+enum Item<'a> {
+    DebugInfo(u64, PendingDebug),
+    DebugInfo2(DebugTable),
+    Tier(u64, FuncTier),
+    Unwind(Arc<Unwind>),
+    Load(profkit_jitdump::read::CodeLoad<'a>, String),
+    Move(profkit_jitdump::read::CodeMove),
+    Close,
+    Other,
+}
+
+impl<'a> Prepared<'a> {
+    fn of(raw: profkit_jitdump::Result<profkit_jitdump::read::RawRecord<'a>>) -> Prepared<'a> {
+        let raw = match raw {
+            Ok(r) => r,
+            Err(e) => {
+                return Prepared {
+                    header: None,
+                    item: Err(e.to_string()),
+                }
+            }
+        };
+        let item = raw.parse().map_err(|e| e.to_string()).map(|rec| match rec {
+            Record::DebugInfo(d) => Item::DebugInfo(d.code_addr, debug_info_table(&d)),
+            Record::DebugInfo2(d) => Item::DebugInfo2(debug_info2_table(&d)),
+            Record::JitTier(t) => Item::Tier(
+                t.code_addr,
+                FuncTier {
+                    name: String::from_utf8_lossy(t.name).into_owned(),
+                    color: t.color,
+                    js: t.flags & 1 != 0,
+                },
+            ),
+            Record::UnwindingInfo(u) => Item::Unwind(Arc::new(Unwind {
+                eh_frame: u.eh_frame().to_vec(),
+                eh_frame_hdr: u.eh_frame_hdr().to_vec(),
+                mapped_size: u.mapped_size,
+            })),
+            Record::CodeLoad(l) => {
+                let name = String::from_utf8_lossy(l.name).into_owned();
+                Item::Load(l, name)
+            }
+            Record::CodeMove(m) => Item::Move(m),
+            Record::CodeClose => Item::Close,
+            _ => Item::Other,
+        });
+        Prepared {
+            header: Some(raw.header()),
+            item,
+        }
+    }
+}
+
+/// A code map being laid out, record by record in the dump's order.
+#[derive(Default)]
+struct Build {
+    map: CodeMap,
+    /// DEBUG_INFO tables waiting for the load of their address.
+    pending: FxHashMap<u64, PendingDebug>,
+    /// A DEBUG_INFO2 table waiting for the next load (it names no address).
+    pending2: Option<DebugTable>,
+    /// Live regions by start address (live regions never overlap).
+    live: BTreeMap<u64, usize>,
+    by_index: FxHashMap<u64, usize>,
+    bias: BiasDecision,
+    raw_debug: Vec<(usize, Vec<u64>)>,
+    /// SAMPLY_JIT_TIER waits for the next load of its address, UNWINDING_INFO for the next
+    /// load.
+    pending_tiers: FxHashMap<u64, FuncTier>,
+    pending_unwind: Option<Arc<Unwind>>,
+}
+
+impl Build {
+    /// Reads `dump` on a second thread while laying its records out here; the dump's
+    /// truncation, or `None` (nothing applied) when no thread could start.
+    fn apply_read_ahead(
+        &mut self,
+        dump: &JitDump<'_>,
+    ) -> Option<Option<profkit_common::Truncation>> {
+        std::thread::scope(|scope| {
+            let (tx, rx) = handoff::bounded(
+                IN_FLIGHT,
+                Wake {
+                    sender_at: IN_FLIGHT / 2,
+                    receiver_at: 1,
+                },
+            );
+            let reader = std::thread::Builder::new()
+                .name("jitdump-read".into())
+                .spawn_scoped(scope, move || {
+                    let mut records = dump.records();
+                    let mut batch = Vec::with_capacity(BATCH);
+                    for raw in records.by_ref() {
+                        batch.push(Prepared::of(raw));
+                        if batch.len() == BATCH
+                            && tx
+                                .send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)))
+                                .is_err()
+                        {
+                            return None;
+                        }
+                    }
+                    let _ = tx.send(batch);
+                    records.truncation().cloned()
+                })
+                .ok()?;
+            while let Some(batch) = rx.recv() {
+                for p in batch {
+                    self.apply(p);
+                }
+            }
+            Some(reader.join().unwrap_or_else(|_| {
+                self.map
+                    .problems
+                    .push("the jitdump's reading thread failed".into());
+                None
+            }))
+        })
+    }
+
+    /// Lays out the next record.
+    fn apply(&mut self, p: Prepared<'_>) {
+        let Some(h) = p.header else {
+            if let Err(e) = p.item {
+                self.map.problems.push(e);
+            }
+            return;
+        };
+        let map = &mut self.map;
+        map.last_time = map.last_time.max(h.timestamp);
+        let t = h.timestamp;
+        map.time_range = Some(map.time_range.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+        let item = match p.item {
+            Ok(item) => item,
+            Err(e) => {
+                map.problems.push(e);
+                return;
+            }
+        };
+        match item {
+            Item::DebugInfo(code_addr, table) => {
+                self.pending.insert(code_addr, table);
+            }
+            Item::DebugInfo2(table) => self.pending2 = Some(table),
+            Item::Tier(code_addr, tier) => {
+                self.pending_tiers.insert(code_addr, tier);
+            }
+            Item::Unwind(u) => self.pending_unwind = Some(u),
+            Item::Load(l, name) => {
+                let idx = map.regions.len();
+                end_overlapping(
+                    &mut map.regions,
+                    &mut self.live,
+                    l.code_addr,
+                    l.code_size,
+                    h.timestamp,
+                    "address reused",
+                );
+                let mut debug = self.pending2.take();
+                if let Some(p) = self.pending.remove(&l.code_addr) {
+                    // The tables validate checks (walked exactly) decide, as there.
+                    if p.table.source == "DEBUG_INFO" {
+                        let mut span = TableSpan::default();
+                        for (&a, row) in p.addrs.iter().zip(&p.table.rows) {
+                            span.push(a, row.line);
+                        }
+                        self.bias.add(&span.place(l.code_addr, l.code_size));
+                    }
+                    self.raw_debug.push((idx, p.addrs));
+                    if debug.is_none() {
+                        debug = Some(p.table);
+                    }
+                }
+                if let Some(t) = debug.as_mut() {
+                    complete_recovered_files(t, &name);
+                }
+                map.regions.push(Region {
+                    start: l.code_addr,
+                    size: l.code_size,
+                    name,
+                    load_time: h.timestamp,
+                    end_time: None,
+                    code_index: l.code_index,
+                    tid: l.tid,
+                    record: h.index,
+                    debug,
+                    end_reason: None,
+                    tier: self.pending_tiers.remove(&l.code_addr),
+                    unwind: self.pending_unwind.take(),
+                });
+                self.live.insert(l.code_addr, idx);
+                self.by_index.insert(l.code_index, idx);
+            }
+            Item::Move(m) => {
+                let Some(&old) = self.by_index.get(&m.code_index) else {
+                    return;
+                };
+                let Some(prev) = map.regions.get(old).cloned() else {
+                    return;
+                };
+                if let Some(r) = map.regions.get_mut(old) {
+                    if r.end_time.is_none() {
+                        r.end_time = Some(h.timestamp);
+                        r.end_reason = Some("moved");
+                    }
+                }
+                self.live.remove(&prev.start);
+                end_overlapping(
+                    &mut map.regions,
+                    &mut self.live,
+                    m.new_code_addr,
+                    m.code_size,
+                    h.timestamp,
+                    "address reused",
+                );
+                let idx = map.regions.len();
+                map.regions.push(Region {
+                    start: m.new_code_addr,
+                    size: m.code_size,
+                    load_time: h.timestamp,
+                    end_time: None,
+                    record: h.index,
+                    end_reason: None,
+                    ..prev
+                });
+                self.live.insert(m.new_code_addr, idx);
+                self.by_index.insert(m.code_index, idx);
+            }
+            Item::Close => {
+                for (_, i) in std::mem::take(&mut self.live) {
+                    if let Some(r) = map.regions.get_mut(i) {
+                        r.end_time = Some(h.timestamp);
+                        r.end_reason = Some("close");
+                    }
+                }
+            }
+            Item::Other => {}
+        }
+    }
+
+    /// The map, once every record is laid out: DEBUG_INFO rows as offsets with the dump's
+    /// bias removed, and the index.
+    fn finish(self, truncation: Option<profkit_common::Truncation>) -> CodeMap {
+        let mut map = self.map;
+        map.truncation = truncation;
+        map.debug_bias = self.bias.bias();
+        for (idx, addrs) in self.raw_debug {
+            let Some(r) = map.regions.get_mut(idx) else {
+                continue;
+            };
+            let (start, size) = (r.start, r.size);
+            if let Some(t) = r.debug.as_mut().filter(|t| t.source != "DEBUG_INFO2") {
+                for (row, a) in t.rows.iter_mut().zip(addrs) {
+                    row.offset = a.wrapping_sub(start).wrapping_sub(map.debug_bias);
+                }
+                // Only rows inside the code: not a terminator at its end, not an entry
+                // before it (wrapped to a huge offset).
+                t.rows.retain(|r| r.offset < size.max(1));
+                t.rows.sort_by_key(|r| r.offset);
+            }
+        }
+        map.index();
+        map
+    }
+}
+
 /// Ends every live region overlapping `[start, start+size)` at `time`.
 fn end_overlapping(
     regions: &mut [Region],
@@ -590,13 +730,19 @@ fn end_overlapping(
     why: &'static str,
 ) {
     let end = start.saturating_add(size.max(1));
+    // Live regions never overlap: those starting in [start, end), then at most one starting
+    // before `start` that reaches past it. One descent of the tree, from `end` down.
     let mut hit = Vec::new();
-    if let Some((&s, &i)) = live.range(..start).next_back() {
+    for (&s, &i) in live.range(..end).rev() {
+        if s >= start {
+            hit.push(s);
+            continue;
+        }
         if regions.get(i).is_some_and(|r| r.end() > start) {
             hit.push(s);
         }
+        break;
     }
-    hit.extend(live.range(start..end).map(|(&s, _)| s));
     for s in hit {
         if let Some(i) = live.remove(&s) {
             if let Some(r) = regions.get_mut(i) {
@@ -806,4 +952,43 @@ fn frames(region: &Region, offset: u64) -> Vec<Frame> {
     }
     out.push(outer(file, line, column, false));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a code map says, all of it (its index follows from the regions).
+    fn said(map: &CodeMap) -> String {
+        format!(
+            "{:?}\n{:?}\n{:?}\n{:#x}\n{:?}\n{}",
+            map.regions(),
+            map.problems,
+            map.truncation,
+            map.debug_bias,
+            map.time_range(),
+            map.last_time()
+        )
+    }
+
+    /// Read on a second thread or here, a dump gives the same map: a real V8 dump (address
+    /// reuse, corrupt DEBUG_INFO recovered, unwinding info), the same cut in the middle of a
+    /// record, and the hand-made dump of every record type (moves, close, DEBUG_INFO2, tiers).
+    #[test]
+    fn reading_on_a_second_thread_gives_the_same_map() {
+        let node = profkit_testkit::read_fixture_gunzipped("jitdump/node-perf-prof.dump.gz");
+        let handmade = profkit_testkit::read_fixture("jitdump/handmade/all-records-le.dump");
+        let cut = node.get(..node.len() / 2 + 7).unwrap();
+        for (name, data) in [
+            ("node", &node[..]),
+            ("cut", cut),
+            ("handmade", &handmade[..]),
+        ] {
+            let dump = JitDump::parse(data).unwrap();
+            let here = CodeMap::build(&dump, false);
+            let ahead = CodeMap::build(&dump, true);
+            assert!(!here.regions().is_empty(), "{name}");
+            assert_eq!(said(&here), said(&ahead), "{name}");
+        }
+    }
 }
