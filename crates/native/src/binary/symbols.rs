@@ -216,7 +216,7 @@ impl SymbolTable {
         }
     }
 
-    pub fn build(mut syms: Vec<Sym>, plt_names: String) -> SymbolTable {
+    pub fn build(syms: Vec<Sym>, plt_names: String) -> SymbolTable {
         // One u128 per symbol orders (start, unsized, rank, underscores, later source, longer
         // name, table order): comparing it is one instruction pair where the tuple was seven
         // comparisons. It is computed once per symbol, not twice per comparison (node's 185,000
@@ -225,7 +225,7 @@ impl SymbolTable {
         const NAME_BITS: u32 = 13;
         let shorter =
             |len: u32| u128::from((1u32 << NAME_BITS) - 1 - len.min((1 << NAME_BITS) - 1));
-        syms.sort_by_cached_key(|s| {
+        let key = |s: &Sym| {
             u128::from(s.start) << 64
                 | u128::from(s.size == 0) << 63
                 | u128::from(s.rank & 0x3) << 61
@@ -233,7 +233,12 @@ impl SymbolTable {
                 | u128::from(u8::MAX - s.src) << 45
                 | shorter(s.name_len) << 32
                 | u128::from(s.order)
-        });
+        };
+        let order = sorted_order(&syms, key);
+        let mut syms: Vec<Sym> = order
+            .iter()
+            .filter_map(|&i| syms.get(i as usize).copied())
+            .collect();
         syms.dedup_by_key(|s| s.start);
         let starts: Vec<u64> = syms.iter().map(|s| s.start).skip(1).collect();
         for (s, next) in syms.iter_mut().zip(starts) {
@@ -266,5 +271,89 @@ impl SymbolTable {
 
     pub fn iter(&self) -> impl Iterator<Item = &Sym> {
         self.syms.iter()
+    }
+}
+
+/// The order of `syms` by `key`, whose top 64 bits are the start: a radix sort of the starts on
+/// the bytes in which they differ (a binary's symbols share their high bytes: three or four
+/// passes), then the few symbols that share a start by the whole key. node's 185,000 symbols:
+/// ~10 M instructions, against ~48 M for a comparison sort of the keys.
+fn sorted_order(syms: &[Sym], key: impl Fn(&Sym) -> u128) -> Vec<u32> {
+    let mut a: Vec<(u64, u32)> = syms.iter().zip(0u32..).map(|(s, i)| (s.start, i)).collect();
+    let first = a.first().map_or(0, |&(s, _)| s);
+    let differ = a.iter().fold(0u64, |bits, &(s, _)| bits | (s ^ first));
+    let mut b = vec![(0u64, 0u32); a.len()];
+    for shift in (0..64).step_by(8) {
+        if (differ >> shift) & 0xff == 0 {
+            continue;
+        }
+        let mut at = [0usize; 256];
+        for &(s, _) in &a {
+            if let Some(n) = at.get_mut(((s >> shift) & 0xff) as usize) {
+                *n += 1;
+            }
+        }
+        let mut sum = 0;
+        for n in &mut at {
+            (*n, sum) = (sum, sum + *n);
+        }
+        for &e in &a {
+            if let Some(n) = at.get_mut(((e.0 >> shift) & 0xff) as usize) {
+                if let Some(slot) = b.get_mut(*n) {
+                    *slot = e;
+                }
+                *n += 1;
+            }
+        }
+        std::mem::swap(&mut a, &mut b);
+    }
+    for run in a.chunk_by_mut(|x, y| x.0 == y.0) {
+        if run.len() > 1 {
+            run.sort_unstable_by_key(|&(_, i)| syms.get(i as usize).map(&key));
+        }
+    }
+    a.into_iter().map(|(_, i)| i).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The radix order is the comparison sort's, on symbols whose starts share high bytes or
+    /// not, with many aliases (symbols at one address) and every tie-breaking field varied.
+    #[test]
+    fn the_radix_order_is_the_comparison_order() {
+        let mut rng = profkit_testkit::Xorshift::new(27);
+        for round in 0..200 {
+            let n = rng.below(300) as usize;
+            let spread = [0xff, 0xffff, 0xffff_ffff, u64::MAX][round % 4];
+            let base = rng.below(1 << 40);
+            // A third as many starts as symbols: aliases at most of them.
+            let starts: Vec<u64> = (0..n / 3 + 1)
+                .map(|_| base.wrapping_add(rng.below(spread)))
+                .collect();
+            let syms: Vec<Sym> = (0..n as u32)
+                .map(|order| Sym {
+                    start: starts[rng.below(starts.len() as u64) as usize],
+                    end: 0,
+                    size: rng.below(3),
+                    name_off: 0,
+                    name_len: rng.below(20) as u32,
+                    src: rng.below(3) as u8,
+                    rank: rng.below(4) as u8,
+                    underscores: rng.below(3) as u8,
+                    order,
+                })
+                .collect();
+            let key = |s: &Sym| {
+                u128::from(s.start) << 64
+                    | u128::from(s.rank) << 40
+                    | u128::from(s.name_len) << 32
+                    | u128::from(s.order)
+            };
+            let mut want: Vec<u32> = (0..n as u32).collect();
+            want.sort_by_key(|&i| key(&syms[i as usize]));
+            assert_eq!(sorted_order(&syms, key), want, "round {round}");
+        }
     }
 }
