@@ -282,7 +282,7 @@ pub fn load_jitdump(path: &Path) -> Result<LoadedDump, String> {
     // read. The mapping is dropped at the end.
     let bytes = open(path)?;
     let dump = JitDump::parse(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(loaded(path, &dump))
+    Ok(loaded(path, &dump, Some(&|upto| bytes.release(upto))))
 }
 
 /// Reads the jitdump at `path` as [`load_jitdump`] does, and keeps it mapped with where each
@@ -292,7 +292,8 @@ pub fn load_jitdump_with_code(path: &Path) -> Result<LoadedDump, String> {
     let bytes = open(path)?;
     let (mut out, at) = {
         let dump = JitDump::parse(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-        let out = loaded(path, &dump);
+        // Not released as it is read: the code bytes are read again below.
+        let out = loaded(path, &dump, None);
         let base = bytes.as_ptr() as usize;
         // Code of each LOAD (by record index) and of each MOVE (the code of its code_index then).
         let mut by_record: FxHashMap<usize, (usize, usize)> = FxHashMap::default();
@@ -337,9 +338,12 @@ fn open(path: &Path) -> Result<FileBytes, String> {
 }
 
 /// The code map and header facts of `dump`, read from `path`.
-fn loaded(path: &Path, dump: &JitDump<'_>) -> LoadedDump {
+fn loaded(path: &Path, dump: &JitDump<'_>, release: Option<&(dyn Fn(u64) + Sync)>) -> LoadedDump {
     let header = dump.header();
-    let map = CodeMap::from_jitdump(dump);
+    let map = match release {
+        Some(release) => CodeMap::from_jitdump_releasing(dump, release),
+        None => CodeMap::from_jitdump(dump),
+    };
     let mut problems: Vec<String> = map
         .problems
         .iter()
