@@ -6,8 +6,9 @@
 //!   [`Output::create`] and any file beside it (Parquet's tables, one perf map per process)
 //!   with [`Output::create_beside`]; everything is buffered.
 //! * Files are **staged**: written to a hidden temporary file in the same directory (a new
-//!   file, `O_EXCL | O_NOFOLLOW`, its name unpredictable) and renamed over their names
-//!   (atomically) only by [`Output::commit`], after the whole conversion succeeded. A failed or
+//!   file, `O_EXCL | O_NOFOLLOW`, its name unpredictable) and put in place of their names
+//!   (atomically: renamed, or exchanged with the old file, which is then removed) only by
+//!   [`Output::commit`], after the whole conversion succeeded. A failed or
 //!   interrupted conversion leaves no partial output and never clobbers an existing file
 //!   ([`Output::discard`], or dropping the last handle, removes the temporary files). A process
 //!   that ends at once — out of memory, SIGINT, SIGTERM, SIGHUP — removes them on its way out
@@ -255,9 +256,9 @@ impl Output {
         Ok((f, tmp))
     }
 
-    /// Renames every file written so far over its name: the conversion succeeded (nothing to
-    /// do for an output that is not staged). Each rename replaces the name atomically: it
-    /// holds the old file or the new one, never nothing and never a partial output.
+    /// Puts every file written so far in place of its name: the conversion succeeded (nothing
+    /// to do for an output that is not staged). Each name is replaced atomically: it holds the
+    /// old file or the new one, never nothing and never a partial output.
     pub fn commit(&self) -> io::Result<()> {
         let Some(staged) = &self.staged else {
             return Ok(());
@@ -268,7 +269,7 @@ impl Output {
             .map_err(|_| io::Error::other("output staging poisoned"))?;
         while !files.is_empty() {
             let (tmp, name, slot) = files.remove(0);
-            if let Err(e) = std::fs::rename(&tmp, &name) {
+            if let Err(e) = replace(&tmp, &name) {
                 remove_staged((tmp, name.clone(), slot));
                 return Err(io::Error::new(e.kind(), format!("{}: {e}", name.display())));
             }
@@ -290,6 +291,68 @@ impl Output {
             }
         }
     }
+}
+
+/// Puts the staged file `tmp` in place of `name`, atomically: `name` holds the old file or the
+/// new one at every instant.
+///
+/// An existing regular file (or link) is *exchanged* with the staged one
+/// (`renameat2(RENAME_EXCHANGE)`) and then removed under the temporary name. A plain rename
+/// over an existing file makes ext4 (`auto_da_alloc`) allocate the new file's blocks and start
+/// writing them back inside the call: 6–8 ms for a 15 MB folded file, 3% of converting a
+/// 90 MB recording, paid by everyone who converts to the same name twice. Where the name does
+/// not exist, or the exchange is not supported (a kernel before 3.15, a filesystem without
+/// it, another OS), a rename.
+fn replace(tmp: &Path, name: &Path) -> io::Result<()> {
+    let existing_file = std::fs::symlink_metadata(name).is_ok_and(|m| !m.is_dir());
+    if existing_file && exchange(tmp, name).is_ok() {
+        // `tmp` names what was at `name`: a directory put there since the check goes back
+        // (a rename would not have replaced it); anything else is removed.
+        if std::fs::symlink_metadata(tmp).is_ok_and(|m| m.is_dir()) {
+            let _ = exchange(tmp, name);
+            return Err(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                "is a directory".to_string(),
+            ));
+        }
+        // Failing, the old file stays under the hidden name: the next run in this directory
+        // removes it (`remove_leftovers`).
+        let _ = std::fs::remove_file(tmp);
+        return Ok(());
+    }
+    std::fs::rename(tmp, name)
+}
+
+/// Swaps the directory entries `a` and `b` (both must exist).
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in a path"))
+    };
+    let (a, b) = (c(a)?, c(b)?);
+    // SAFETY: both are NUL-terminated paths that live across the call.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchange(_: &Path, _: &Path) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
 /// A writer whose errors name the file being written ("out.json: No space left on device").
@@ -567,6 +630,68 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&main).unwrap(), "new");
         assert_eq!(std::fs::read_to_string(&side).unwrap(), "side");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn commit_replaces_an_existing_file_and_leaves_nothing_else() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("a.txt");
+        let other_link = dir.path().join("old-too.txt");
+        std::fs::write(&main, "old").unwrap();
+        std::fs::hard_link(&main, &other_link).unwrap();
+        let old_inode = std::fs::metadata(&main).unwrap().ino();
+        let out = Output::staged(&main);
+        let mut w = out.create().unwrap();
+        w.write_all(b"new").unwrap();
+        w.flush().unwrap();
+        drop(w);
+        out.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&main).unwrap(), "new");
+        assert_ne!(std::fs::metadata(&main).unwrap().ino(), old_inode);
+        // The old file is only unlinked from the name: its other link still reads it.
+        assert_eq!(std::fs::read_to_string(&other_link).unwrap(), "old");
+        assert_eq!(std::fs::metadata(&other_link).unwrap().nlink(), 1);
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a.txt", "old-too.txt"]);
+    }
+
+    #[test]
+    fn replace_refuses_a_directory_and_keeps_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join(".x.tmp");
+        let name = dir.path().join("x");
+        std::fs::write(&tmp, "new").unwrap();
+        std::fs::create_dir(&name).unwrap();
+        std::fs::write(name.join("inside"), "kept").unwrap();
+        assert!(replace(&tmp, &name).is_err());
+        assert_eq!(
+            std::fs::read_to_string(name.join("inside")).unwrap(),
+            "kept"
+        );
+        assert_eq!(std::fs::read_to_string(&tmp).unwrap(), "new");
+        // And a new name is a rename.
+        let fresh = dir.path().join("fresh");
+        replace(&tmp, &fresh).unwrap();
+        assert_eq!(std::fs::read_to_string(&fresh).unwrap(), "new");
+        assert!(!tmp.exists());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn exchange_swaps_two_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&a, "A").unwrap();
+        std::fs::write(&b, "B").unwrap();
+        exchange(&a, &b).unwrap();
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "B");
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "A");
+        assert!(exchange(&a, &dir.path().join("missing")).is_err());
     }
 
     #[test]
