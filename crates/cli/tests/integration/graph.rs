@@ -337,7 +337,9 @@ fn diff_differential_flame_graph() {
 #[test]
 fn diff_of_perf_recordings_and_of_different_kinds() {
     let perf = support::fixture_dir("perf");
-    let a = perf.join("node-fp.data");
+    // The jitdump beside the recording: its marker's path in /tmp holds one only after other
+    // tests put it there (on a fresh machine this test can run first).
+    let (_dir, a) = crate::perf::recording("node-fp", Some(("node-fp.jit-30519.dump.gz", 30519)));
     let b = perf.join("node-basic-prof.data");
     let d: serde_json::Value = serde_json::from_str(&support::ok_in(
         "perf",
