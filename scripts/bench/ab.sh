@@ -7,6 +7,7 @@
 # Usage: BASE=/path/old/profkit NEW=/path/new/profkit ROUNDS=7 scripts/bench/ab.sh CASES_FILE
 # CASES_FILE: one case per line, `label<TAB>arguments` (the arguments after `profkit`; `{out}` is
 # replaced by an output path of the build's own). Lines starting with # are skipped.
+# scripts/bench/ab-cases.tsv: the perf.data cases (fixtures and the scale recordings), from the repository's root.
 # Needs GNU time (/usr/bin/time).
 set -euo pipefail
 BASE=${BASE:?BASE=old profkit binary}
