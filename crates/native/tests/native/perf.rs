@@ -352,7 +352,12 @@ fn unwinds_like_perf_script() {
             s.time
         );
         for (o, w) in ours.iter().zip(want) {
-            if o.dso == chain || o.dso == libmid {
+            // A sample in a PLT stub: perf 6.1 names it `_init` (size 0 in `.init`, which
+            // perf's symbol-end fixup stretches over the `.plt` that follows), profkit the stub
+            // (`clock_gettime@plt`). Rare (a sample must land in the stub), so it is told here
+            // rather than made to happen.
+            let plt_stub = o.sym.ends_with("@plt") && w.sym == "_init";
+            if (o.dso == chain || o.dso == libmid) && !plt_stub {
                 assert_eq!(
                     (&o.sym, &o.inlined),
                     (&w.sym, &w.inlined),
