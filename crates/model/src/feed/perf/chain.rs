@@ -85,6 +85,70 @@ pub(super) struct ChainMemo {
     calls: u64,
     /// How many of the last walk's addresses, the outermost, are the tail of the walk's before.
     reused: usize,
+    /// What the process's layout says about the addresses this thread's chains had.
+    facts: Facts,
+}
+
+/// Slots of a thread's [`Facts`] (16 bytes each).
+const FACT_SLOTS: usize = 2048;
+
+/// The two questions about a user address that depend on the process's layout alone —
+/// whether a JIT function starts at it (asked of return addresses) and whether something
+/// holds it (asked of lookup addresses) — answered once per address while the layout is the
+/// same. A thread's chains mostly differ from its last one in their innermost frames, and
+/// those are the same few return addresses again and again (the leaves of the hot code):
+/// each new frame asked a search of the process's mappings, of the perf map and a probe of the
+/// jitdump's starts. A direct-mapped table: a clash replaces the slot.
+#[derive(Default)]
+struct Facts {
+    slots: Vec<Fact>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Fact {
+    addr: u64,
+    /// `None`: not asked of this address.
+    start: Option<Start>,
+    held: Option<bool>,
+}
+
+impl Facts {
+    /// Forgets every answer (the layout changed).
+    fn clear(&mut self) {
+        self.slots.clear();
+    }
+
+    fn slot(&mut self, addr: u64) -> Option<&mut Fact> {
+        if self.slots.is_empty() {
+            self.slots.resize(FACT_SLOTS, Fact::default());
+        }
+        // Fibonacci hashing: the top bits of the product spread nearby return addresses.
+        let i = (addr.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - FACT_SLOTS.trailing_zeros()))
+            as usize;
+        let slot = self.slots.get_mut(i)?;
+        if slot.addr != addr {
+            *slot = Fact {
+                addr,
+                start: None,
+                held: None,
+            };
+        }
+        Some(slot)
+    }
+
+    fn start(&mut self, ra: u64, layout: &Layout<'_>) -> Start {
+        match self.slot(ra) {
+            Some(f) => *f.start.get_or_insert_with(|| layout.start(ra)),
+            None => layout.start(ra),
+        }
+    }
+
+    fn held(&mut self, a: u64, layout: &Layout<'_>) -> bool {
+        match self.slot(a) {
+            Some(f) => *f.held.get_or_insert_with(|| layout.holds(a)),
+            None => layout.holds(a),
+        }
+    }
 }
 
 /// What a walk of user frames reused: its addresses' outermost `reused` are the outermost of
@@ -159,6 +223,7 @@ impl ChainMemo {
         let version = layout.process.map_or(0, |p| p.layout);
         if (layout.pid, version) != (self.pid, self.layout) {
             self.checked.clear();
+            self.facts.clear();
             (self.pid, self.layout) = (layout.pid, version);
         }
         // The outer entries both chains share keep their answers: compared raw, then the
@@ -222,7 +287,10 @@ impl ChainMemo {
                 continue;
             }
             if !f.first_in_context {
-                let start = *c.start.get_or_insert_with(|| layout.start(f.addr));
+                let start = match c.start {
+                    Some(start) => start,
+                    None => *c.start.insert(self.facts.start(f.addr, layout)),
+                };
                 f.first_in_context = match start {
                     Start::No => false,
                     Start::Always => true,
@@ -236,7 +304,7 @@ impl ChainMemo {
                 let held = match c.held {
                     Some((asked, held)) if asked == a => held,
                     _ => {
-                        let held = layout.holds(a);
+                        let held = self.facts.held(a, layout);
                         c.held = Some((a, held));
                         held
                     }
