@@ -77,8 +77,13 @@ pub(super) struct ChainMemo {
     checked: Vec<Checked>,
     /// The new chain's own inner entries, innermost first (scratch).
     inner: Vec<Checked>,
-    /// The addresses the last chain gave, innermost first.
+    /// The addresses the last chain gave, outermost first: a chain that reuses the outer part
+    /// of the last one keeps those in place and replaces the rest.
     out: Vec<(u64, bool)>,
+    /// The addresses a walk finds before it reaches what it reuses, innermost first (scratch).
+    fresh: Vec<(u64, bool)>,
+    /// The last chain was longer than a memo keeps: forget it at the next call.
+    oversize: bool,
     /// The last chain's entries as recorded (the chain's bytes: `checked`, innermost first).
     raw: Vec<u8>,
     /// Walks of user frames so far (a stamp: which output `out` is).
@@ -201,24 +206,26 @@ impl Layout<'_> {
 }
 
 impl ChainMemo {
-    /// Pushes the addresses of `chain` onto `addrs` (innermost first: lookup address, is
-    /// kernel): every kernel frame, and with `user` the user frames up to the first caller
-    /// nothing holds. Returns how many user frames were cut there, if any.
-    pub(super) fn addresses(
-        &mut self,
-        chain: &Callchain<'_>,
-        layout: &Layout<'_>,
-        user: bool,
-        addrs: &mut Vec<(u64, bool)>,
-    ) -> Option<u64> {
-        if !user {
-            addrs.extend(
-                chain
-                    .frames()
-                    .filter(|f| f.context.is_kernel())
-                    .map(|f| (f.lookup_addr(), true)),
-            );
-            return None;
+    /// Pushes the kernel frames of `chain` onto `addrs` (innermost first: lookup address, is
+    /// kernel), for a sample whose user frames are unwound from its stack.
+    pub(super) fn kernel_addresses(chain: &Callchain<'_>, addrs: &mut Vec<(u64, bool)>) {
+        addrs.extend(
+            chain
+                .frames()
+                .filter(|f| f.context.is_kernel())
+                .map(|f| (f.lookup_addr(), true)),
+        );
+    }
+
+    /// The addresses of `chain` (lookup address, is kernel), left in [`ChainMemo::out`]: every
+    /// kernel frame and the user frames up to the first caller nothing holds. Returns how many
+    /// user frames were cut there, if any.
+    pub(super) fn addresses(&mut self, chain: &Callchain<'_>, layout: &Layout<'_>) -> Option<u64> {
+        if std::mem::take(&mut self.oversize) {
+            *self = ChainMemo {
+                calls: self.calls,
+                ..ChainMemo::default()
+            };
         }
         let version = layout.process.map_or(0, |p| p.layout);
         if (layout.pid, version) != (self.pid, self.layout) {
@@ -248,7 +255,9 @@ impl ChainMemo {
         self.reused = 0;
         self.calls += 1;
         self.checked.extend(self.inner.iter().rev());
-        let first_out = addrs.len();
+        self.fresh.clear();
+        // How many of the last output's outer addresses this one keeps.
+        let mut reused = 0;
         let mut callers = 0u64;
         let mut cut: Option<u64> = None;
         // Innermost first; `walked`: the first entry walked here (outer ones were reused).
@@ -257,8 +266,8 @@ impl ChainMemo {
             let entered = (callers > 0, cut.is_some());
             if i + 1 == kept {
                 if let Some(o) = c.outward.filter(|o| o.entered == entered && !o.timed) {
-                    if let Some(tail) = self.out.len().checked_sub(o.pushed) {
-                        addrs.extend_from_slice(self.out.get(tail..).unwrap_or_default());
+                    if o.pushed <= self.out.len() {
+                        reused = o.pushed;
                         self.reused = o.pushed;
                         if o.cut > 0 {
                             cut = Some(cut.unwrap_or(0) + o.cut);
@@ -271,7 +280,7 @@ impl ChainMemo {
             // Until the fix-up below: where the output and the cut count were.
             c.outward = Some(Outward {
                 entered,
-                pushed: addrs.len(),
+                pushed: self.fresh.len(),
                 cut: cut.unwrap_or(0),
                 timed: false,
             });
@@ -279,7 +288,7 @@ impl ChainMemo {
                 continue;
             };
             if f.context.is_kernel() {
-                addrs.push((f.lookup_addr(), true));
+                self.fresh.push((f.lookup_addr(), true));
                 continue;
             }
             if let Some(n) = cut.as_mut() {
@@ -315,11 +324,11 @@ impl ChainMemo {
                 }
             }
             callers += 1;
-            addrs.push((a, false));
+            self.fresh.push((a, false));
         }
         // The entries walked: what they pushed and cut from them outward, now that the walk
         // is over; whether time mattered there, from the outermost in.
-        let (total, total_cut) = (addrs.len(), cut.unwrap_or(0));
+        let (total, total_cut) = (self.fresh.len() + reused, cut.unwrap_or(0));
         let mut timed = walked
             .checked_sub(1)
             .and_then(|i| self.checked.get(i))
@@ -333,18 +342,19 @@ impl ChainMemo {
                 o.timed = timed;
             }
         }
-        self.out.clear();
-        self.out
-            .extend_from_slice(addrs.get(first_out..).unwrap_or_default());
+        // The outer addresses reused stay where they are; the new ones follow, outermost first.
+        self.out.truncate(reused);
+        self.out.extend(self.fresh.iter().rev());
         self.raw.clear();
         self.raw.extend_from_slice(chain.as_bytes());
-        if self.checked.len() > MEMO_ENTRIES {
-            self.checked = Vec::new();
-            self.inner = Vec::new();
-            self.out = Vec::new();
-            self.raw = Vec::new();
-        }
+        // Kept until the walk has read `out`.
+        self.oversize = self.checked.len() > MEMO_ENTRIES;
         cut
+    }
+
+    /// The addresses the last [`ChainMemo::addresses`] found, outermost first.
+    pub(super) fn out(&self) -> &[(u64, bool)] {
+        &self.out
     }
 }
 
@@ -551,9 +561,11 @@ mod tests {
                     map: with_jit.then_some(&map),
                     jit_time: Some(next(1000)),
                 };
-                let (mut ours, mut want) = (Vec::new(), Vec::new());
-                let got = memo.addresses(&callchain, &layout, true, &mut ours);
-                let expected = ChainMemo::default().addresses(&callchain, &layout, true, &mut want);
+                let got = memo.addresses(&callchain, &layout);
+                let ours = memo.out().to_vec();
+                let mut fresh = ChainMemo::default();
+                let expected = fresh.addresses(&callchain, &layout);
+                let want = fresh.out().to_vec();
                 assert_eq!((got, &ours), (expected, &want), "chain {chain:x?}");
                 reused += usize::from(memo.checked.len() > 2 && keep > 2);
                 cuts += usize::from(got.is_some());

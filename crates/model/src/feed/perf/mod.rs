@@ -187,6 +187,8 @@ struct Walk<'o> {
     /// What the sample's frame-pointer walk reused of its memo's last (`None`: its addresses
     /// are not a frame-pointer walk's alone).
     chain_reuse: Option<chain::Reuse>,
+    /// The memo whose output holds the sample's addresses (`None`: `addrs` holds them).
+    from_memo: Option<usize>,
     // Scratch buffers, reused by every sample.
     addrs: Vec<(u64, bool)>,
     unwound: Vec<u64>,
@@ -566,6 +568,7 @@ impl<'o> Walk<'o> {
             pending_maps: Vec::new(),
             chains: Vec::new(),
             chain_reuse: None,
+            from_memo: None,
             addrs: Vec::new(),
             unwound: Vec::new(),
         }
@@ -697,7 +700,11 @@ impl<'o> Walk<'o> {
             (prev.thread, prev.generation) = (thread, process.generation);
         }
         let now = jit_time.unwrap_or(0);
-        let n = self.addrs.len();
+        let addrs = match self.from_memo.and_then(|t| self.chains.get(t)) {
+            Some(memo) => memo.out(),
+            None => &self.addrs,
+        };
+        let n = addrs.len();
         // The outermost addresses the frame-pointer walk took from its last output are the
         // previous stack's, when that stack is that output: only their answers' times are asked
         // (by bisection: `min_until` does not grow); the comparison goes on after them.
@@ -714,14 +721,14 @@ impl<'o> Walk<'o> {
             live
         } else {
             // Past the `known` (sliced off, not stepped over).
-            let new = self.addrs.get(..n - known).unwrap_or_default();
+            let new = addrs.get(known..).unwrap_or_default();
             known
                 + prev
                     .addrs
                     .get(known..)
                     .unwrap_or_default()
                     .iter()
-                    .zip(new.iter().rev())
+                    .zip(new)
                     .zip(prev.resolved.get(known..).unwrap_or_default())
                     .take_while(|((p, a), r)| p == a && now < r.until)
                     .count()
@@ -733,7 +740,7 @@ impl<'o> Walk<'o> {
             process.answers.clear();
             process.answers_generation = process.generation;
         }
-        for &(addr, kernel) in self.addrs.iter().rev().skip(common).take(n - common) {
+        for &(addr, kernel) in addrs.iter().skip(common) {
             let r = match process.answers.get(&(addr, kernel)) {
                 Some(r) if now < r.until => *r,
                 _ => {
@@ -868,95 +875,118 @@ impl<'o> Walk<'o> {
         (self.clock_ok && dump.monotonic).then_some(time)
     }
 
-    /// Fills `self.addrs` with the sample's addresses, innermost first: (lookup address,
-    /// is kernel).
+    /// Finds the sample's addresses, outermost first: (lookup address, is kernel), in the
+    /// memo's output (`from_memo`) or in `addrs`.
     fn addresses(&mut self, pid: u32, thread: u32, s: &PerfSample<'_>, jit_time: Option<u64>) {
         self.addrs.clear();
         self.chain_reuse = None;
+        self.from_memo = None;
         let dwarf = s.user_regs.as_ref().zip(s.user_stack.as_ref());
-        if let Some(chain) = &s.callchain {
-            let process = self.processes.get(&pid);
-            let layout = chain::Layout {
-                pid,
-                process,
-                dump: process.and_then(|p| p.jit.dump.as_ref()),
-                map: process.and_then(|p| p.jit.map.as_ref()),
-                jit_time,
-            };
-            let t = thread as usize % chain::MEMO_SLOTS;
-            if self.chains.len() <= t {
-                self.chains.resize_with(t + 1, Default::default);
-            }
-            let Some(memo) = self.chains.get_mut(t) else {
-                return;
-            };
-            if let Some(n) = memo.addresses(chain, &layout, dwarf.is_none(), &mut self.addrs) {
-                self.report.fp_cut.samples += 1;
-                self.report.fp_cut.frames += n;
-            }
-            if dwarf.is_none() {
-                self.chain_reuse = Some(memo.reuse());
-            }
-        }
-        if let Some((regs, stack)) = dwarf {
-            let values: Vec<u64> = regs.iter().map(|(_, v)| v).collect();
-            let Some(regs) = profkit_native::UserRegs::from_perf_x86_64(regs.mask, &values) else {
-                return;
-            };
-            self.addrs.push((regs.ip, false));
-            self.sync_unwinder(pid, jit_time);
-            let Some(unwinder) = self
-                .processes
-                .get_mut(&pid)
-                .and_then(|p| p.unwinder.as_mut())
-            else {
-                return;
-            };
-            self.unwound.clear();
-            unwinder.unwind(regs, stack.valid(), &mut self.unwound);
-            // A "return address" in the thread's stack ends the stack: where CFI is missing
-            // (crti's `_init`), the unwinder's frame-pointer fallback can read a stack address
-            // as one, and perf's unwinding stops there. The stack is taken as the MiB above the
-            // sample's sp, less what a mapping or JIT code covers (the vdso may sit just above
-            // it); other unmapped addresses stay (V8 code space is not always mmapped executable).
-            if let Some(process) = self.processes.get(&pid) {
-                let dump = process.jit.dump.as_ref();
-                let in_stack = |a: u64| {
-                    a.checked_sub(regs.sp).is_some_and(|d| d < STACK_GUESS)
-                        && process.find(a).is_none()
-                        && dump.is_none_or(|d| d.map.region_at(a, None).is_none())
+        match (&s.callchain, dwarf) {
+            (Some(chain), None) => {
+                let process = self.processes.get(&pid);
+                let layout = chain::Layout {
+                    pid,
+                    process,
+                    dump: process.and_then(|p| p.jit.dump.as_ref()),
+                    map: process.and_then(|p| p.jit.map.as_ref()),
+                    jit_time,
                 };
-                // Nor can a user return address be above user space (x86-64: below 1 << 47):
-                // such a value is a fill pattern read from the stack (glibc's and sanitizers'
-                // 0xaaaa…, 0xdead…), not a frame.
-                let impossible = |a: u64| a >= USER_SPACE_END;
-                let keep = self
-                    .unwound
-                    .iter()
-                    .take_while(|&&a| !in_stack(a) && !impossible(a))
-                    .count();
-                self.unwound.truncate(keep);
-            }
-            self.report.unwind.samples += 1;
-            self.report.unwind.frames += self.unwound.len() as u64;
-            let process = self.processes.get(&pid);
-            let dump = process.and_then(|p| p.jit.dump.as_ref());
-            let map = process.and_then(|p| p.jit.map.as_ref());
-            self.addrs.extend(self.unwound.iter().map(|&ra| {
-                if starts_jit_function(dump, map, ra, jit_time) {
-                    (ra, false)
-                } else {
-                    (ra.saturating_sub(1), false)
+                let t = thread as usize % chain::MEMO_SLOTS;
+                if self.chains.len() <= t {
+                    self.chains.resize_with(t + 1, Default::default);
                 }
-            }));
-            return;
+                let Some(memo) = self.chains.get_mut(t) else {
+                    return;
+                };
+                if let Some(n) = memo.addresses(chain, &layout) {
+                    self.report.fp_cut.samples += 1;
+                    self.report.fp_cut.frames += n;
+                }
+                // The memo's output is read in place (it keeps the outer part of its last).
+                if !memo.out().is_empty() {
+                    self.chain_reuse = Some(memo.reuse());
+                    self.from_memo = Some(t);
+                    return;
+                }
+            }
+            (chain, Some((regs, stack))) => {
+                if let Some(chain) = chain {
+                    chain::ChainMemo::kernel_addresses(chain, &mut self.addrs);
+                }
+                self.unwound_addresses(pid, regs, stack, jit_time);
+                self.addrs.reverse();
+                return;
+            }
+            (None, None) => {}
         }
         if self.addrs.is_empty() {
             if let Some(ip) = s.ip {
                 self.addrs.push((ip, s.in_kernel()));
-                self.chain_reuse = None;
             }
         }
+        self.addrs.reverse();
+    }
+
+    /// Pushes a `--call-graph dwarf` sample's user pc and the return addresses unwound from its
+    /// copy of the stack onto `self.addrs`, innermost first.
+    fn unwound_addresses(
+        &mut self,
+        pid: u32,
+        regs: &profkit_perf::UserRegs<'_>,
+        stack: &profkit_perf::UserStack<'_>,
+        jit_time: Option<u64>,
+    ) {
+        let values: Vec<u64> = regs.iter().map(|(_, v)| v).collect();
+        let Some(regs) = profkit_native::UserRegs::from_perf_x86_64(regs.mask, &values) else {
+            return;
+        };
+        self.addrs.push((regs.ip, false));
+        self.sync_unwinder(pid, jit_time);
+        let Some(unwinder) = self
+            .processes
+            .get_mut(&pid)
+            .and_then(|p| p.unwinder.as_mut())
+        else {
+            return;
+        };
+        self.unwound.clear();
+        unwinder.unwind(regs, stack.valid(), &mut self.unwound);
+        // A "return address" in the thread's stack ends the stack: where CFI is missing
+        // (crti's `_init`), the unwinder's frame-pointer fallback can read a stack address
+        // as one, and perf's unwinding stops there. The stack is taken as the MiB above the
+        // sample's sp, less what a mapping or JIT code covers (the vdso may sit just above
+        // it); other unmapped addresses stay (V8 code space is not always mmapped executable).
+        if let Some(process) = self.processes.get(&pid) {
+            let dump = process.jit.dump.as_ref();
+            let in_stack = |a: u64| {
+                a.checked_sub(regs.sp).is_some_and(|d| d < STACK_GUESS)
+                    && process.find(a).is_none()
+                    && dump.is_none_or(|d| d.map.region_at(a, None).is_none())
+            };
+            // Nor can a user return address be above user space (x86-64: below 1 << 47):
+            // such a value is a fill pattern read from the stack (glibc's and sanitizers'
+            // 0xaaaa…, 0xdead…), not a frame.
+            let impossible = |a: u64| a >= USER_SPACE_END;
+            let keep = self
+                .unwound
+                .iter()
+                .take_while(|&&a| !in_stack(a) && !impossible(a))
+                .count();
+            self.unwound.truncate(keep);
+        }
+        self.report.unwind.samples += 1;
+        self.report.unwind.frames += self.unwound.len() as u64;
+        let process = self.processes.get(&pid);
+        let dump = process.and_then(|p| p.jit.dump.as_ref());
+        let map = process.and_then(|p| p.jit.map.as_ref());
+        self.addrs.extend(self.unwound.iter().map(|&ra| {
+            if starts_jit_function(dump, map, ra, jit_time) {
+                (ra, false)
+            } else {
+                (ra.saturating_sub(1), false)
+            }
+        }));
     }
 
     /// Brings the process's unwinder up to date: the binaries mapped now, the JIT functions
