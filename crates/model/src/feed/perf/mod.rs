@@ -126,33 +126,39 @@ const STACK_GUESS: u64 = 1 << 20;
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct Expiry(std::cmp::Reverse<u64>, usize);
 
-/// A thread's last stack: addresses and answers, outermost first, and the frames they
-/// expand to (`ends[i]`: the frames of `resolved[..=i]`).
+/// A thread's last stack: its addresses with their answers, outermost first, and the frames
+/// they expand to.
 #[derive(Default)]
 struct PreviousStack {
     /// The thread index it is of (threads share [`chain::MEMO_SLOTS`] of them).
     thread: u32,
     generation: u64,
-    addrs: Vec<(u64, bool)>,
-    resolved: Vec<Resolved>,
-    /// `min_until[i]`: the earliest `until` of `resolved[..=i]` (the answers up to `i` hold
-    /// before it).
-    min_until: Vec<u64>,
-    /// The frame-pointer walk (`ChainMemo`'s stamp) `addrs` are the output of, if they are one.
+    answered: Vec<Answered>,
+    /// The frame-pointer walk (`ChainMemo`'s stamp) the addresses are the output of, if they
+    /// are one.
     chain_call: Option<u64>,
-    ends: Vec<usize>,
     stack: Vec<FuncId>,
     lines: Vec<u32>,
+}
+
+/// One address of a [`PreviousStack`] (one entry, not four parallel vectors: a sample pushes
+/// a few of them).
+#[derive(Clone, Copy)]
+struct Answered {
+    /// Lookup address, is kernel.
+    addr: (u64, bool),
+    resolved: Resolved,
+    /// The earliest `until` of this answer and of those outer to it (they all hold before it).
+    min_until: u64,
+    /// The frames of this address and of those outer to it.
+    end: usize,
 }
 
 impl PreviousStack {
     /// Keeps the outermost `n` answers and their frames.
     fn truncate(&mut self, n: usize) {
-        self.addrs.truncate(n);
-        self.resolved.truncate(n);
-        self.min_until.truncate(n);
-        self.ends.truncate(n);
-        let frames = self.ends.last().copied().unwrap_or(0);
+        self.answered.truncate(n);
+        let frames = self.answered.last().map_or(0, |a| a.end);
         self.stack.truncate(frames);
         self.lines.truncate(frames);
     }
@@ -709,14 +715,16 @@ impl<'o> Walk<'o> {
         // previous stack's, when that stack is that output: only their answers' times are asked
         // (by bisection: `min_until` does not grow); the comparison goes on after them.
         let known = match self.chain_reuse {
-            Some(r) if prev.chain_call == Some(r.previous) => r.reused.min(prev.addrs.len()).min(n),
+            Some(r) if prev.chain_call == Some(r.previous) => {
+                r.reused.min(prev.answered.len()).min(n)
+            }
             _ => 0,
         };
         let live = prev
-            .min_until
+            .answered
             .get(..known)
             .unwrap_or_default()
-            .partition_point(|&until| now < until);
+            .partition_point(|a| now < a.min_until);
         let common = if live < known {
             live
         } else {
@@ -724,13 +732,12 @@ impl<'o> Walk<'o> {
             let new = addrs.get(known..).unwrap_or_default();
             known
                 + prev
-                    .addrs
+                    .answered
                     .get(known..)
                     .unwrap_or_default()
                     .iter()
                     .zip(new)
-                    .zip(prev.resolved.get(known..).unwrap_or_default())
-                    .take_while(|((p, a), r)| p == a && now < r.until)
+                    .take_while(|(p, a)| p.addr == **a && now < p.resolved.until)
                     .count()
         };
         // Their frames are kept too: only the frames below them are expanded again.
@@ -759,18 +766,23 @@ impl<'o> Walk<'o> {
                     r
                 }
             };
-            prev.addrs.push((addr, kernel));
-            prev.resolved.push(r);
-            let held_until = prev.min_until.last().map_or(r.until, |&u| u.min(r.until));
-            prev.min_until.push(held_until);
+            let min_until = prev
+                .answered
+                .last()
+                .map_or(r.until, |a| a.min_until.min(r.until));
             // Outermost first; an address's inline frames come innermost first.
             for &(id, line) in self.symbols.frames(r.frames).iter().rev() {
                 prev.stack.push(id);
                 prev.lines.push(line);
             }
-            prev.ends.push(prev.stack.len());
+            prev.answered.push(Answered {
+                addr: (addr, kernel),
+                resolved: r,
+                min_until,
+                end: prev.stack.len(),
+            });
         }
-        let leaf = prev.resolved.last().map(|r| r.origin);
+        let leaf = prev.answered.last().map(|a| a.resolved.origin);
         process.samples += 1;
         match leaf {
             Some(Origin::Jit) => process.jit_samples += 1,
