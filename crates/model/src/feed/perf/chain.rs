@@ -35,8 +35,6 @@ struct Checked {
     /// `None`: a context marker.
     frame: Option<Frame>,
     start: Option<Start>,
-    /// The lookup address asked about, and whether something holds it.
-    held: Option<(u64, bool)>,
     /// What the walk did from this entry outward, the last time it came here (`None`: it has
     /// not).
     outward: Option<Outward>,
@@ -52,10 +50,11 @@ struct Outward {
     /// Whether a user frame was pushed before (the next is a caller, asked whether it is
     /// held), and whether the chain was cut before.
     entered: (bool, bool),
-    /// Addresses pushed by this entry and the entries outer to it.
-    pushed: usize,
+    /// Addresses pushed by this entry and the entries outer to it (a record of at most 64 KiB
+    /// holds at most 8,192 entries).
+    pushed: u32,
     /// User frames cut among them.
-    cut: u64,
+    cut: u32,
     /// Whether one of them starts JIT code only at some times (asked at every sample).
     timed: bool,
 }
@@ -266,11 +265,11 @@ impl ChainMemo {
             let entered = (callers > 0, cut.is_some());
             if i + 1 == kept {
                 if let Some(o) = c.outward.filter(|o| o.entered == entered && !o.timed) {
-                    if o.pushed <= self.out.len() {
-                        reused = o.pushed;
-                        self.reused = o.pushed;
+                    if o.pushed as usize <= self.out.len() {
+                        reused = o.pushed as usize;
+                        self.reused = reused;
                         if o.cut > 0 {
-                            cut = Some(cut.unwrap_or(0) + o.cut);
+                            cut = Some(cut.unwrap_or(0) + u64::from(o.cut));
                         }
                         walked = kept;
                         break;
@@ -280,8 +279,8 @@ impl ChainMemo {
             // Until the fix-up below: where the output and the cut count were.
             c.outward = Some(Outward {
                 entered,
-                pushed: self.fresh.len(),
-                cut: cut.unwrap_or(0),
+                pushed: count(self.fresh.len()),
+                cut: count(cut.unwrap_or(0)),
                 timed: false,
             });
             let Some(mut f) = c.frame else {
@@ -309,26 +308,16 @@ impl ChainMemo {
                 };
             }
             let a = f.lookup_addr();
-            if callers > 0 {
-                let held = match c.held {
-                    Some((asked, held)) if asked == a => held,
-                    _ => {
-                        let held = self.facts.held(a, layout);
-                        c.held = Some((a, held));
-                        held
-                    }
-                };
-                if !held {
-                    cut = Some(1);
-                    continue;
-                }
+            if callers > 0 && !self.facts.held(a, layout) {
+                cut = Some(1);
+                continue;
             }
             callers += 1;
             self.fresh.push((a, false));
         }
         // The entries walked: what they pushed and cut from them outward, now that the walk
         // is over; whether time mattered there, from the outermost in.
-        let (total, total_cut) = (self.fresh.len() + reused, cut.unwrap_or(0));
+        let (total, total_cut) = (count(self.fresh.len() + reused), count(cut.unwrap_or(0)));
         let mut timed = walked
             .checked_sub(1)
             .and_then(|i| self.checked.get(i))
@@ -356,6 +345,11 @@ impl ChainMemo {
     pub(super) fn out(&self) -> &[(u64, bool)] {
         &self.out
     }
+}
+
+/// A count of a chain's entries as an [`Outward`] keeps it (a chain has at most 8,192).
+fn count(n: impl TryInto<u32>) -> u32 {
+    n.try_into().unwrap_or(u32::MAX)
 }
 
 /// How many entries, from the outermost (the end), two chains' bytes share: compared as
@@ -421,7 +415,6 @@ fn decode(raw: impl Iterator<Item = u64>, context: &mut (Context, bool), out: &m
         out.push(Checked {
             frame,
             start: None,
-            held: None,
             outward: None,
         });
     }
