@@ -646,6 +646,10 @@ impl<'o> Walk<'o> {
 
     /// Tells the sink the executable mappings seen since the last call.
     fn flush_maps(&mut self, sink: &mut dyn EventSink) -> io::Result<()> {
+        // Called before every sample: most find nothing to tell.
+        if self.pending_maps.is_empty() {
+            return Ok(());
+        }
         for (pid, start, map) in self.pending_maps.drain(..) {
             sink.mapping(&MappingInfo {
                 pid,
