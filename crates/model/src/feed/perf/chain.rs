@@ -81,7 +81,8 @@ pub(super) struct ChainMemo {
     out: Vec<(u64, bool)>,
     /// The addresses a walk finds before it reaches what it reuses, innermost first (scratch).
     fresh: Vec<(u64, bool)>,
-    /// The last chain was longer than a memo keeps: forget it at the next call.
+    /// The last chain was longer than a memo keeps: only `out` is left of it (the walk reads
+    /// it), and it goes at the next call.
     oversize: bool,
     /// The last chain's entries as recorded (the chain's bytes: `checked`, innermost first).
     raw: Vec<u8>,
@@ -221,10 +222,7 @@ impl ChainMemo {
     /// user frames were cut there, if any.
     pub(super) fn addresses(&mut self, chain: &Callchain<'_>, layout: &Layout<'_>) -> Option<u64> {
         if std::mem::take(&mut self.oversize) {
-            *self = ChainMemo {
-                calls: self.calls,
-                ..ChainMemo::default()
-            };
+            self.out = Vec::new();
         }
         let version = layout.process.map_or(0, |p| p.layout);
         if (layout.pid, version) != (self.pid, self.layout) {
@@ -336,8 +334,15 @@ impl ChainMemo {
         self.out.extend(self.fresh.iter().rev());
         self.raw.clear();
         self.raw.extend_from_slice(chain.as_bytes());
-        // Kept until the walk has read `out`.
-        self.oversize = self.checked.len() > MEMO_ENTRIES;
+        if self.checked.len() > MEMO_ENTRIES {
+            // Not kept (a memo holds at most MEMO_ENTRIES), but for `out`, until the walk has
+            // read it.
+            self.checked = Vec::new();
+            self.inner = Vec::new();
+            self.fresh = Vec::new();
+            self.raw = Vec::new();
+            self.oversize = true;
+        }
         cut
     }
 
@@ -568,5 +573,50 @@ mod tests {
             reused > 10_000 && cuts > 1_000,
             "{reused} reused, {cuts} cut"
         );
+    }
+
+    /// A chain longer than a memo keeps is answered whole, and so are the chains after it.
+    #[test]
+    fn a_chain_longer_than_a_memo_keeps_is_answered_whole() {
+        let mut process = Process::default();
+        process.map(
+            0x1000,
+            Map {
+                end: 0x9000,
+                pgoff: 0,
+                path: Arc::from("/bin/x"),
+                build_id: None,
+                kind: MapKind::File,
+                executable: true,
+                binary: None,
+            },
+        );
+        let layout = Layout {
+            pid: 1,
+            process: Some(&process),
+            dump: None,
+            map: None,
+            jit_time: None,
+        };
+        let outer: Vec<u64> = (0..8).map(|i| 0x2000 + 16 * i).collect();
+        let long: Vec<u64> = (0..MEMO_ENTRIES as u64 + 100)
+            .map(|i| 0x3000 + i)
+            .chain(outer.iter().copied())
+            .collect();
+        let short: Vec<u64> = [0x1100, 0x1200]
+            .into_iter()
+            .chain(outer.iter().copied())
+            .collect();
+        let mut memo = ChainMemo::default();
+        for chain in [&short, &long, &short, &long, &long, &short, &short] {
+            let bytes: Vec<u8> = chain.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let callchain = Callchain::new(&bytes, Endian::Little);
+            let got = memo.addresses(&callchain, &layout);
+            let ours = memo.out().to_vec();
+            let mut fresh = ChainMemo::default();
+            let want = (fresh.addresses(&callchain, &layout), fresh.out().to_vec());
+            assert_eq!((got, ours), want, "a chain of {} entries", chain.len());
+            assert!(memo.checked.len() <= MEMO_ENTRIES);
+        }
     }
 }
