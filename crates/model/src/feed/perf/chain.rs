@@ -74,8 +74,6 @@ pub(super) struct ChainMemo {
     pid: u32,
     layout: u64,
     checked: Vec<Checked>,
-    /// The new chain's own inner entries, innermost first (scratch).
-    inner: Vec<Checked>,
     /// The addresses the last chain gave, outermost first: a chain that reuses the outer part
     /// of the last one keeps those in place and replaces the rest.
     out: Vec<(u64, bool)>,
@@ -235,23 +233,22 @@ impl ChainMemo {
         let n = chain.len();
         let shared = shared_entries(chain.as_bytes(), &self.raw).min(self.checked.len());
         self.checked.truncate(shared);
-        self.inner.clear();
         let mut context = (Context::Unknown, true);
-        decode(chain.raw().take(n - shared), &mut context, &mut self.inner);
-        if let Some(Some(f)) = self.checked.last().map(|c| c.frame) {
+        decode(chain.raw(), n - shared, &mut context, &mut self.checked);
+        // Entries before `kept` are the last chain's; the walk may stop at the first of them.
+        let mut kept = shared;
+        let innermost_kept = kept.checked_sub(1).and_then(|i| self.checked.get(i));
+        if let Some(Some(f)) = innermost_kept.map(|c| c.frame) {
             if (f.context, f.first_in_context) != context {
                 // The shared frames are in another context here: ask about them again.
                 self.checked.clear();
-                self.inner.clear();
                 context = (Context::Unknown, true);
-                decode(chain.raw(), &mut context, &mut self.inner);
+                decode(chain.raw(), n, &mut context, &mut self.checked);
+                kept = 0;
             }
         }
-        // Entries from `kept` on are new; the walk may stop at the first kept one.
-        let kept = self.checked.len();
         self.reused = 0;
         self.calls += 1;
-        self.checked.extend(self.inner.iter().rev());
         self.fresh.clear();
         // How many of the last output's outer addresses this one keeps.
         let mut reused = 0;
@@ -338,7 +335,6 @@ impl ChainMemo {
             // Not kept (a memo holds at most MEMO_ENTRIES), but for `out`, until the walk has
             // read it.
             self.checked = Vec::new();
-            self.inner = Vec::new();
             self.fresh = Vec::new();
             self.raw = Vec::new();
             self.oversize = true;
@@ -402,10 +398,24 @@ impl ChainMemo {
     }
 }
 
-/// Appends the entries of `raw` to `out`, unasked, tracking the context (and whether the next
-/// frame is its first) as the markers set it.
-fn decode(raw: impl Iterator<Item = u64>, context: &mut (Context, bool), out: &mut Vec<Checked>) {
-    for v in raw {
+/// Appends the innermost `count` entries of `raw` (innermost first) to `out` (outermost
+/// first: the last of them first), unasked, tracking the context (and whether the next frame is
+/// its first) as the markers set it.
+fn decode(
+    raw: impl Iterator<Item = u64>,
+    count: usize,
+    context: &mut (Context, bool),
+    out: &mut Vec<Checked>,
+) {
+    let at = out.len();
+    let unasked = Checked {
+        frame: None,
+        start: None,
+        outward: None,
+    };
+    out.resize(at + count, unasked);
+    let slots = out.get_mut(at..).unwrap_or_default();
+    for (slot, v) in slots.iter_mut().rev().zip(raw) {
         let frame = match Context::of_marker(v) {
             Some(c) => {
                 *context = (c, true);
@@ -417,11 +427,11 @@ fn decode(raw: impl Iterator<Item = u64>, context: &mut (Context, bool), out: &m
                 first_in_context: std::mem::replace(&mut context.1, false),
             }),
         };
-        out.push(Checked {
+        *slot = Checked {
             frame,
             start: None,
             outward: None,
-        });
+        };
     }
 }
 
