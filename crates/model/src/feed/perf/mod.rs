@@ -183,7 +183,7 @@ struct Walk<'o> {
     report: PerfReport,
     summary: FeedSummary,
     /// Per thread index (modulo [`chain::MEMO_SLOTS`]): its last stack.
-    previous: HashMap<u32, PreviousStack>,
+    previous: Vec<PreviousStack>,
     /// Per process: JIT regions in the unwinder, by expiry.
     expiries: HashMap<u32, BinaryHeap<Expiry>>,
     /// Executable mappings not yet told to the sink (it is begun at the first sample).
@@ -569,7 +569,7 @@ impl<'o> Walk<'o> {
             report,
             summary: FeedSummary::default(),
             expiries: HashMap::default(),
-            previous: HashMap::default(),
+            previous: Vec::new(),
             kernel_text_check,
             pending_maps: Vec::new(),
             chains: Vec::new(),
@@ -691,7 +691,6 @@ impl<'o> Walk<'o> {
         let tid = s.tid.and_then(|t| u32::try_from(t).ok()).unwrap_or(pid);
         let time = s.time.unwrap_or(0);
         let thread = self.declare(pid, tid, sink)?;
-        self.load_jit(pid);
         let jit_time = self.jit_time(pid, time);
         self.addresses(pid, thread, s, jit_time);
 
@@ -701,10 +700,13 @@ impl<'o> Walk<'o> {
         // The thread's previous stack: its outer frames are usually this one's too, and
         // their answers still hold if the mappings did not change and the JIT code named is
         // still live. Only the frames below the common part are looked up.
-        let prev = self
-            .previous
-            .entry(thread % chain::MEMO_SLOTS as u32)
-            .or_default();
+        let slot = thread as usize % chain::MEMO_SLOTS;
+        if self.previous.len() <= slot {
+            self.previous.resize_with(slot + 1, PreviousStack::default);
+        }
+        let Some(prev) = self.previous.get_mut(slot) else {
+            return Ok(());
+        };
         if (prev.thread, prev.generation) != (thread, process.generation) {
             prev.truncate(0);
             (prev.thread, prev.generation) = (thread, process.generation);
@@ -885,10 +887,19 @@ impl<'o> Walk<'o> {
         }
     }
 
-    /// The time to look JIT code up at: the sample's, when the clocks match.
-    fn jit_time(&self, pid: u32, time: u64) -> Option<u64> {
-        let dump = self.processes.get(&pid)?.jit.dump.as_ref()?;
-        (self.clock_ok && dump.monotonic).then_some(time)
+    /// The time to look JIT code up at: the sample's, when the clocks match. The process's JIT
+    /// metadata is looked up first if it was not yet (one probe of the processes when it was).
+    fn jit_time(&mut self, pid: u32, time: u64) -> Option<u64> {
+        let clock_ok = self.clock_ok;
+        let at =
+            |dump: Option<&jit::LoadedDump>| dump.filter(|d| clock_ok && d.monotonic).map(|_| time);
+        match self.processes.get(&pid) {
+            None => return None,
+            Some(p) if p.jit.searched => return at(p.jit.dump.as_ref()),
+            Some(_) => {}
+        }
+        self.load_jit(pid);
+        at(self.processes.get(&pid)?.jit.dump.as_ref())
     }
 
     /// Finds the sample's addresses, outermost first: (lookup address, is kernel), in the
