@@ -543,8 +543,10 @@ fn attach_to_a_running_process_until_ctrl_c() {
         .spawn()
         .unwrap();
     let dir = cwd.path().join("rec");
+    // 4 kHz: a sample must land in a PLT stub (a few instructions dash calls through per loop);
+    // at the default 999 Hz, 1.5 s had none in about one run of five.
     let mut rec = Command::new(env!("CARGO_BIN_EXE_profkit"))
-        .args(["record", "-q", "-d"])
+        .args(["record", "-q", "-F", "4000", "-d"])
         .arg(&dir)
         .args(["-p", &busy.id().to_string()])
         .spawn()
