@@ -252,9 +252,9 @@ impl Binary {
         let has_dwarf = has_dwarf(&file);
         let mut syms = Vec::new();
         SymbolTable::collect(&file, &data, 0, &mut syms);
-        let mut plt_names = String::new();
+        let mut plt_names = Vec::new();
         SymbolTable::plt(&file, &mut syms, &mut plt_names);
-        let symbols = SymbolTable::build(syms, plt_names);
+        let symbols = SymbolTable::build(syms, plt_names, &[&data]);
         release_symbol_tables(&file, &data);
         Ok(Binary {
             path,
@@ -291,7 +291,7 @@ impl Binary {
         let mut syms: Vec<Sym> = self.symbols.iter().copied().collect();
         SymbolTable::collect(&file, &debug.data, 1, &mut syms);
         let plt_names = std::mem::take(&mut self.symbols.plt_names);
-        self.symbols = SymbolTable::build(syms, plt_names);
+        self.symbols = SymbolTable::build(syms, plt_names, &[&self.data, &debug.data]);
         release_symbol_tables(&file, &debug.data);
         self.debug = Some(DebugFile {
             path: debug.path,
@@ -371,11 +371,10 @@ impl Binary {
     fn raw_name(&self, s: &Sym) -> Option<&str> {
         let data: &[u8] = match s.src {
             0 => &self.data,
-            symbols::PLT => self.symbols.plt_names.as_bytes(),
+            symbols::PLT => &self.symbols.plt_names,
             _ => &self.debug.as_ref()?.data,
         };
-        let end = s.name_off.checked_add(usize::try_from(s.name_len).ok()?)?;
-        std::str::from_utf8(data.get(s.name_off..end)?).ok()
+        std::str::from_utf8(symbols::name_at(data, s.name_off)?).ok()
     }
 
     pub(crate) fn unwind_sections(&self) -> UnwindSections {
