@@ -621,8 +621,11 @@ impl<'o> Walk<'o> {
             .as_ref()
             .map(|b| b.as_bytes().to_vec())
             .or_else(|| self.build_ids.get(m.path).cloned());
-        if kind == MapKind::File && m.executable {
-            // Opened (symbols, DWARF) on another thread before the first sample needs it.
+        // Opened (symbols, DWARF) on another thread before the first sample needs it. When
+        // perf listed the files its samples hit, the others are opened only if a frame needs
+        // them: node's libm, libdl and libpthread were ~5 ms of the start's CPU, for no frame.
+        let listed = self.build_ids.is_empty() || self.build_ids.contains_key(m.path);
+        if kind == MapKind::File && m.executable && listed {
             let id = build_id.as_deref().map(BuildId::new);
             self.symbols
                 .binaries
