@@ -21,12 +21,16 @@ use crate::trie::{self, Children, Chunks, Found, Linked, NONE};
 mod folded;
 
 /// A call path (40 bytes: an input of 50 MB can hold 12.5M, issue #23 B5). Its children are a
-/// list through `first_child` and `next_sibling`, newest first ([`crate::trie`]).
+/// list through `first_child` and `next_sibling`, the one found last first
+/// ([`Children::find_to_front`](crate::trie::Children::find_to_front)); their first-call
+/// order is their node numbers' (nodes are numbered as they are made).
 #[derive(Clone, Debug)]
 struct Node {
     func: FuncId,
     first_child: u32,
     next_sibling: u32,
+    /// All its children are in the tree's child map (in the padding before `count`).
+    many: bool,
     count: u64,
     inclusive: u64,
     exclusive: u64,
@@ -38,6 +42,7 @@ impl Node {
             func,
             first_child: NONE,
             next_sibling: NONE,
+            many: false,
             count: 0,
             inclusive: 0,
             exclusive: 0,
@@ -64,6 +69,12 @@ impl Linked for Node {
     }
     fn set_next_sibling(&mut self, n: u32) {
         self.next_sibling = n;
+    }
+    fn many(&self) -> bool {
+        self.many
+    }
+    fn set_many(&mut self) {
+        self.many = true;
     }
 }
 
@@ -258,7 +269,7 @@ impl StackTree {
     /// The node of `func` called from `parent`, made if new. A tree of 4G nodes (an input of
     /// 16 GB) has no room for more: their calls count at the parent.
     fn child(&mut self, parent: u32, func: FuncId) -> u32 {
-        match self.index.find(&self.nodes, parent, func) {
+        match self.index.find_to_front(&mut self.nodes, parent, func) {
             Found::Yes(n) => n,
             Found::No(had) => {
                 let Some(n) = u32::try_from(self.nodes.len()).ok().filter(|&n| n < NONE) else {
@@ -271,10 +282,10 @@ impl StackTree {
         }
     }
 
-    /// The children of `n` in the order they were first seen.
+    /// The children of `n` in the order they were first seen (their node numbers' order).
     fn children_in_order(&self, n: u32) -> Vec<u32> {
         let mut v: Vec<u32> = trie::children(&self.nodes, n).collect();
-        v.reverse();
+        v.sort_unstable();
         v
     }
 
@@ -308,10 +319,15 @@ impl StackTree {
     pub fn for_each_node(&self, mut visit: impl FnMut(&[FuncId], &NodeStats)) {
         let mut todo: Vec<(u32, usize)> = Vec::new();
         let mut path: Vec<FuncId> = Vec::new();
-        // Children newest first: the oldest is taken first.
-        for c in trie::children(&self.nodes, 0) {
-            todo.push((c, 0));
-        }
+        // Children pushed newest first (highest number): the oldest is taken first.
+        let push = |todo: &mut Vec<(u32, usize)>, n: u32, depth: usize| {
+            let at = todo.len();
+            todo.extend(trie::children(&self.nodes, n).map(|c| (c, depth)));
+            if let Some(added) = todo.get_mut(at..) {
+                added.sort_unstable_by_key(|&(n, _)| std::cmp::Reverse(n));
+            }
+        };
+        push(&mut todo, 0, 0);
         while let Some((n, depth)) = todo.pop() {
             let Some(node) = self.nodes.get(n as usize) else {
                 continue;
@@ -326,9 +342,7 @@ impl StackTree {
                     exclusive: node.exclusive,
                 },
             );
-            for c in trie::children(&self.nodes, n) {
-                todo.push((c, depth + 1));
-            }
+            push(&mut todo, n, depth + 1);
         }
     }
 
@@ -600,16 +614,19 @@ mod tests {
         }
 
         /// Samples of interleaved threads (more threads than slots, too) make the tree one
-        /// last stack for all makes: the same nodes, in the same order, with the same totals.
+        /// last stack for all makes: the same nodes, in the same order, with the same children
+        /// and totals (the lists' order depends on the lookups, which the last stacks save).
         #[test]
         fn a_last_path_per_thread_builds_the_same_tree(
             samples in proptest::collection::vec(
                 (0..200u32, proptest::collection::vec(0..4u32, 0..8), 1..5u64), 1..200),
         ) {
-            let nodes = |t: &StackTree| -> Vec<(FuncId, u32, u32, u64, u64, u64)> {
-                t.nodes
-                    .iter()
-                    .map(|n| (n.func, n.first_child, n.next_sibling, n.count, n.inclusive, n.exclusive))
+            let nodes = |t: &StackTree| -> Vec<(FuncId, Vec<u32>, u64, u64, u64)> {
+                (0..t.nodes.len() as u32)
+                    .map(|i| {
+                        let n = t.nodes.get(i as usize).unwrap();
+                        (n.func, t.children_in_order(i), n.count, n.inclusive, n.exclusive)
+                    })
                     .collect()
             };
             let mut one = StackTree::new();

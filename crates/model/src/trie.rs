@@ -82,6 +82,13 @@ pub(crate) trait Linked {
     fn next_sibling(&self) -> u32;
     fn set_first_child(&mut self, n: u32);
     fn set_next_sibling(&mut self, n: u32);
+    /// Whether all this node's children are in [`Children`]' map (it has more than
+    /// [`SHORT`]); a node type that keeps no such mark says `false`, and its lookups walk the
+    /// list first.
+    fn many(&self) -> bool {
+        false
+    }
+    fn set_many(&mut self) {}
 }
 
 /// Children walked in a list before the hash map is used: a node with more children has all
@@ -127,6 +134,60 @@ impl Children {
         Found::No(seen)
     }
 
+    /// [`Children::find`] that moves the child it finds in the list to the front, so that the
+    /// children asked for most are found first (a folded tree of sampled stacks: the hot
+    /// callees of a function), and goes straight to the map for a parent marked
+    /// [`Linked::many`]. The list's order is then no longer the order the children came in:
+    /// for trees whose users read that order from the node numbers, not the list.
+    pub(crate) fn find_to_front<N: Linked>(
+        &self,
+        nodes: &mut Chunks<N>,
+        parent: u32,
+        func: FuncId,
+    ) -> Found {
+        let Some(p) = nodes.get(parent as usize) else {
+            return Found::No(0);
+        };
+        if p.many() {
+            return match self.many.get(&(parent, func)) {
+                Some(&n) => Found::Yes(n),
+                None => Found::No(SHORT + 1),
+            };
+        }
+        let first = p.first_child();
+        let (mut prev, mut c) = (NONE, first);
+        let mut seen = 0;
+        while c != NONE {
+            if seen == SHORT {
+                return match self.many.get(&(parent, func)) {
+                    Some(&n) => Found::Yes(n),
+                    None => Found::No(SHORT + 1),
+                };
+            }
+            let Some(node) = nodes.get(c as usize) else {
+                break;
+            };
+            let next = node.next_sibling();
+            if node.func() == func {
+                if prev != NONE {
+                    if let Some(before) = nodes.get_mut(prev as usize) {
+                        before.set_next_sibling(next);
+                    }
+                    if let Some(node) = nodes.get_mut(c as usize) {
+                        node.set_next_sibling(first);
+                    }
+                    if let Some(p) = nodes.get_mut(parent as usize) {
+                        p.set_first_child(c);
+                    }
+                }
+                return Found::Yes(c);
+            }
+            seen += 1;
+            (prev, c) = (c, next);
+        }
+        Found::No(seen)
+    }
+
     /// Links node `n` (just pushed) as the first child of `parent`, which had `had` children
     /// (as [`Found::No`] said).
     pub(crate) fn link<N: Linked>(
@@ -149,6 +210,9 @@ impl Children {
             }
         } else if had == SHORT {
             // The list just became long: index every child.
+            if let Some(p) = nodes.get_mut(parent as usize) {
+                p.set_many();
+            }
             let mut c = n;
             while let Some(node) = nodes.get(c as usize) {
                 self.many.insert((parent, node.func()), c);
@@ -181,6 +245,102 @@ mod tests {
         func: FuncId,
         first: u32,
         next: u32,
+    }
+
+    /// A node that keeps the mark of many children.
+    #[derive(Clone, Debug)]
+    struct M {
+        func: FuncId,
+        first: u32,
+        next: u32,
+        many: bool,
+    }
+
+    impl Linked for M {
+        fn func(&self) -> FuncId {
+            self.func
+        }
+        fn first_child(&self) -> u32 {
+            self.first
+        }
+        fn next_sibling(&self) -> u32 {
+            self.next
+        }
+        fn set_first_child(&mut self, n: u32) {
+            self.first = n;
+        }
+        fn set_next_sibling(&mut self, n: u32) {
+            self.next = n;
+        }
+        fn many(&self) -> bool {
+            self.many
+        }
+        fn set_many(&mut self) {
+            self.many = true;
+        }
+    }
+
+    /// Lookups in random order under parents of 1 to 40 children: each (parent, function) is
+    /// one node whatever the order, a child found in a short list is first in it afterwards,
+    /// and every list holds its parent's children once each.
+    #[test]
+    fn moving_children_to_the_front_keeps_every_child_once() {
+        let mut rng = profkit_testkit::Xorshift::new(7);
+        let mut nodes = Chunks::default();
+        nodes.push(M {
+            func: FuncId(0),
+            first: NONE,
+            next: NONE,
+            many: false,
+        });
+        let mut idx = Children::default();
+        let mut made = std::collections::HashMap::new();
+        let mut find = |nodes: &mut Chunks<M>, parent: u32, func: FuncId| -> u32 {
+            match idx.find_to_front(nodes, parent, func) {
+                Found::Yes(n) => n,
+                Found::No(had) => {
+                    let n = nodes.len() as u32;
+                    nodes.push(M {
+                        func,
+                        first: NONE,
+                        next: NONE,
+                        many: false,
+                    });
+                    idx.link(nodes, parent, had, n);
+                    n
+                }
+            }
+        };
+        let widths = [1u64, 2, SHORT as u64, SHORT as u64 + 1, 40];
+        let parents: Vec<u32> = (0..widths.len() as u32)
+            .map(|i| find(&mut nodes, 0, FuncId(1000 + i)))
+            .collect();
+        for _ in 0..20_000 {
+            let which = rng.below(widths.len() as u64) as usize;
+            let parent = parents[which];
+            let func = FuncId(rng.below(widths[which]) as u32);
+            let n = find(&mut nodes, parent, func);
+            assert_eq!(*made.entry((parent, func)).or_insert(n), n);
+            let p = nodes.get(parent as usize).unwrap();
+            assert!(!p.many || widths[which] > SHORT as u64);
+            if !p.many {
+                assert_eq!(p.first, n, "found first");
+            }
+        }
+        // Every child of the two wide parents was made: their lists became long.
+        for which in [3, 4] {
+            assert!(nodes.get(parents[which] as usize).unwrap().many);
+        }
+        let mut by_parent: std::collections::HashMap<u32, Vec<u32>> = Default::default();
+        for (&(p, _), &n) in &made {
+            by_parent.entry(p).or_default().push(n);
+        }
+        for (p, mut want) in by_parent {
+            let mut got: Vec<u32> = children(&nodes, p).collect();
+            got.sort_unstable();
+            want.sort_unstable();
+            assert_eq!(got, want, "parent {p}");
+        }
     }
 
     impl Linked for N {
