@@ -24,6 +24,54 @@ pub(crate) struct SampleLayout {
     branch_hw_index: bool,
     regs_user: u64,
     regs_intr: u64,
+    /// The fields before READ, each a `u64` at a fixed place: see [`Fixed`].
+    fixed: Fixed,
+}
+
+/// Where the fields before PERF_SAMPLE_READ are (all are one `u64`, so their offsets follow
+/// from `sample_type` alone): a body at least `len` bytes long has them all, read at their
+/// offsets without walking the fields one by one (that walk was most of a sample's decoding).
+#[derive(Clone, Copy, Debug, Default)]
+struct Fixed {
+    len: usize,
+    identifier: Option<usize>,
+    ip: Option<usize>,
+    tid: Option<usize>,
+    time: Option<usize>,
+    id: Option<usize>,
+    cpu: Option<usize>,
+    period: Option<usize>,
+}
+
+impl Fixed {
+    fn of(sample_type: u64) -> Fixed {
+        let mut len = 0;
+        let mut at = |bit: u64| {
+            (sample_type & bit != 0).then(|| {
+                len += 8;
+                len - 8
+            })
+        };
+        let identifier = at(PERF_SAMPLE_IDENTIFIER);
+        let ip = at(PERF_SAMPLE_IP);
+        let tid = at(PERF_SAMPLE_TID);
+        let time = at(PERF_SAMPLE_TIME);
+        at(PERF_SAMPLE_ADDR);
+        let id = at(PERF_SAMPLE_ID);
+        at(PERF_SAMPLE_STREAM_ID);
+        let cpu = at(PERF_SAMPLE_CPU);
+        let period = at(PERF_SAMPLE_PERIOD);
+        Fixed {
+            len,
+            identifier,
+            ip,
+            tid,
+            time,
+            id,
+            cpu,
+            period,
+        }
+    }
 }
 
 /// Why a sample's body did not decode.
@@ -87,6 +135,7 @@ impl SampleLayout {
             branch_hw_index: attr.raw.branch_sample_format.bits() & (1 << 17) != 0,
             regs_user: attr.sample_regs_user,
             regs_intr: attr.raw.sample_regs_intr,
+            fixed: Fixed::of(attr.sample_type),
         }
     }
 
@@ -106,9 +155,34 @@ impl SampleLayout {
         let st = self.sample_type;
         let has = |b: u64| st & b != 0;
         let mut c = Cursor { body, off: 0, e };
-        let identifier = c.u64_if(has(PERF_SAMPLE_IDENTIFIER))?;
-        let ip = c.u64_if(has(PERF_SAMPLE_IP))?;
-        let (pid, tid) = match c.u64_if(has(PERF_SAMPLE_TID))? {
+        let f = &self.fixed;
+        let (identifier, ip, tid, time, id, cpu, period) = if body.len() >= f.len {
+            // All there: each read at its place (in bounds, so `None` only where absent).
+            let at = |field: Option<usize>| field.and_then(|o| u64_at(body, o, e));
+            c.off = f.len;
+            (
+                at(f.identifier),
+                at(f.ip),
+                at(f.tid),
+                at(f.time),
+                at(f.id),
+                at(f.cpu),
+                at(f.period),
+            )
+        } else {
+            // Short: read in order, to fail where linux-perf-event-reader does.
+            let identifier = c.u64_if(has(PERF_SAMPLE_IDENTIFIER))?;
+            let ip = c.u64_if(has(PERF_SAMPLE_IP))?;
+            let tid = c.u64_if(has(PERF_SAMPLE_TID))?;
+            let time = c.u64_if(has(PERF_SAMPLE_TIME))?;
+            c.u64_if(has(PERF_SAMPLE_ADDR))?;
+            let id = c.u64_if(has(PERF_SAMPLE_ID))?;
+            c.u64_if(has(PERF_SAMPLE_STREAM_ID))?;
+            let cpu = c.u64_if(has(PERF_SAMPLE_CPU))?;
+            let period = c.u64_if(has(PERF_SAMPLE_PERIOD))?;
+            (identifier, ip, tid, time, id, cpu, period)
+        };
+        let (pid, tid) = match tid {
             Some(v) => {
                 let (pid, tid) = match e {
                     Endian::Little => (v as u32, (v >> 32) as u32),
@@ -118,15 +192,10 @@ impl SampleLayout {
             }
             None => (None, None),
         };
-        let time = c.u64_if(has(PERF_SAMPLE_TIME))?;
-        c.u64_if(has(PERF_SAMPLE_ADDR))?;
-        let id = c.u64_if(has(PERF_SAMPLE_ID))?;
-        c.u64_if(has(PERF_SAMPLE_STREAM_ID))?;
-        let cpu = c.u64_if(has(PERF_SAMPLE_CPU))?.map(|v| match e {
+        let cpu = cpu.map(|v| match e {
             Endian::Little => v as u32,
             Endian::Big => (v >> 32) as u32,
         });
-        let period = c.u64_if(has(PERF_SAMPLE_PERIOD))?;
         if has(PERF_SAMPLE_READ) {
             let rf = self.read_format;
             let (te, tr, with_id) = (rf & 1 != 0, rf & 2 != 0, rf & 4 != 0);
@@ -492,6 +561,7 @@ mod tests {
             branch_hw_index: false,
             regs_user: 0,
             regs_intr: 0,
+            fixed: Fixed::of(PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN),
         };
         let decode = |body: &[u8]| l.sample(body, 0, 0, Endian::Little).map(|s| s.ip);
         let mut body = 0x1234u64.to_le_bytes().to_vec();
@@ -596,6 +666,7 @@ mod tests {
                 branch_hw_index: hw_index,
                 regs_user,
                 regs_intr,
+                fixed: Fixed::of(sample_type),
             };
             // Mostly small values, so that counts and sizes fit now and then.
             let words = (next() % 40) as usize;
