@@ -110,28 +110,19 @@ pub(crate) enum Found {
 }
 
 impl Children {
+    /// The child of a parent with more than [`SHORT`] children, from the map.
+    fn in_map(&self, parent: u32, func: FuncId) -> Found {
+        match self.many.get(&(parent, func)) {
+            Some(&n) => Found::Yes(n),
+            None => Found::No(SHORT + 1),
+        }
+    }
+
     /// The child of `parent` that calls `func`, if any.
     #[inline]
     pub(crate) fn find<N: Linked>(&self, nodes: &Chunks<N>, parent: u32, func: FuncId) -> Found {
-        let mut c = nodes.get(parent as usize).map_or(NONE, N::first_child);
-        let mut seen = 0;
-        while c != NONE {
-            if seen == SHORT {
-                return match self.many.get(&(parent, func)) {
-                    Some(&n) => Found::Yes(n),
-                    None => Found::No(SHORT + 1),
-                };
-            }
-            let Some(node) = nodes.get(c as usize) else {
-                break;
-            };
-            if node.func() == func {
-                return Found::Yes(c);
-            }
-            seen += 1;
-            c = node.next_sibling();
-        }
-        Found::No(seen)
+        let first = nodes.get(parent as usize).map_or(NONE, N::first_child);
+        self.search(nodes, parent, first, func).0
     }
 
     /// [`Children::find`] that moves the child it finds in the list to the front, so that the
@@ -149,43 +140,51 @@ impl Children {
             return Found::No(0);
         };
         if p.many() {
-            return match self.many.get(&(parent, func)) {
-                Some(&n) => Found::Yes(n),
-                None => Found::No(SHORT + 1),
-            };
+            return self.in_map(parent, func);
         }
         let first = p.first_child();
-        let (mut prev, mut c) = (NONE, first);
+        let (found, before) = self.search(nodes, parent, first, func);
+        if let (Found::Yes(c), true) = (&found, before != NONE) {
+            let next = nodes.get(*c as usize).map_or(NONE, N::next_sibling);
+            if let Some(b) = nodes.get_mut(before as usize) {
+                b.set_next_sibling(next);
+            }
+            if let Some(node) = nodes.get_mut(*c as usize) {
+                node.set_next_sibling(first);
+            }
+            if let Some(p) = nodes.get_mut(parent as usize) {
+                p.set_first_child(*c);
+            }
+        }
+        found
+    }
+
+    /// `parent`'s child calling `func`, by its list from `first` (by the map past [`SHORT`]
+    /// children), and the child before it in the list (`NONE`: none, or found in the map).
+    #[inline]
+    fn search<N: Linked>(
+        &self,
+        nodes: &Chunks<N>,
+        parent: u32,
+        first: u32,
+        func: FuncId,
+    ) -> (Found, u32) {
+        let (mut before, mut c) = (NONE, first);
         let mut seen = 0;
         while c != NONE {
             if seen == SHORT {
-                return match self.many.get(&(parent, func)) {
-                    Some(&n) => Found::Yes(n),
-                    None => Found::No(SHORT + 1),
-                };
+                return (self.in_map(parent, func), NONE);
             }
             let Some(node) = nodes.get(c as usize) else {
                 break;
             };
-            let next = node.next_sibling();
             if node.func() == func {
-                if prev != NONE {
-                    if let Some(before) = nodes.get_mut(prev as usize) {
-                        before.set_next_sibling(next);
-                    }
-                    if let Some(node) = nodes.get_mut(c as usize) {
-                        node.set_next_sibling(first);
-                    }
-                    if let Some(p) = nodes.get_mut(parent as usize) {
-                        p.set_first_child(c);
-                    }
-                }
-                return Found::Yes(c);
+                return (Found::Yes(c), before);
             }
             seen += 1;
-            (prev, c) = (c, next);
+            (before, c) = (c, node.next_sibling());
         }
-        Found::No(seen)
+        (Found::No(seen), NONE)
     }
 
     /// Links node `n` (just pushed) as the first child of `parent`, which had `had` children
@@ -240,44 +239,13 @@ pub(crate) fn children<N: Linked>(
 mod tests {
     use super::*;
 
+    /// A node; it keeps the mark of many children (which only `find_to_front` reads).
     #[derive(Clone, Debug)]
     struct N {
         func: FuncId,
         first: u32,
         next: u32,
-    }
-
-    /// A node that keeps the mark of many children.
-    #[derive(Clone, Debug)]
-    struct M {
-        func: FuncId,
-        first: u32,
-        next: u32,
         many: bool,
-    }
-
-    impl Linked for M {
-        fn func(&self) -> FuncId {
-            self.func
-        }
-        fn first_child(&self) -> u32 {
-            self.first
-        }
-        fn next_sibling(&self) -> u32 {
-            self.next
-        }
-        fn set_first_child(&mut self, n: u32) {
-            self.first = n;
-        }
-        fn set_next_sibling(&mut self, n: u32) {
-            self.next = n;
-        }
-        fn many(&self) -> bool {
-            self.many
-        }
-        fn set_many(&mut self) {
-            self.many = true;
-        }
     }
 
     /// Lookups in random order under parents of 1 to 40 children: each (parent, function) is
@@ -286,30 +254,10 @@ mod tests {
     #[test]
     fn moving_children_to_the_front_keeps_every_child_once() {
         let mut rng = profkit_testkit::Xorshift::new(7);
-        let mut nodes = Chunks::default();
-        nodes.push(M {
-            func: FuncId(0),
-            first: NONE,
-            next: NONE,
-            many: false,
-        });
-        let mut idx = Children::default();
+        let (mut nodes, mut idx) = root();
         let mut made = std::collections::HashMap::new();
-        let mut find = |nodes: &mut Chunks<M>, parent: u32, func: FuncId| -> u32 {
-            match idx.find_to_front(nodes, parent, func) {
-                Found::Yes(n) => n,
-                Found::No(had) => {
-                    let n = nodes.len() as u32;
-                    nodes.push(M {
-                        func,
-                        first: NONE,
-                        next: NONE,
-                        many: false,
-                    });
-                    idx.link(nodes, parent, had, n);
-                    n
-                }
-            }
+        let mut find = |nodes: &mut Chunks<N>, parent: u32, func: FuncId| {
+            child(nodes, &mut idx, parent, func.0, true)
         };
         let widths = [1u64, 2, SHORT as u64, SHORT as u64 + 1, 40];
         let parents: Vec<u32> = (0..widths.len() as u32)
@@ -359,10 +307,41 @@ mod tests {
         fn set_next_sibling(&mut self, n: u32) {
             self.next = n;
         }
+        fn many(&self) -> bool {
+            self.many
+        }
+        fn set_many(&mut self) {
+            self.many = true;
+        }
     }
 
-    fn child(nodes: &mut Chunks<N>, idx: &mut Children, parent: u32, func: u32) -> u32 {
-        match idx.find(nodes, parent, FuncId(func)) {
+    /// The tree of a root alone.
+    fn root() -> (Chunks<N>, Children) {
+        let mut nodes = Chunks::default();
+        nodes.push(N {
+            func: FuncId(0),
+            first: NONE,
+            next: NONE,
+            many: false,
+        });
+        (nodes, Children::default())
+    }
+
+    /// The child of `parent` calling `func`, made if new; found by
+    /// [`Children::find_to_front`] when `to_front`, else by [`Children::find`].
+    fn child(
+        nodes: &mut Chunks<N>,
+        idx: &mut Children,
+        parent: u32,
+        func: u32,
+        to_front: bool,
+    ) -> u32 {
+        let found = if to_front {
+            idx.find_to_front(nodes, parent, FuncId(func))
+        } else {
+            idx.find(nodes, parent, FuncId(func))
+        };
+        match found {
             Found::Yes(n) => n,
             Found::No(had) => {
                 let n = nodes.len() as u32;
@@ -370,6 +349,7 @@ mod tests {
                     func: FuncId(func),
                     first: NONE,
                     next: NONE,
+                    many: false,
                 });
                 idx.link(nodes, parent, had, n);
                 n
@@ -381,24 +361,18 @@ mod tests {
     /// node, found again, and the lists hold every child once, newest first.
     #[test]
     fn children_are_found_in_lists_and_the_index() {
-        let mut nodes = Chunks::default();
-        nodes.push(N {
-            func: FuncId(0),
-            first: NONE,
-            next: NONE,
-        });
-        let mut idx = Children::default();
+        let (mut nodes, mut idx) = root();
         let mut made = std::collections::HashMap::new();
         for round in 0..2 {
             for parent_func in 0..3u32 {
                 let parent = if parent_func == 0 {
                     0
                 } else {
-                    child(&mut nodes, &mut idx, 0, 1000 + parent_func)
+                    child(&mut nodes, &mut idx, 0, 1000 + parent_func, false)
                 };
                 let width = [1, SHORT as u32, 70_000][parent_func as usize];
                 for f in 0..width {
-                    let n = child(&mut nodes, &mut idx, parent, f);
+                    let n = child(&mut nodes, &mut idx, parent, f, false);
                     let first = *made.entry((parent, f)).or_insert(n);
                     assert_eq!(first, n, "round {round}");
                 }

@@ -279,6 +279,8 @@ fn parse_hex(digits: &[u8]) -> Option<u64> {
 const NOT_HEX: u8 = 0x80;
 
 /// Each byte's value as a hex digit, or [`NOT_HEX`].
+// Indices below 256 into a `[u8; 256]`, in a constant (where `get_mut` cannot be called yet).
+#[allow(clippy::indexing_slicing)]
 const HEX_DIGIT: [u8; 256] = {
     let mut t = [NOT_HEX; 256];
     let mut i = 0;
