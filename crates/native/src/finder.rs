@@ -448,10 +448,8 @@ impl Binaries {
             if c == b.path() || !c.is_file() {
                 continue;
             }
-            if let Ok(d) = Binary::open(&c) {
-                if (d.has_dwarf() || d.symbol_count() > b.symbol_count()) && b.set_debug_file(d) {
-                    break;
-                }
+            if b.attach_debug_file(&c) {
+                break;
             }
         }
         b

@@ -188,17 +188,7 @@ impl Binary {
     /// Maps and parses the ELF file at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Binary> {
         let path = path.as_ref();
-        // Only a regular file with an ELF header is read: a recording can name any path
-        // (`/proc/self/pagemap`, a FIFO, a device).
-        let map = FileBytes::open_regular(path, ELF32_HEADER_SIZE)
-            .map_err(|e| Error::path(path, e.into()))?;
-        if !map.starts_with(b"\x7fELF") {
-            return Err(Error::path(
-                path,
-                ErrorKind::Elf("not an ELF file (no \\x7fELF magic)".into()),
-            ));
-        }
-        Binary::parse(path.to_path_buf(), Arc::new(map))
+        Binary::parse(path.to_path_buf(), map_elf(path)?)
     }
 
     /// Parses an ELF file held in memory; `name` is what errors and [`Binary::path`] say.
@@ -288,19 +278,81 @@ impl Binary {
         let Ok(file) = object::File::parse(&**debug.data) else {
             return false;
         };
+        self.adopt_debug_file(
+            &file,
+            DebugFile {
+                path: debug.path,
+                data: debug.data.clone(),
+                has_dwarf: debug.has_dwarf,
+                debug_frame: debug.unwind.debug_frame,
+            },
+        );
+        true
+    }
+
+    /// Opens the file at `path` and attaches it as this binary's debug file, as
+    /// [`Binary::set_debug_file`] does with it opened by [`Binary::open`]; `false` (nothing
+    /// changes) when it is not an ELF file or is refused there. A debug file with DWARF is
+    /// not read as a binary of its own: its symbols are read once, into this binary's table,
+    /// and its DWARF (when this binary has none) starts loading on a thread of its own before
+    /// them — inflating glibc's `.debug_info` is the longest single step of a recording's
+    /// start, and the first sample in libc waits for it.
+    pub fn attach_debug_file(&mut self, path: &Path) -> bool {
+        let Ok(data) = map_elf(path) else {
+            return false;
+        };
+        let Ok(file) = object::File::parse(&**data) else {
+            return false;
+        };
+        if file.format() != object::BinaryFormat::Elf || !has_dwarf(&file) {
+            // No DWARF: attached only if it has more symbols (as a binary of its own).
+            return match Binary::parse(path.to_path_buf(), data) {
+                Ok(d) => d.symbol_count() > self.symbol_count() && self.set_debug_file(d),
+                Err(_) => false,
+            };
+        }
+        let build_id = file.build_id().ok().flatten().map(BuildId::new);
+        if let (Some(a), Some(b)) = (&self.build_id, &build_id) {
+            if !a.matches(b) {
+                return false;
+            }
+        }
+        let debug = DebugFile {
+            path: path.to_path_buf(),
+            data: data.clone(),
+            has_dwarf: true,
+            debug_frame: section(&file, &data, ".debug_frame"),
+        };
+        if self.has_dwarf {
+            self.adopt_debug_file(&file, debug);
+            return true;
+        }
+        std::thread::scope(|scope| {
+            // No thread to spare: the DWARF loads at the first lookup.
+            let dwarf = std::thread::Builder::new()
+                .name("dwarf".into())
+                .spawn_scoped(scope, || dwarf::Context::load(&data));
+            self.adopt_debug_file(&file, debug);
+            if let Ok(Ok(ctx)) = dwarf.map(|h| h.join()) {
+                self.state
+                    .get_mut()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .dwarf = Some(ctx);
+            }
+        });
+        true
+    }
+
+    /// Reads the symbols of `file`, the debug file, into this binary's table and makes it
+    /// the binary's debug file (what was looked up before is forgotten).
+    fn adopt_debug_file(&mut self, file: &object::File<'_>, debug: DebugFile) {
         let mut syms: Vec<Sym> = self.symbols.iter().copied().collect();
-        SymbolTable::collect(&file, &debug.data, 1, &mut syms);
+        SymbolTable::collect(file, &debug.data, 1, &mut syms);
         let plt_names = std::mem::take(&mut self.symbols.plt_names);
         self.symbols = SymbolTable::build(syms, plt_names, &[&self.data, &debug.data]);
-        release_symbol_tables(&file, &debug.data);
-        self.debug = Some(DebugFile {
-            path: debug.path,
-            data: debug.data,
-            has_dwarf: debug.has_dwarf,
-            debug_frame: debug.unwind.debug_frame,
-        });
+        release_symbol_tables(file, &debug.data);
+        self.debug = Some(debug);
         *self.state.get_mut().unwrap_or_else(|e| e.into_inner()) = State::default();
-        true
     }
 
     /// The path it was opened from (or the name given to [`Binary::from_bytes`]).
@@ -490,6 +542,20 @@ impl Binary {
         };
         dwarf::Context::load(data)
     }
+}
+
+/// The bytes of the ELF file at `path`: only a regular file with an ELF header is read (a
+/// recording can name any path: `/proc/self/pagemap`, a FIFO, a device).
+fn map_elf(path: &Path) -> Result<Arc<FileBytes>> {
+    let map = FileBytes::open_regular(path, ELF32_HEADER_SIZE)
+        .map_err(|e| Error::path(path, e.into()))?;
+    if !map.starts_with(b"\x7fELF") {
+        return Err(Error::path(
+            path,
+            ErrorKind::Elf("not an ELF file (no \\x7fELF magic)".into()),
+        ));
+    }
+    Ok(Arc::new(map))
 }
 
 fn intern(set: &mut FxHashSet<Arc<str>>, s: &str) -> Arc<str> {

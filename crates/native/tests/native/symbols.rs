@@ -324,9 +324,21 @@ fn stripped_with_debug_file() {
     for addr in start..end {
         assert_eq!(found.lookup(addr), full.lookup(addr), "{addr:#x}");
     }
-    // A debug file of another build is refused.
+    // Attached by path (its DWARF loaded ahead, its symbols read once) as when opened first.
+    let mut by_path = Binary::open(dir.join("chain-stripped")).unwrap();
+    assert!(by_path.attach_debug_file(&dir.join("chain.debug")));
+    let mut opened = Binary::open(dir.join("chain-stripped")).unwrap();
+    assert!(opened.set_debug_file(Binary::open(dir.join("chain.debug")).unwrap()));
+    assert_eq!(by_path.symbol_count(), opened.symbol_count());
+    for addr in start..end {
+        assert_eq!(by_path.lookup(addr), opened.lookup(addr), "{addr:#x}");
+    }
+    // A debug file of another build is refused, and so is a file that is not ELF.
     let mut other = Binary::open(dir.join("chain-stripped")).unwrap();
     assert!(!other.set_debug_file(Binary::open(dir.join("libmid.so")).unwrap()));
+    assert!(!other.attach_debug_file(&dir.join("libmid.so")));
+    assert!(!other.attach_debug_file(&Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")));
+    assert!(other.debug_file().is_none());
 }
 
 /// A program built with each linker prints its functions' addresses and its own
