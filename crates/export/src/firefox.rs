@@ -95,7 +95,7 @@
 //! Traced calls (enter/exit, call paths) and `JIT code` marker stacks keep label and `JIT`
 //! library frames, whose line and file stay null.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Write};
 use std::sync::Arc;
 
@@ -298,19 +298,19 @@ impl<W: Write> FirefoxSink<W> {
             profile: None,
             cats: None,
             functions: FunctionTable::new(),
-            func_info: HashMap::new(),
-            processes: HashMap::new(),
-            threads: HashMap::new(),
-            code_threads: HashMap::new(),
-            marker_types: HashMap::new(),
-            counters: HashMap::new(),
+            func_info: HashMap::default(),
+            processes: HashMap::default(),
+            threads: HashMap::default(),
+            code_threads: HashMap::default(),
+            marker_types: HashMap::default(),
+            counters: HashMap::default(),
             code: Vec::new(),
-            tiers: HashMap::new(),
+            tiers: HashMap::default(),
             synthetic: Synthetic::default(),
             clock: Clock::NANOSECONDS,
             other_counters: Vec::new(),
             other_counter_names: Vec::new(),
-            other_counter_ids: HashMap::new(),
+            other_counter_ids: HashMap::default(),
             traced_frames: 0,
         }
     }
@@ -391,7 +391,7 @@ impl<W: Write + Send> FirefoxSink<W> {
             sampled_ns: 0,
             stack: Vec::new(),
             last: 0,
-            frames: HashMap::new(),
+            frames: HashMap::default(),
             sampled_stacks: SampledStacks::default(),
         })
     }
@@ -719,7 +719,7 @@ impl<W: Write + Send> FirefoxSink<W> {
 
     /// The Firefox thread with the most traced or sampled time (per process, and overall).
     fn busiest_threads(&self) -> (Option<ThreadHandle>, HashMap<u32, ThreadHandle>) {
-        let mut per_pid: HashMap<u32, (u64, u32, ThreadHandle)> = HashMap::new();
+        let mut per_pid: HashMap<u32, (u64, u32, ThreadHandle)> = HashMap::default();
         let mut best: Option<(u64, u32, ThreadHandle)> = None;
         for (&index, st) in &self.threads {
             let roles = [(st.traced, st.traced_ns), (st.sampled, st.sampled_ns)];

@@ -13,7 +13,7 @@ impl<W: Write + Send> FirefoxSink<W> {
             return Ok(());
         }
         let cats = self.cats.ok_or_else(not_begun)?;
-        let mut by_pid: HashMap<u32, Vec<(u64, u64, String)>> = HashMap::new();
+        let mut by_pid: HashMap<u32, Vec<(u64, u64, String)>> = HashMap::default();
         for c in &code {
             by_pid
                 .entry(c.pid)

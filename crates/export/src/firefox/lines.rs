@@ -48,8 +48,8 @@
 //! dependency on an unreleased branch would make the build depend on a moving target. When a
 //! release writes lines and function files, the sink should hand them to it and this module go.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::collections::hash_map::Entry as MapEntry;
-use std::collections::HashMap;
 use std::io::{self, Write};
 
 use serde::Serialize;
@@ -104,7 +104,7 @@ impl SourceLines {
         SourceLines {
             functions: Vec::new(),
             files: Vec::new(),
-            file_ids: HashMap::new(),
+            file_ids: HashMap::default(),
             slots: Vec::new(),
             limit,
         }

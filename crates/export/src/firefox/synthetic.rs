@@ -9,7 +9,7 @@
 //! interned as soon as its address is given, and the written profile gets its functions'
 //! names, files and lines from [`SourceLines`] ([`super::lines`]).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use fxprof_processed_profile::{
     debugid::DebugId, CategoryPairHandle, Frame, FrameFlags, FrameInfo, LibraryHandle, LibraryInfo,
