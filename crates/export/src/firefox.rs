@@ -689,11 +689,12 @@ impl<W: Write + Send> FirefoxSink<W> {
                         _ => None,
                     })
                     .collect();
-                deltas.sort_unstable();
-                deltas
-                    .get(deltas.len() / 2)
-                    .copied()
-                    .unwrap_or(DEFAULT_PERIOD_NS)
+                // The median without sorting them all (the value sorting would put there).
+                let middle = deltas.len() / 2;
+                match deltas.get(middle) {
+                    Some(_) => *deltas.select_nth_unstable(middle).1,
+                    None => DEFAULT_PERIOD_NS,
+                }
             }
             None => DEFAULT_PERIOD_NS,
         };
