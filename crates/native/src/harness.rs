@@ -42,4 +42,43 @@ pub fn check_binary(data: &[u8]) {
     for s in bin.segments().iter().take(4) {
         let _ = bin.mapping(0x7f00_0000_0000, s.mem_size, s.file_offset);
     }
+    check_debug_file(data, &probes);
+}
+
+/// The file as the debug file of a copy of itself without DWARF (its section names spoiled):
+/// attached by its bytes (DWARF loaded on a thread, symbols read once) and attached opened as a
+/// binary, the two must agree on whether it is taken and on every answer.
+fn check_debug_file(data: &[u8], probes: &[u64]) {
+    let mut stripped = data.to_vec();
+    let mut i = 0;
+    while let Some(at) = stripped
+        .get(i..)
+        .and_then(|rest| memchr::memmem::find(rest, b"debug_"))
+    {
+        if let Some(name) = stripped.get_mut(i + at..i + at + 6) {
+            name.copy_from_slice(b"nodbg_");
+        }
+        i += at + 6;
+    }
+    let (Ok(mut by_bytes), Ok(mut opened), Ok(debug)) = (
+        Binary::from_bytes("stripped", stripped.clone()),
+        Binary::from_bytes("stripped", stripped),
+        Binary::from_bytes("debug", data.to_vec()),
+    ) else {
+        return;
+    };
+    let attached = by_bytes.attach_debug_data(
+        std::path::Path::new("debug"),
+        Arc::new(FileBytes::Owned(data.to_vec())),
+    );
+    let set = (debug.has_dwarf() || debug.symbol_count() > opened.symbol_count())
+        && opened.set_debug_file(debug);
+    if attached != set {
+        panic!("attached by bytes: {attached}, opened and set: {set}");
+    }
+    for &p in probes {
+        if by_bytes.lookup(p) != opened.lookup(p) {
+            panic!("at {p:#x}: the debug file attached by bytes answers otherwise");
+        }
+    }
 }

@@ -298,9 +298,14 @@ impl Binary {
     /// them — inflating glibc's `.debug_info` is the longest single step of a recording's
     /// start, and the first sample in libc waits for it.
     pub fn attach_debug_file(&mut self, path: &Path) -> bool {
-        let Ok(data) = map_elf(path) else {
-            return false;
-        };
+        match map_elf(path) {
+            Ok(data) => self.attach_debug_data(path, data),
+            Err(_) => false,
+        }
+    }
+
+    /// [`Binary::attach_debug_file`] of the file's bytes, `path` naming it.
+    pub(crate) fn attach_debug_data(&mut self, path: &Path, data: Arc<FileBytes>) -> bool {
         let Ok(file) = object::File::parse(&**data) else {
             return false;
         };
