@@ -17,7 +17,7 @@
 //! * [`Binary`]: one mapped ELF file — [`Binary::build_id`], [`Binary::mapping`],
 //!   [`Binary::lookup`] (frames innermost first, [`Symbolized`]: DWARF inline frames with
 //!   file:line, else the symbol table; cached per address), [`Binary::symbol`] (the symbol
-//!   table only), [`Binary::set_debug_file`].
+//!   table only), [`Binary::attach_debug_file`], [`Binary::set_debug_file`].
 //! * [`Binaries`]: finds the file for a recorded (path, build id) — the path, perf's
 //!   `~/.debug` build-id cache, `/usr/lib/debug/.build-id`, search directories — once, and
 //!   lists what was missing or another build ([`Binaries::problems`]).

@@ -9,8 +9,10 @@
 //!   has it, else from the symbol table. The DWARF context is built on the first lookup;
 //!   answers are cached per address, so a repeated address costs a hash lookup and a
 //!   reference-count increment.
-//! * [`Binary::set_debug_file`] attaches a separate debug file (`.build-id/xx/rest.debug`,
-//!   `.gnu_debuglink`): its DWARF and `.symtab` are then used.
+//! * [`Binary::attach_debug_file`] (by path: the finder's way, its DWARF loading on a thread
+//!   of its own while its symbols are read) and [`Binary::set_debug_file`] (an opened
+//!   [`Binary`]) attach a separate debug file (`.build-id/xx/rest.debug`, `.gnu_debuglink`):
+//!   its DWARF and `.symtab` are then used.
 //!
 //! Every file is untrusted: a cut or corrupt file gives an [`Error`] naming it, or fewer
 //! answers, never a panic.
