@@ -250,8 +250,7 @@ impl Output {
                 cleared.push(dir.clone());
             }
         }
-        let (f, tmp) = create_temp(&dir, &name, files.len()).map_err(named_err)?;
-        let slot = emergency::register(&tmp);
+        let (f, tmp, slot) = create_temp(&dir, &name, files.len()).map_err(named_err)?;
         files.push((tmp.clone(), path.to_path_buf(), slot));
         Ok((f, tmp))
     }
@@ -397,8 +396,15 @@ use std::os::unix::fs::OpenOptionsExt;
 const TMP_MARK: &str = ".profkit-";
 
 /// Creates a new temporary file for `name` in `dir`: a name no other process can predict,
-/// `O_EXCL | O_NOFOLLOW` (a file or link someone placed there is never opened).
-fn create_temp(dir: &Path, name: &str, n: usize) -> io::Result<(File, PathBuf)> {
+/// `O_EXCL | O_NOFOLLOW` (a file or link someone placed there is never opened). The name is
+/// registered for removal on a signal ([`emergency`]) before the file is created, so that a
+/// signal the moment the file appears still removes it (registered after, a SIGTERM between
+/// the two left it behind).
+fn create_temp(
+    dir: &Path,
+    name: &str,
+    n: usize,
+) -> io::Result<(File, PathBuf, Option<emergency::Registered>)> {
     let mut last = None;
     for attempt in 0..64u32 {
         let tmp = dir.join(format!(
@@ -406,15 +412,24 @@ fn create_temp(dir: &Path, name: &str, n: usize) -> io::Result<(File, PathBuf)> 
             std::process::id(),
             unpredictable(attempt)
         ));
+        let slot = emergency::register(&tmp);
         match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .custom_flags(O_NOFOLLOW)
             .open(&tmp)
         {
-            Ok(f) => return Ok((f, tmp)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(e),
+            Ok(f) => return Ok((f, tmp, slot)),
+            Err(e) => {
+                // Not ours: no longer registered.
+                if let Some(slot) = slot {
+                    emergency::unregister(slot);
+                }
+                if e.kind() != io::ErrorKind::AlreadyExists {
+                    return Err(e);
+                }
+                last = Some(e);
+            }
         }
     }
     Err(last.unwrap_or_else(|| io::Error::other("no temporary name")))

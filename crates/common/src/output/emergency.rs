@@ -4,8 +4,9 @@
 //! calling anything but `unlink(2)` (issue #23, B13). Before, they stayed until the next run
 //! that wrote in the same directory.
 //!
-//! [`Output`](super::Output) registers a temporary file when it creates it and unregisters it
-//! once it is renamed over its name or removed. A path longer than a slot, and a file made while
+//! [`Output`](super::Output) registers a temporary file's name just before it creates the file
+//! (so that no moment has the file without its registration) and unregisters it once it is
+//! renamed over its name or removed, or when its creation failed. A path longer than a slot, and a file made while
 //! every slot is in use, are not registered: they are left to the next run, as before.
 
 use std::cell::UnsafeCell;
