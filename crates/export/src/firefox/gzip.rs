@@ -14,20 +14,18 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use serde::Serialize;
 
-use super::lines::{self, SourceLines};
+use super::lines::{self, Fill};
 
 /// Bytes handed to the compressing thread at a time.
 const CHUNK: usize = 1 << 18;
 /// Chunks waiting for it at most.
 const IN_FLIGHT: usize = 4;
 
-/// Writes `value` with the source lines of `lines` and, when `traced`, the traced threads'
-/// weights in milliseconds ([`lines::write`]), gzip-compressed, into `out`.
+/// Writes `value` filled in with `fill` ([`lines::write`]), gzip-compressed, into `out`.
 pub(super) fn write<W: Write + Send, T: Serialize>(
     out: &mut W,
     value: &T,
-    lines: &SourceLines,
-    traced: bool,
+    fill: &Fill<'_>,
 ) -> io::Result<()> {
     let started = std::thread::scope(|scope| {
         let (tx, rx) = sync_channel::<Vec<u8>>(IN_FLIGHT);
@@ -54,7 +52,7 @@ pub(super) fn write<W: Write + Send, T: Serialize>(
             tx,
             spent,
         };
-        let written = lines::write(&mut chunks, value, lines, traced).and_then(|()| chunks.send());
+        let written = lines::write(&mut chunks, value, fill).and_then(|()| chunks.send());
         // Closing the channel ends the thread's loop.
         drop(chunks);
         let compressed = compressor
@@ -68,7 +66,7 @@ pub(super) fn write<W: Write + Send, T: Serialize>(
         None => {
             let gz = GzEncoder::new(out, Compression::fast());
             let mut buffered = BufWriter::with_capacity(1 << 16, gz);
-            lines::write(&mut buffered, value, lines, traced)?;
+            lines::write(&mut buffered, value, fill)?;
             buffered
                 .into_inner()
                 .map_err(|e| e.into_error())?
@@ -128,6 +126,8 @@ impl Write for Chunks {
 
 #[cfg(test)]
 mod tests {
+    use super::super::lines::SourceLines;
+    use super::super::sample_table::SampleTables;
     use super::*;
     use std::io::Read;
 
@@ -158,7 +158,13 @@ mod tests {
     fn the_output_is_the_gzipped_json() {
         let value = big();
         let mut out = Vec::new();
-        write(&mut out, &value, &SourceLines::default(), false).unwrap();
+        let (lines, samples) = (SourceLines::default(), SampleTables::default());
+        let fill = Fill {
+            lines: &lines,
+            traced: false,
+            samples: &samples,
+        };
+        write(&mut out, &value, &fill).unwrap();
         let mut json = Vec::new();
         flate2::read::GzDecoder::new(&out[..])
             .read_to_end(&mut json)
@@ -170,13 +176,13 @@ mod tests {
     #[test]
     fn a_write_error_is_the_writer_s() {
         let value = big();
-        let err = write(
-            &mut Failing { left: 1000 },
-            &value,
-            &SourceLines::default(),
-            false,
-        )
-        .unwrap_err();
+        let (lines, samples) = (SourceLines::default(), SampleTables::default());
+        let fill = Fill {
+            lines: &lines,
+            traced: false,
+            samples: &samples,
+        };
+        let err = write(&mut Failing { left: 1000 }, &value, &fill).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::StorageFull);
     }
 }

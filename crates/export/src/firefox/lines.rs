@@ -26,6 +26,10 @@
 //!   as the thread object's last key (JSON key order does not matter): a function's func
 //!   gets its name, file and start line, any other func its own name and nulls.
 //!
+//! When some `samples` tables are profkit's ([`SampleTables`]), it holds each thread's
+//! `samples` back until its end and writes in its place the table a stand-in names, or else
+//! it as it was.
+//!
 //! It also writes the weights of traced threads in milliseconds: fxprof keeps sample weights as
 //! `i32`, so the sink gives a traced thread's samples their time in nanoseconds and marks the
 //! thread `"weightType":"tracing-ms"`; in such a thread's `samples.weight` column (which fxprof
@@ -54,6 +58,8 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 use serde_json::ser::{CharEscape, CompactFormatter, Formatter};
+
+use super::sample_table::SampleTables;
 
 /// The first relative address of the synthetic libraries' slots; the `JIT` libraries' relative
 /// addresses stay below it.
@@ -179,18 +185,23 @@ impl SourceLines {
 
 /// Writes `value` (the fxprof profile) as compact JSON into `out`, with the sampled frames'
 /// functions and lines filled in.
-pub(crate) fn write<W: Write, T: Serialize>(
-    out: W,
-    value: &T,
-    lines: &SourceLines,
-    traced: bool,
-) -> io::Result<()> {
-    if lines.is_empty() && !traced {
-        // No synthetic frame and no traced thread: nothing to fill.
+pub(crate) fn write<W: Write, T: Serialize>(out: W, value: &T, fill: &Fill<'_>) -> io::Result<()> {
+    if fill.lines.is_empty() && !fill.traced && fill.samples.is_empty() {
+        // No synthetic frame, no traced thread, no samples table of ours: nothing to fill.
         return serde_json::to_writer(out, value).map_err(io::Error::other);
     }
-    let mut ser = serde_json::Serializer::with_formatter(out, LinesFormatter::new(lines));
+    let mut ser = serde_json::Serializer::with_formatter(out, LinesFormatter::new(fill));
     value.serialize(&mut ser).map_err(io::Error::other)
+}
+
+/// What the formatter fills in.
+pub(crate) struct Fill<'a> {
+    /// What the synthetic addresses stand for.
+    pub(crate) lines: &'a SourceLines,
+    /// Some thread is traced (its weights are nanoseconds, written as milliseconds).
+    pub(crate) traced: bool,
+    /// The samples tables written in place of fxprof's stand-ins.
+    pub(crate) samples: &'a SampleTables,
 }
 
 /// Where the bytes of the current token go.
@@ -200,6 +211,8 @@ enum Dest {
     Writer,
     /// The held-back `funcTable` of the current thread.
     Hold,
+    /// The held-back `samples` of the current thread (when some are ours).
+    Samples,
     /// Nowhere: a column that is replaced.
     Discard,
 }
@@ -214,6 +227,8 @@ enum Ctx {
     FuncTable,
     Samples,
     Weights,
+    /// `samples.weight` of a thread that is not traced: its first weight is kept.
+    SampleWeights,
     Strings,
     Addresses,
     Funcs,
@@ -259,8 +274,6 @@ struct ThreadCapture {
     names: Vec<u32>,
     /// `funcTable.length`.
     func_len: Option<u64>,
-    /// The held-back `funcTable` (from its `{`, without the `}`).
-    hold: Vec<u8>,
     held: bool,
     /// Keys written into `hold`.
     held_items: usize,
@@ -270,6 +283,9 @@ struct ThreadCapture {
     file_strings: HashMap<u32, u32>,
     /// `samples.weightType` is `tracing-ms`: weights are nanoseconds, written as milliseconds.
     tracing_ms: bool,
+    /// `samples.length` and the first of `samples.weight` (a stand-in's says its table).
+    samples_len: Option<u64>,
+    first_weight: Option<i64>,
 }
 
 impl ThreadCapture {
@@ -280,12 +296,13 @@ impl ThreadCapture {
         self.canonical.clear();
         self.names.clear();
         self.func_len = None;
-        self.hold.clear();
         self.held = false;
         self.held_items = 0;
         self.name_strings.clear();
         self.file_strings.clear();
         self.tracing_ms = false;
+        self.samples_len = None;
+        self.first_weight = None;
     }
 
     /// The value to write for func `func` of the next frame (its function's func if the
@@ -316,6 +333,15 @@ impl ThreadCapture {
     fn function<'l>(&self, lines: &'l SourceLines, f: usize) -> Option<&'l Function> {
         lines.function(*self.func_functions.get(f)?)
     }
+}
+
+/// Values held back from the output, to be written later or replaced.
+#[derive(Debug, Default)]
+struct Holds {
+    /// The current thread's `funcTable` (from its `{`, without the `}`).
+    func_table: Vec<u8>,
+    /// The current thread's `samples` (when some tables are ours).
+    samples: Vec<u8>,
 }
 
 /// The output of a token: the writer, a buffer, or nowhere.
@@ -361,6 +387,8 @@ impl<W: ?Sized + Write> Write for Out<'_, W> {
 #[derive(Debug)]
 pub(crate) struct LinesFormatter<'a> {
     lines: &'a SourceLines,
+    samples: &'a SampleTables,
+    holds: Holds,
     /// The open containers, outermost first.
     stack: Vec<Level>,
     /// Where scalars and container openings go now.
@@ -378,13 +406,17 @@ pub(crate) struct LinesFormatter<'a> {
     func_len_value: bool,
     /// The current value is `samples.weightType`.
     weight_type_value: bool,
+    /// The current value is `samples.length`.
+    samples_len_value: bool,
     thread: ThreadCapture,
 }
 
 impl<'a> LinesFormatter<'a> {
-    pub(crate) fn new(lines: &'a SourceLines) -> Self {
+    pub(crate) fn new(fill: &Fill<'a>) -> Self {
         LinesFormatter {
-            lines,
+            lines: fill.lines,
+            samples: fill.samples,
+            holds: Holds::default(),
             stack: Vec::new(),
             cur: Dest::Writer,
             in_key: false,
@@ -394,6 +426,7 @@ impl<'a> LinesFormatter<'a> {
             lines_value: false,
             func_len_value: false,
             weight_type_value: false,
+            samples_len_value: false,
             thread: ThreadCapture::default(),
         }
     }
@@ -403,13 +436,14 @@ impl<'a> LinesFormatter<'a> {
         if self.in_key {
             return Out::Buf(&mut self.key);
         }
-        Self::to(&mut self.thread.hold, w, self.cur)
+        Self::to(&mut self.holds, w, self.cur)
     }
 
-    fn to<'b, W: ?Sized>(hold: &'b mut Vec<u8>, w: &'b mut W, dest: Dest) -> Out<'b, W> {
+    fn to<'b, W: ?Sized>(holds: &'b mut Holds, w: &'b mut W, dest: Dest) -> Out<'b, W> {
         match dest {
             Dest::Writer => Out::Writer(w),
-            Dest::Hold => Out::Buf(hold),
+            Dest::Hold => Out::Buf(&mut holds.func_table),
+            Dest::Samples => Out::Buf(&mut holds.samples),
             Dest::Discard => Out::Null,
         }
     }
@@ -426,6 +460,10 @@ impl<'a> LinesFormatter<'a> {
         }
         if self.func_len_value {
             self.thread.func_len = value;
+            return None;
+        }
+        if self.samples_len_value {
+            self.thread.samples_len = value;
             return None;
         }
         match self.stack.last().map(|l| l.ctx) {
@@ -463,6 +501,7 @@ impl<'a> LinesFormatter<'a> {
             (Ctx::Thread, b"\"stringArray\"") => (Entry::Keep, Ctx::Strings),
             (Ctx::Thread, b"\"samples\"") => (Entry::Keep, Ctx::Samples),
             (Ctx::Samples, b"\"weight\"") if self.thread.tracing_ms => (Entry::Keep, Ctx::Weights),
+            (Ctx::Samples, b"\"weight\"") => (Entry::Keep, Ctx::SampleWeights),
             (Ctx::FrameTable, b"\"address\"") => (Entry::Keep, Ctx::Addresses),
             (Ctx::FrameTable, b"\"func\"") => (Entry::Keep, Ctx::Funcs),
             (Ctx::FrameTable, b"\"line\"") if self.thread.slots.is_some() => {
@@ -480,7 +519,7 @@ impl<'a> LinesFormatter<'a> {
     fn write_lines<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
         let lines = self.lines;
         let slots = self.thread.slots.take().unwrap_or_default();
-        let mut out = Self::to(&mut self.thread.hold, w, self.cur);
+        let mut out = Self::to(&mut self.holds, w, self.cur);
         out.write_all(b"[")?;
         for (i, &slot) in slots.iter().enumerate() {
             if i > 0 {
@@ -496,6 +535,27 @@ impl<'a> LinesFormatter<'a> {
         Ok(())
     }
 
+    /// Ends the held-back `samples` of the current thread: writes the table it stands in for, or
+    /// else itself, where its thread goes.
+    fn write_samples<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        let tables = self.samples;
+        let table = tables.stand_in(self.thread.samples_len, self.thread.first_weight);
+        let mut held = std::mem::take(&mut self.holds.samples);
+        let dest = self.top_dest();
+        let mut out = Self::to(&mut self.holds, w, dest);
+        match table {
+            Some(k) => tables.write(k, &mut out)?,
+            None => {
+                out.write_all(&held)?;
+                CompactFormatter.end_object(&mut out)?;
+            }
+        }
+        // Keep the allocation for the next thread.
+        held.clear();
+        self.holds.samples = held;
+        Ok(())
+    }
+
     /// Appends the names and files of the thread's sampled functions to `stringArray`, which
     /// has `count` strings so far.
     fn append_strings<W: ?Sized + Write>(
@@ -506,7 +566,7 @@ impl<'a> LinesFormatter<'a> {
     ) -> io::Result<()> {
         let lines = self.lines;
         let th = &mut self.thread;
-        let mut out = Self::to(&mut th.hold, w, dest);
+        let mut out = Self::to(&mut self.holds, w, dest);
         let mut next = count;
         let mut append = |s: &str| -> io::Result<u32> {
             if next > 0 {
@@ -545,7 +605,7 @@ impl<'a> LinesFormatter<'a> {
         }
         let lines = self.lines;
         // The held `{"length":…,…` and the columns after it.
-        let mut tail = std::mem::take(&mut self.thread.hold);
+        let mut tail = std::mem::take(&mut self.holds.func_table);
         let th = &self.thread;
         // As many entries as fxprof's `length` says.
         let len = th
@@ -593,14 +653,14 @@ impl<'a> LinesFormatter<'a> {
         }
         tail.extend_from_slice(b"]}");
         // (`hold` is empty now: a thread inside a held value would go there.)
-        let mut out = Self::to(&mut self.thread.hold, w, dest);
+        let mut out = Self::to(&mut self.holds, w, dest);
         out.write_all(sep(items))?;
         out.write_all(b"\"funcTable\":")?;
         out.write_all(&tail)?;
-        if self.thread.hold.is_empty() {
+        if self.holds.func_table.is_empty() {
             // Keep the allocation for the next thread.
             tail.clear();
-            self.thread.hold = tail;
+            self.holds.func_table = tail;
         }
         self.thread.held = false;
         Ok(())
@@ -613,9 +673,18 @@ macro_rules! integers {
     ($($name:ident: $t:ty),* $(,)?) => {
         $(
             fn $name<W: ?Sized + Write>(&mut self, w: &mut W, value: $t) -> io::Result<()> {
-                if !self.in_key && self.stack.last().is_some_and(|l| l.ctx == Ctx::Weights) {
-                    // A traced thread's weight: nanoseconds to milliseconds.
-                    return CompactFormatter.write_f64(&mut self.out(w), value as f64 / 1e6);
+                match self.stack.last().map(|l| l.ctx) {
+                    Some(Ctx::Weights) if !self.in_key => {
+                        // A traced thread's weight: nanoseconds to milliseconds.
+                        return CompactFormatter.write_f64(&mut self.out(w), value as f64 / 1e6);
+                    }
+                    Some(Ctx::SampleWeights) if !self.in_key => {
+                        let first = &mut self.thread.first_weight;
+                        if first.is_none() {
+                            *first = i64::try_from(value).ok();
+                        }
+                    }
+                    _ => {}
                 }
                 match self.scalar(u64::try_from(value).ok()) {
                     Some(other) => CompactFormatter.write_u64(&mut self.out(w), other),
@@ -716,7 +785,8 @@ impl Formatter for LinesFormatter<'_> {
             | Ctx::Addresses
             | Ctx::Funcs
             | Ctx::FuncNames
-            | Ctx::Weights) => c,
+            | Ctx::Weights
+            | Ctx::SampleWeights) => c,
             _ => Ctx::Other,
         };
         match ctx {
@@ -740,7 +810,7 @@ impl Formatter for LinesFormatter<'_> {
         if level.ctx == Ctx::Strings {
             self.append_strings(w, level.dest, level.items)?;
         }
-        CompactFormatter.end_array(&mut Self::to(&mut self.thread.hold, w, level.dest))
+        CompactFormatter.end_array(&mut Self::to(&mut self.holds, w, level.dest))
     }
 
     fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
@@ -769,8 +839,13 @@ impl Formatter for LinesFormatter<'_> {
         match ctx {
             Ctx::Thread => self.thread.reset(),
             Ctx::FuncTable => {
-                self.thread.hold.clear();
+                self.holds.func_table.clear();
                 self.thread.held = true;
+            }
+            // Held back until it is known whether it stands in for a table of ours.
+            Ctx::Samples if !self.samples.is_empty() => {
+                self.holds.samples.clear();
+                self.cur = Dest::Samples;
             }
             _ => {}
         }
@@ -793,9 +868,10 @@ impl Formatter for LinesFormatter<'_> {
                 return Ok(());
             }
             Ctx::Thread => self.write_func_table(w, level.dest, level.items)?,
+            Ctx::Samples if level.dest == Dest::Samples => return self.write_samples(w),
             _ => {}
         }
-        CompactFormatter.end_object(&mut Self::to(&mut self.thread.hold, w, level.dest))
+        CompactFormatter.end_object(&mut Self::to(&mut self.holds, w, level.dest))
     }
 
     fn begin_object_key<W: ?Sized + Write>(&mut self, _w: &mut W, _first: bool) -> io::Result<()> {
@@ -814,13 +890,14 @@ impl Formatter for LinesFormatter<'_> {
         self.next = next;
         self.lines_value = entry == Entry::Lines;
         self.func_len_value = ctx == Ctx::FuncTable && self.key == b"\"length\"";
+        self.samples_len_value = ctx == Ctx::Samples && self.key == b"\"length\"";
         self.weight_type_value = ctx == Ctx::Samples && self.key == b"\"weightType\"";
         match entry {
             Entry::Keep | Entry::Lines => {
                 self.cur = dest;
                 self.colon = true;
                 let key = std::mem::take(&mut self.key);
-                let mut out = Self::to(&mut self.thread.hold, w, dest);
+                let mut out = Self::to(&mut self.holds, w, dest);
                 if items > 0 {
                     out.write_all(b",")?;
                 }
@@ -857,6 +934,7 @@ impl Formatter for LinesFormatter<'_> {
     fn end_object_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
         self.cur = self.top_dest();
         self.func_len_value = false;
+        self.samples_len_value = false;
         self.weight_type_value = false;
         Ok(())
     }
@@ -1026,7 +1104,13 @@ mod tests {
     /// Writes `j` through the formatter: the text and its parse.
     fn rewrite(j: &J, lines: &SourceLines) -> (String, Value) {
         let mut out = Vec::new();
-        write(&mut out, j, lines, false).unwrap();
+        let samples = SampleTables::default();
+        let fill = Fill {
+            lines,
+            traced: false,
+            samples: &samples,
+        };
+        write(&mut out, j, &fill).unwrap();
         let s = String::from_utf8(out).unwrap();
         let v = serde_json::from_str(&s).unwrap_or_else(|e| panic!("{e}: {s}"));
         (s, v)
@@ -1214,5 +1298,64 @@ mod tests {
         assert_eq!(l.slot_of(Some(u64::from(SYNTHETIC_BASE) + 2)), NONE);
         assert_eq!(l.slot_of(Some(16)), NONE);
         assert_eq!(l.slot_of(None), NONE);
+    }
+
+    /// A thread with `samples` (fxprof's keys: length, weightType, stack, timeDeltas, weight,
+    /// threadCPUDelta).
+    fn sampled(name: &str, samples: Vec<(&'static str, J)>) -> J {
+        J::O(vec![
+            ("name", J::S(name.into())),
+            ("samples", J::O(samples)),
+            ("tid", J::U(1)),
+        ])
+    }
+
+    fn samples(stack: J, deltas: &[f64], weight: &[i64], cpu: &[i64]) -> Vec<(&'static str, J)> {
+        vec![
+            ("length", J::U(deltas.len() as u32)),
+            ("weightType", J::S("samples".into())),
+            ("stack", stack),
+            (
+                "timeDeltas",
+                J::A(deltas.iter().map(|&d| J::F(d)).collect()),
+            ),
+            ("weight", nums(weight)),
+            ("threadCPUDelta", nums(cpu)),
+        ]
+    }
+
+    #[test]
+    fn a_stand_in_s_samples_are_its_table_and_others_stay() {
+        let mut tables = SampleTables::default();
+        let stand_in = tables
+            .add(vec![(0, Some(3), 1), (2_000_000, None, 1)], 1000)
+            .unwrap();
+        let stand_in_samples = samples(J::A(vec![J::N]), &[0.0], &[i64::from(stand_in)], &[0]);
+        let real = || samples(nums(&[0, 1]), &[0.0, 1.5], &[1, 2], &[0, 0]);
+        let given = profile(vec![
+            sampled("one", real()),
+            sampled("two", stand_in_samples),
+            sampled("three", real()),
+        ]);
+        let want = profile(vec![
+            sampled("one", real()),
+            sampled(
+                "two",
+                samples(nums(&[3, -1]), &[0.0, 2.0], &[1, 1], &[1, 1]),
+            ),
+            sampled("three", real()),
+        ]);
+        let lines = SourceLines::default();
+        let fill = Fill {
+            lines: &lines,
+            traced: false,
+            samples: &tables,
+        };
+        let mut out = Vec::new();
+        write(&mut out, &given, &fill).unwrap();
+        let want = serde_json::to_string(&want)
+            .unwrap()
+            .replace("[3,-1]", "[3,null]");
+        assert_eq!(String::from_utf8(out).unwrap(), want);
     }
 }

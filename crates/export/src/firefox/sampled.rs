@@ -1,9 +1,14 @@
 //! Sampled stacks of one thread, interned into fxprof as they stream.
 //!
 //! A sample costs a comparison with the previous sample's stack (most of it is shared, kept
-//! with its fxprof stacks), then per frame past the shared part a lookup of the thread's
-//! frame of that (function, line) and fxprof's `intern_stack`, as with label frames. Samples
-//! are kept as (time, stack, hits) until the end, when the thread's sampling period is known.
+//! with its stacks), then per frame past the shared part a lookup of the thread's frame of
+//! that (function, line) and of the stack of that (prefix, frame). Samples are kept as
+//! (time, stack, hits) until the end, when the thread's sampling period is known.
+//!
+//! A stack is kept as its index in the thread's stack table, which this module numbers as
+//! fxprof does (in order of first interning: a stack new here is interned into fxprof then,
+//! and nothing else interns a stack on a sampled thread before its samples are done), so that
+//! the samples table can be written without fxprof ([`super::sample_table`]).
 
 use fxprof_processed_profile::{FrameHandle, Profile, StackHandle, ThreadHandle};
 use profkit_model::FuncId;
@@ -16,11 +21,15 @@ use super::synthetic::Synthetic;
 pub(super) struct SampledStacks {
     /// The thread's frame of each (function, line).
     frames: FxHashMap<(FuncId, u32), FrameHandle>,
-    /// (time, stack, hits).
-    pub(super) samples: Vec<(u64, Option<StackHandle>, u64)>,
+    /// The thread's stack of each (prefix + 1 or 0, frame): its index in the stack table.
+    stacks: FxHashMap<(u32, FrameHandle), u32>,
+    /// fxprof's handle of each stack, by index.
+    pub(super) handles: Vec<StackHandle>,
+    /// (time, stack index, hits).
+    pub(super) samples: Vec<(u64, Option<u32>, u64)>,
     /// The last sample's frames and their stacks, outermost first: the next sample usually
     /// shares most of them.
-    last: Vec<(FuncId, u32, StackHandle)>,
+    last: Vec<(FuncId, u32, u32)>,
 }
 
 impl SampledStacks {
@@ -58,9 +67,21 @@ impl SampledStacks {
                     h
                 }
             };
-            let h = profile.intern_stack(thread, parent, frame);
-            self.last.push((func, l, h));
-            parent = Some(h);
+            let key = (parent.map_or(0, |p| p.saturating_add(1)), frame);
+            let stack = match self.stacks.get(&key) {
+                Some(&s) => s,
+                None => {
+                    let prefix = parent.and_then(|p| self.handles.get(p as usize).copied());
+                    let h = profile.intern_stack(thread, prefix, frame);
+                    // (More stacks than `u32` holds cannot be in memory: 4 G entries.)
+                    let s = u32::try_from(self.handles.len()).unwrap_or(u32::MAX);
+                    self.handles.push(h);
+                    self.stacks.insert(key, s);
+                    s
+                }
+            };
+            self.last.push((func, l, stack));
+            parent = Some(stack);
         }
         self.samples.push((time, parent, hits));
         Ok(())
