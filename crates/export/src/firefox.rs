@@ -272,6 +272,8 @@ pub struct FirefoxSink<W: Write> {
     traced_frames: usize,
     /// The sampled threads' samples, written without fxprof.
     sample_tables: SampleTables,
+    /// Every sample goes through fxprof (the reference the tables are checked against).
+    fxprof_samples: bool,
 }
 
 /// Frames (a function on a thread) of traced calls and call paths a profile may hold: the
@@ -320,7 +322,16 @@ impl<W: Write> FirefoxSink<W> {
             other_counter_ids: HashMap::default(),
             traced_frames: 0,
             sample_tables: SampleTables::default(),
+            fxprof_samples: false,
         }
+    }
+
+    /// Has fxprof write every `samples` table, as before profkit wrote the sampled threads'
+    /// own (`firefox/sample_table.rs`): the same bytes, slower. For tests and the fuzz harness,
+    /// which check the two against each other.
+    pub fn samples_through_fxprof(mut self) -> Self {
+        self.fxprof_samples = true;
+        self
     }
 }
 
@@ -716,7 +727,11 @@ impl<W: Write + Send> FirefoxSink<W> {
             let total = samples.iter().fold(0u64, |a, s| a.saturating_add(s.2));
             st.sampled_ns = total.saturating_mul(period);
             // Written by `sample_table` where fxprof writes the stand-in, when in time order.
-            let samples = match self.sample_tables.add(samples, period) {
+            let table = match self.fxprof_samples {
+                true => Err(samples),
+                false => self.sample_tables.add(samples, period),
+            };
+            let samples = match table {
                 Ok(stand_in) => {
                     p.add_sample(th, ts(0), None, CpuDelta::ZERO, stand_in);
                     continue;

@@ -113,6 +113,7 @@ pub fn check_convert(data: &[u8]) {
         };
         let _ = source.feed("fuzz", Some(Workers::SEQUENTIAL), None, &mut tee);
     }
+    check_firefox_samples(&source, limit);
     for (name, out) in WRITERS.iter().zip(&outs) {
         assert!(
             out.bytes <= limit,
@@ -121,6 +122,33 @@ pub fn check_convert(data: &[u8]) {
             bytes.len()
         );
     }
+}
+
+/// The Firefox profile of `source` with the sampled threads' samples tables written by
+/// profkit must be byte for byte the one fxprof writes with every sample.
+fn check_firefox_samples(source: &Source<'_>, limit: u64) {
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    {
+        let mut tee = Tee {
+            sinks: vec![
+                (Box::new(FirefoxSink::new(&mut ours, false, None)), false),
+                (
+                    Box::new(FirefoxSink::new(&mut theirs, false, None).samples_through_fxprof()),
+                    false,
+                ),
+            ],
+        };
+        let _ = source.feed("fuzz", Some(Workers::SEQUENTIAL), None, &mut tee);
+    }
+    assert!(
+        ours.len() as u64 <= limit,
+        "firefox: {} bytes over the limit {limit}",
+        ours.len()
+    );
+    assert!(
+        ours == theirs,
+        "firefox: the samples tables profkit wrote are not fxprof's"
+    );
 }
 
 /// The writers [`check_convert`] runs, in order.

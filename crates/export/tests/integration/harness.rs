@@ -1,5 +1,6 @@
 //! The `convert_all` fuzz target's checks (`profkit_export::harness::check_convert`: detection,
-//! every driver, every writer, output bounded by the input) on the committed real fixtures and
+//! every driver, every writer, output bounded by the input, the Firefox samples tables profkit
+//! writes equal to fxprof's) on the committed real fixtures and
 //! on the target's saved inputs, `fuzz/regressions/convert_all/` (each a past finding).
 
 use std::path::{Path, PathBuf};
@@ -34,7 +35,7 @@ fn saved_fuzz_inputs_convert_within_bounds() {
 fn small_real_fixtures_convert_within_bounds() {
     let fx = root().join("tests/fixtures");
     let mut n = 0;
-    for dir in ["xray", "jitdump", "mlpd/synthetic", "perf"] {
+    for dir in ["xray", "jitdump", "mlpd", "mlpd/synthetic", "perf"] {
         for f in files(&fx.join(dir)) {
             let len = std::fs::metadata(&f).unwrap().len();
             if len <= 256 << 10 {
