@@ -125,30 +125,56 @@ pub fn check_convert(data: &[u8]) {
 }
 
 /// The Firefox profile of `source` with the sampled threads' samples tables written by
-/// profkit must be byte for byte the one fxprof writes with every sample.
+/// profkit must be byte for byte the one fxprof writes with every sample. One profile is built
+/// at a time, and the second is compared as it is written (the fuzzer's memory limit holds).
 fn check_firefox_samples(source: &Source<'_>, limit: u64) {
-    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-    {
-        let mut tee = Tee {
-            sinks: vec![
-                (Box::new(FirefoxSink::new(&mut ours, false, None)), false),
-                (
-                    Box::new(FirefoxSink::new(&mut theirs, false, None).samples_through_fxprof()),
-                    false,
-                ),
-            ],
-        };
-        let _ = source.feed("fuzz", Some(Workers::SEQUENTIAL), None, &mut tee);
-    }
+    let mut ours = Vec::new();
+    let mut sink = FirefoxSink::new(&mut ours, false, None);
+    let _ = source.feed("fuzz", Some(Workers::SEQUENTIAL), None, &mut sink);
+    drop(sink);
     assert!(
         ours.len() as u64 <= limit,
         "firefox: {} bytes over the limit {limit}",
         ours.len()
     );
+    let mut theirs = Compare {
+        expected: &ours,
+        at: 0,
+        same: true,
+    };
+    let mut sink = FirefoxSink::new(&mut theirs, false, None).samples_through_fxprof();
+    let _ = source.feed("fuzz", Some(Workers::SEQUENTIAL), None, &mut sink);
+    drop(sink);
     assert!(
-        ours == theirs,
-        "firefox: the samples tables profkit wrote are not fxprof's"
+        theirs.same && theirs.at == ours.len(),
+        "firefox: the samples tables profkit wrote are not fxprof's (they part at byte {})",
+        theirs.at
     );
+}
+
+/// A writer that compares what it is given with `expected`.
+struct Compare<'a> {
+    expected: &'a [u8],
+    /// Bytes compared.
+    at: usize,
+    same: bool,
+}
+
+impl Write for Compare<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let end = self.at + buf.len();
+        if self.same && self.expected.get(self.at..end) != Some(buf) {
+            self.same = false;
+        }
+        if self.same {
+            self.at = end;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The writers [`check_convert`] runs, in order.
