@@ -2,8 +2,8 @@
 //! inputs, `fuzz/regressions/convert_all/`): gzip unwrapped, the format detected from the
 //! bytes as the CLI does, the format's driver fed once, through a tee, into **every writer**
 //! (Perfetto, Chrome JSON, speedscope, pprof, OTLP, folded and, with the `svg` feature, the
-//! flame graph) writing into a sink that only counts bytes; then twice into the Firefox writer,
-//! whose profile with profkit's samples tables must be fxprof's with every sample. Nothing may
+//! flame graph) writing into a sink that only counts bytes, and into two Firefox writers, whose
+//! profile with profkit's samples tables must be fxprof's with every sample. Nothing may
 //! panic, and each output must stay bounded by the input ([`output_limit`]): a writer whose
 //! output grows with a time value or a size field (a corrupt TSC jump once made the Firefox
 //! writer emit billions of samples) is a finding.
@@ -76,6 +76,8 @@ pub fn check_convert(data: &[u8]) {
     let options = Options::default();
     let limit = output_limit(bytes.len());
     let mut outs: Vec<Counting> = (0..WRITERS.len()).map(|_| Counting::default()).collect();
+    // The Firefox profile with profkit's samples tables, and with fxprof's.
+    let (mut ours, mut theirs) = (Digest::default(), Digest::default());
     {
         let mut it = outs.iter_mut();
         let mut next = || it.next().map(|c| c as &mut Counting);
@@ -86,6 +88,10 @@ pub fn check_convert(data: &[u8]) {
         if let Some(w) = next() {
             sinks.push(Box::new(ChromeWriter::new(w)));
         }
+        sinks.push(Box::new(FirefoxSink::new(&mut ours, false, None)));
+        sinks.push(Box::new(
+            FirefoxSink::new(&mut theirs, false, None).samples_through_fxprof(),
+        ));
         if let Some(w) = next() {
             sinks.push(Box::new(SpeedscopeWriter::new(w)));
         }
@@ -111,7 +117,18 @@ pub fn check_convert(data: &[u8]) {
         };
         let _ = source.feed("fuzz", Some(Workers::SEQUENTIAL), None, &mut tee);
     }
-    check_firefox_samples(&source, limit);
+    assert!(
+        ours.bytes <= limit,
+        "firefox: {} bytes from a {} byte input",
+        ours.bytes,
+        bytes.len()
+    );
+    assert!(
+        ours == theirs,
+        "firefox: the samples tables profkit wrote are not fxprof's ({} bytes against {})",
+        ours.bytes,
+        theirs.bytes
+    );
     for (name, out) in WRITERS.iter().zip(&outs) {
         assert!(
             out.bytes <= limit,
@@ -122,38 +139,8 @@ pub fn check_convert(data: &[u8]) {
     }
 }
 
-/// The Firefox writer, run twice: its output must stay within `limit`, and with the sampled
-/// threads' samples tables written by profkit it must be byte for byte the one fxprof writes
-/// with every sample. One profile is built at a time, and the outputs are compared by digest
-/// (neither is kept: the fuzzer's memory limit holds whatever their size).
-fn check_firefox_samples(source: &Source<'_>, limit: u64) {
-    let digest = |reference: bool| {
-        let mut out = Digest::default();
-        let sink = FirefoxSink::new(&mut out, false, None);
-        let mut sink = match reference {
-            true => sink.samples_through_fxprof(),
-            false => sink,
-        };
-        let _ = source.feed("fuzz", Some(Workers::SEQUENTIAL), None, &mut sink);
-        drop(sink);
-        out
-    };
-    let ours = digest(false);
-    assert!(
-        ours.bytes <= limit,
-        "firefox: {} bytes over the limit {limit}",
-        ours.bytes
-    );
-    let theirs = digest(true);
-    assert!(
-        ours == theirs,
-        "firefox: the samples tables profkit wrote are not fxprof's ({} bytes against {})",
-        ours.bytes,
-        theirs.bytes
-    );
-}
-
-/// The length and FNV-1a hash of what is written.
+/// The length and FNV-1a hash of what is written (outputs compared without keeping them:
+/// they may be tens of MB).
 #[derive(Debug, PartialEq, Eq)]
 struct Digest {
     bytes: u64,
