@@ -753,11 +753,11 @@ impl<'o> Walk<'o> {
         prev.truncate(common);
         let shared = prev.stack.len();
         if process.answers_generation != process.generation {
-            process.answers.clear();
+            process.clear_answers();
             process.answers_generation = process.generation;
         }
         for &(addr, kernel) in addrs.iter().skip(common) {
-            let r = match process.answers.get(&(addr, kernel)) {
+            let r = match process.answers(kernel).get(&addr) {
                 Some(r) if now < r.until => *r,
                 _ => {
                     let r = if kernel {
@@ -770,7 +770,7 @@ impl<'o> Walk<'o> {
                         self.symbols.user(pid, process, addr, jit_time, sink)?
                     };
                     if now < r.until {
-                        process.answers.insert((addr, kernel), r);
+                        process.answers(kernel).insert(addr, r);
                     }
                     r
                 }

@@ -93,11 +93,11 @@ pub struct Process {
     pub unwinder: Option<Unwinder>,
     /// Starts of the JIT regions the unwinder has, by code-map region index.
     pub jit_modules: HashMap<usize, u64>,
-    /// Answers for the addresses of this generation: (address, is kernel) → what
-    /// [`Symbols`](super::symbols::Symbols) said, reused while the sample time is before its
-    /// `until`.
-    pub answers: HashMap<(u64, bool), Resolved>,
-    /// The generation `answers` belong to.
+    /// Answers for the user addresses of this generation ([`Process::answers`]).
+    user_answers: HashMap<u64, Resolved>,
+    /// Answers for its kernel addresses.
+    kernel_answers: HashMap<u64, Resolved>,
+    /// The generation the answers belong to.
     pub answers_generation: u64,
     /// Next code-map region (by load order) to offer the unwinder.
     pub jit_cursor: usize,
@@ -216,6 +216,24 @@ impl Process {
     /// Like [`Process::find`], mutable.
     pub fn find_mut(&mut self, addr: u64) -> Option<(u64, &mut Map)> {
         self.maps.find_mut(addr)
+    }
+
+    /// The answers for the (kernel or user) addresses of this generation: what
+    /// [`Symbols`](super::symbols::Symbols) said, reused while the sample time is before its
+    /// `until`. Two maps keyed by the address, not one keyed by (address, is kernel): 32-byte
+    /// entries rather than 40, so that a busy process's answers stay in the core's cache longer.
+    pub fn answers(&mut self, kernel: bool) -> &mut HashMap<u64, Resolved> {
+        if kernel {
+            &mut self.kernel_answers
+        } else {
+            &mut self.user_answers
+        }
+    }
+
+    /// Forgets every answer (the mappings or JIT metadata changed).
+    pub fn clear_answers(&mut self) {
+        self.user_answers.clear();
+        self.kernel_answers.clear();
     }
 
     /// A child's copy after FORK: the mappings (the address space), not the JIT state.
