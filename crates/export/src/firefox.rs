@@ -289,6 +289,19 @@ pub struct FirefoxSink<W: Write> {
 /// made ([`FirefoxSink::check_room`]).
 pub const MAX_TRACED_FRAMES: usize = 1_800_000;
 
+/// A profile of one process with one thread, for tests.
+#[cfg(test)]
+fn one_thread_profile() -> (Profile, ThreadHandle) {
+    let mut p = Profile::new(
+        "t",
+        ReferenceTimestamp::from_millis_since_unix_epoch(0.0),
+        SamplingInterval::from_nanos(1),
+    );
+    let process = p.add_process("p", 1, Timestamp::from_nanos_since_reference(0));
+    let th = p.add_thread(process, 1, Timestamp::from_nanos_since_reference(0), true);
+    (p, th)
+}
+
 fn too_many_frames() -> io::Error {
     io::Error::other(format!(
         "firefox output: more than {MAX_TRACED_FRAMES} distinct frames (functions of a thread): the Firefox profile is built whole in memory (~500 bytes a frame) before it is written; convert to folded, speedscope or pprof instead"

@@ -291,19 +291,12 @@ impl<'w, W: ?Sized + Write> Numbers<'w, W> {
 mod tests {
     use super::*;
     use fxprof_processed_profile::{
-        CategoryHandle, CpuDelta, Frame, FrameFlags, FrameInfo, Profile, ReferenceTimestamp,
-        SamplingInterval, Timestamp,
+        CategoryHandle, CpuDelta, Frame, FrameFlags, FrameInfo, Profile, Timestamp,
     };
 
     /// fxprof's `samples` of one thread with `samples` (stack indices 0 and 1 exist), and ours.
     fn both(samples: &[(u64, Option<u32>, u64)], period: u64) -> (String, String) {
-        let mut p = Profile::new(
-            "t",
-            ReferenceTimestamp::from_millis_since_unix_epoch(0.0),
-            SamplingInterval::from_nanos(1),
-        );
-        let process = p.add_process("p", 1, Timestamp::from_nanos_since_reference(0));
-        let th = p.add_thread(process, 1, Timestamp::from_nanos_since_reference(0), true);
+        let (mut p, th) = super::super::one_thread_profile();
         let frame = |p: &mut Profile, name: &str| {
             let s = p.intern_string(name);
             let info = FrameInfo {

@@ -92,18 +92,10 @@ impl SampledStacks {
 mod tests {
     use super::super::synthetic::SampledFunc;
     use super::*;
-    use fxprof_processed_profile::{
-        CategoryHandle, FrameFlags, ReferenceTimestamp, SamplingInterval, Timestamp,
-    };
+    use fxprof_processed_profile::{CategoryHandle, FrameFlags};
 
     fn setup() -> (Profile, ThreadHandle, Synthetic) {
-        let mut p = Profile::new(
-            "t",
-            ReferenceTimestamp::from_millis_since_unix_epoch(0.0),
-            SamplingInterval::from_nanos(1),
-        );
-        let process = p.add_process("p", 1, Timestamp::from_nanos_since_reference(0));
-        let th = p.add_thread(process, 1, Timestamp::from_nanos_since_reference(0), true);
+        let (p, th) = super::super::one_thread_profile();
         (p, th, Synthetic::default())
     }
 
