@@ -86,6 +86,121 @@ pub struct Sample<'a> {
     pub user_stack: Option<UserStack<'a>>,
 }
 
+impl<'a> Sample<'a> {
+    /// Appends the sample to `out` as [`Sample::read_copy`] reads it back: every field but the
+    /// user registers and stack (another thread names it from this copy; the record it
+    /// borrows from is gone by then). Little-endian fields after a byte of flags.
+    pub fn write_copy(&self, out: &mut Vec<u8>) {
+        let options = [self.id, self.ip, self.time, self.period];
+        let mut flags = 0u8;
+        for (i, o) in options.iter().enumerate() {
+            if o.is_some() {
+                flags |= 1 << i;
+            }
+        }
+        let bits = [
+            (self.pid.is_some(), 4),
+            (self.tid.is_some(), 5),
+            (self.cpu.is_some(), 6),
+            (self.callchain.is_some(), 7),
+        ];
+        for (set, bit) in bits {
+            if set {
+                flags |= 1 << bit;
+            }
+        }
+        out.push(flags);
+        out.push(cpu_mode_code(self.cpu_mode));
+        let big = self.callchain.is_some_and(|c| c.endian == Endian::Big);
+        out.push(u8::from(big));
+        out.extend_from_slice(&(self.attr_index as u64).to_le_bytes());
+        for o in options {
+            out.extend_from_slice(&o.unwrap_or(0).to_le_bytes());
+        }
+        out.extend_from_slice(&self.pid.unwrap_or(0).to_le_bytes());
+        out.extend_from_slice(&self.tid.unwrap_or(0).to_le_bytes());
+        out.extend_from_slice(&self.cpu.unwrap_or(0).to_le_bytes());
+        let chain = self.callchain.map_or(&[][..], |c| c.bytes);
+        out.extend_from_slice(&(chain.len() as u64).to_le_bytes());
+        out.extend_from_slice(chain);
+    }
+
+    /// A sample [`Sample::write_copy`] wrote at the start of `bytes`, and the bytes after it;
+    /// `None` if they do not hold one.
+    pub fn read_copy(bytes: &'a [u8]) -> Option<(Sample<'a>, &'a [u8])> {
+        let (head, rest) = bytes.split_at_checked(COPY_HEAD)?;
+        let (&[flags, mode, big], fields) = head.split_first_chunk::<3>()?;
+        let le64 = |at: usize| -> Option<u64> {
+            Some(u64::from_le_bytes(fields.get(at..at + 8)?.try_into().ok()?))
+        };
+        let le32 = |at: usize| -> Option<u32> {
+            Some(u32::from_le_bytes(fields.get(at..at + 4)?.try_into().ok()?))
+        };
+        let has = |bit: u8| flags & (1 << bit) != 0;
+        // Field `i` of the id, ip, time and period, if its flag says it is there.
+        let option = |i: u8| -> Option<Option<u64>> {
+            Some(if has(i) {
+                Some(le64(8 + 8 * usize::from(i))?)
+            } else {
+                None
+            })
+        };
+        let (id, ip, time, period) = (option(0)?, option(1)?, option(2)?, option(3)?);
+        let pid = if has(4) { Some(le32(40)? as i32) } else { None };
+        let tid = if has(5) { Some(le32(44)? as i32) } else { None };
+        let cpu = if has(6) { Some(le32(48)?) } else { None };
+        let len = usize::try_from(le64(52)?).ok()?;
+        let (chain, rest) = rest.split_at_checked(len)?;
+        let endian = if big == 1 {
+            Endian::Big
+        } else {
+            Endian::Little
+        };
+        let sample = Sample {
+            attr_index: usize::try_from(le64(0)?).ok()?,
+            id,
+            ip,
+            pid,
+            tid,
+            time,
+            cpu,
+            period,
+            cpu_mode: cpu_mode_of_code(mode),
+            callchain: has(7).then(|| Callchain::new(chain, endian)),
+            user_regs: None,
+            user_stack: None,
+        };
+        Some((sample, rest))
+    }
+}
+
+/// Bytes of a sample's copy before its callchain: flags, cpu mode and byte order, then the
+/// attr index, id, ip, time and period (8 each), pid, tid and cpu (4 each), the chain's length
+/// (8).
+const COPY_HEAD: usize = 3 + 5 * 8 + 3 * 4 + 8;
+
+fn cpu_mode_code(mode: CpuMode) -> u8 {
+    match mode {
+        CpuMode::Kernel => 1,
+        CpuMode::User => 2,
+        CpuMode::Hypervisor => 3,
+        CpuMode::GuestKernel => 4,
+        CpuMode::GuestUser => 5,
+        _ => 0,
+    }
+}
+
+fn cpu_mode_of_code(code: u8) -> CpuMode {
+    match code {
+        1 => CpuMode::Kernel,
+        2 => CpuMode::User,
+        3 => CpuMode::Hypervisor,
+        4 => CpuMode::GuestKernel,
+        5 => CpuMode::GuestUser,
+        _ => CpuMode::Unknown,
+    }
+}
+
 /// A sample's callchain: `u64` entries, context markers (`PERF_CONTEXT_KERNEL`,
 /// `PERF_CONTEXT_USER`, …) followed by the frames of that context, innermost first.
 #[derive(Clone, Copy, Debug)]
@@ -192,6 +307,11 @@ impl<'a> Callchain<'a> {
     #[inline]
     pub fn as_bytes(&self) -> &'a [u8] {
         self.bytes
+    }
+
+    /// The byte order of its entries.
+    pub fn endian(&self) -> crate::read::bytes::Endian {
+        self.endian
     }
 
     /// Raw entries, markers included.

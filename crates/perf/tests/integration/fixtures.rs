@@ -544,3 +544,54 @@ fn framing_check_notes_the_jitdump_marker() {
     let pipe = fixture("node-pipe.data");
     assert!(PerfData::parse(&pipe).unwrap().jitdump_markers().is_empty());
 }
+
+/// Every sample of the real recordings reads back from its copy
+/// ([`profkit_perf::Sample::write_copy`]) with the same fields and callchain (the user
+/// registers and stack stay behind), and no prefix of a copy reads as a sample.
+#[test]
+fn a_sample_copy_reads_back() {
+    for name in ["node-fp.data", "node-two.data", "node-dwarf.data.gz"] {
+        let data = fixture(name);
+        let pd = PerfData::parse(&data).unwrap();
+        let mut events = pd.events().unwrap();
+        let mut copies = 0;
+        while let Some(ev) = events.next_event() {
+            let EventData::Sample(s) = ev.unwrap().data else {
+                continue;
+            };
+            let mut copy = Vec::new();
+            s.write_copy(&mut copy);
+            copy.extend_from_slice(b"tail");
+            let (back, rest) = profkit_perf::Sample::read_copy(&copy).unwrap();
+            assert_eq!(rest, b"tail");
+            let fields = |s: &profkit_perf::Sample<'_>| {
+                (
+                    s.attr_index,
+                    s.id,
+                    s.ip,
+                    s.pid,
+                    s.tid,
+                    s.time,
+                    s.cpu,
+                    s.period,
+                    s.cpu_mode,
+                )
+            };
+            assert_eq!(fields(&back), fields(&s));
+            let chain = |s: &profkit_perf::Sample<'_>| {
+                s.callchain.map(|c| (c.as_bytes().to_vec(), c.endian()))
+            };
+            assert_eq!(chain(&back), chain(&s));
+            assert!(back.user_regs.is_none() && back.user_stack.is_none());
+            let whole = copy.len() - 4;
+            for cut in [0, 1, 10, whole / 2, whole - 1] {
+                assert!(
+                    profkit_perf::Sample::read_copy(&copy[..cut]).is_none(),
+                    "{cut}"
+                );
+            }
+            copies += 1;
+        }
+        assert!(copies > 100, "{name}: {copies}");
+    }
+}
