@@ -145,6 +145,7 @@ impl Opened {
                     .clone()
                     .or_else(|| self.path().and_then(profkit_record::recorded_kallsyms)),
                 event: event.map(str::to_string),
+                helper: helper_from_env(),
                 ..PerfOptions::default()
             })
         };
@@ -260,5 +261,15 @@ impl Scanned {
             Scanned::Whole(o) => Input::Bytes(o.bytes()),
             Scanned::Stream(s, _) => Input::Stream(s),
         }
+    }
+}
+
+/// `PROFKIT_HELPER=1` (or `0`): name perf.data samples on two threads (or one) whatever the
+/// number of CPUs (see `PerfOptions::helper`); unset or anything else: by the CPUs.
+fn helper_from_env() -> Option<bool> {
+    match std::env::var("PROFKIT_HELPER").ok()?.as_str() {
+        "1" | "on" => Some(true),
+        "0" | "off" => Some(false),
+        _ => None,
     }
 }

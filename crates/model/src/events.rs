@@ -22,6 +22,7 @@
 //! another. Counters of one name arrive in time order. Times are `u64` nanoseconds since
 //! [`TraceInfo::origin_ns`]; events before the origin are clamped to 0.
 
+use std::any::Any;
 use std::io;
 
 pub mod threaded;
@@ -322,6 +323,22 @@ pub struct MappingInfo<'a> {
     pub build_id: Option<&'a [u8]>,
 }
 
+/// Names some of a driver's samples on the thread of the sink it is given to
+/// ([`EventSink::helper`]; see [`threaded`]).
+pub trait Helper: Send {
+    /// A change the driver handed over ([`EventSink::hand_over`]).
+    fn change(&mut self, change: Box<dyn Any + Send>);
+    /// Names the sample `work` describes into `sink`: the functions it declares, then the
+    /// sample.
+    fn sample(&mut self, work: &[u8], sink: &mut dyn EventSink) -> io::Result<()>;
+    /// The driver finished: the last call, before the sink finishes.
+    fn end(self: Box<Self>);
+}
+
+fn no_helper() -> io::Error {
+    io::Error::other("this sink takes no helper")
+}
+
 /// Receives a trace as events. See the [module docs](self) for the order of calls. Every
 /// method but [`EventSink::begin`] and [`EventSink::finish`] has a default that ignores the
 /// event, so an exporter implements what its output can show.
@@ -384,6 +401,20 @@ pub trait EventSink {
     /// no path one by one. The default answers `false` (the paths come one by one).
     fn call_trees(&mut self, _trees: &[&dyn CallTree]) -> io::Result<bool> {
         Ok(false)
+    }
+    /// Takes a helper that names some of the driver's samples on the sink's thread (see
+    /// [`threaded`]); asked before any function is declared. The default gives it back: the
+    /// driver names every sample itself.
+    fn helper(&mut self, helper: Box<dyn Helper>) -> Result<(), Box<dyn Helper>> {
+        Err(helper)
+    }
+    /// Hands the helper a change of what it names with, in the driver's order.
+    fn hand_over(&mut self, _change: Box<dyn Any + Send>) -> io::Result<()> {
+        Err(no_helper())
+    }
+    /// The helper names a sample here; `work` appends what it needs to its work.
+    fn helpers_sample(&mut self, _work: &mut dyn FnMut(&mut Vec<u8>)) -> io::Result<()> {
+        Err(no_helper())
     }
     /// Called once after the last event; writers flush here.
     fn finish(&mut self) -> io::Result<()>;
@@ -467,6 +498,15 @@ macro_rules! forward_sink {
             }
             fn call_trees(&mut self, trees: &[&dyn CallTree]) -> io::Result<bool> {
                 (**self).call_trees(trees)
+            }
+            fn helper(&mut self, helper: Box<dyn Helper>) -> Result<(), Box<dyn Helper>> {
+                (**self).helper(helper)
+            }
+            fn hand_over(&mut self, change: Box<dyn Any + Send>) -> io::Result<()> {
+                (**self).hand_over(change)
+            }
+            fn helpers_sample(&mut self, work: &mut dyn FnMut(&mut Vec<u8>)) -> io::Result<()> {
+                (**self).helpers_sample(work)
             }
             fn finish(&mut self) -> io::Result<()> {
                 (**self).finish()

@@ -151,6 +151,28 @@ impl FuncInterner {
         Ok(id)
     }
 
+    /// The id of the function `info` describes, and whether it is new (a writer numbering
+    /// the functions of several drivers: nothing is declared).
+    pub fn add(&mut self, info: &FuncInfo) -> (FuncId, bool) {
+        let key = FuncKey {
+            name: info.name.clone(),
+            module: info.module.clone(),
+            kind: info.kind,
+            tier: info.tier.as_ref().map(|t| t.name.clone()),
+        };
+        let next = FuncId(self.ids.len() as u32);
+        let id = *self.ids.entry(key).or_insert(next);
+        (id, id == next)
+    }
+
+    /// How many of this interner's functions `other` does not have.
+    pub fn count_new_in(&self, other: &FuncInterner) -> usize {
+        self.ids
+            .keys()
+            .filter(|k| !other.ids.contains_key(*k))
+            .count()
+    }
+
     /// Number of functions.
     pub fn len(&self) -> usize {
         self.ids.len()

@@ -12,7 +12,19 @@
 //! [`EventSink::finish`] finishes the inner sink on its thread and returns once it has; the
 //! thread then frees what the sink aggregated (a folded writer's tree, a profile's tables) on
 //! its own, off the driver's path: at the end of a conversion that is the last thing left.
+//!
+//! **A helper** ([`EventSink::helper`], before any function is declared): a driver that
+//! leaves the naming of some of its samples to a [`Helper`] (perf.data: the samples of some
+//! processes) sends it what changes the state it names with ([`EventSink::hand_over`]) and,
+//! for each such sample, the bytes it needs ([`EventSink::helpers_sample`]), in its own
+//! order. The helper runs on the writer's thread (which has time to spare while the driver
+//! names) and names each sample there when the writer meets it, so the inner sink sees the
+//! events in the driver's order. The helper numbers its functions itself; the writer numbers
+//! both sides' functions again, in the order it declares them to the inner sink, by the
+//! [`FuncInterner`]'s key: the inner sink sees what one driver naming every sample would
+//! have given it.
 
+use std::any::Any;
 use std::io;
 use std::sync::mpsc::{channel, Receiver, Sender};
 
@@ -20,11 +32,11 @@ use profkit_common::handoff::{self, Wake};
 use std::thread::JoinHandle;
 
 use super::{
-    ArgValue, CallPath, CodeEvent, CodeRegion, CodeTier, Counter, Enter, EventSink, Instant,
-    MappingInfo, ProcessInfo, Sample, SampleWeight, ThreadInfo, TraceInfo,
+    ArgValue, CallPath, CodeEvent, CodeRegion, CodeTier, Counter, Enter, EventSink, Helper,
+    Instant, MappingInfo, ProcessInfo, Sample, SampleWeight, ThreadInfo, TraceInfo,
 };
 use crate::clock::Clock;
-use crate::func::{FuncId, FuncInfo, FuncTier, FunctionTable};
+use crate::func::{FuncId, FuncInfo, FuncInterner, FuncTier, FunctionTable};
 use crate::span::Span;
 
 /// Events per message.
@@ -81,6 +93,12 @@ enum Event {
     Code(Box<Code>),
     /// The driver is done: finish the inner sink.
     Finish,
+    /// The helper (see the [module docs](self)).
+    Helper(Box<dyn Helper>),
+    /// A change for the helper.
+    Change(Box<dyn Any + Send>),
+    /// A sample the helper names from `work[start..end]` of its batch.
+    Helped(usize, usize),
 }
 
 // The rare events are boxed, so that the one sent per sample stays small (a sample's event
@@ -134,6 +152,8 @@ struct Batch {
     lines: Vec<u32>,
     /// The arguments of its enters.
     args: Vec<u64>,
+    /// The helper's work for its samples.
+    work: Vec<u8>,
 }
 
 impl Batch {
@@ -158,6 +178,10 @@ pub struct Threaded<S> {
     /// Per slot of the writer's last stacks ([`STACK_SLOTS`]), the thread whose last sample it
     /// holds: a sample's shared frames are sent as shared only when its thread's slot is its.
     slot_threads: Vec<Option<u32>>,
+    /// Whether a function was declared (a helper can join only before).
+    functions_declared: bool,
+    /// Whether a helper joined.
+    helped: bool,
 }
 
 /// Last stacks the writer's side keeps (a thread's is in slot `thread % STACK_SLOTS`), so that
@@ -202,6 +226,8 @@ impl<S: EventSink + Send + 'static> Threaded<S> {
             done,
             worker: Some(worker),
             slot_threads: vec![None; STACK_SLOTS],
+            functions_declared: false,
+            helped: false,
         })
     }
 
@@ -250,37 +276,112 @@ impl<S: EventSink + Send + 'static> Threaded<S> {
     }
 }
 
+/// The writer's numbering of the driver's and the helper's functions (see the
+/// [module docs](self)).
+#[derive(Default)]
+struct Renumber {
+    functions: FuncInterner,
+    /// Per side (0: the driver, 1: the helper): its id → the writer's.
+    ids: [Vec<FuncId>; 2],
+}
+
+impl Renumber {
+    /// Side `from`'s function `id`: the writer's id, and whether it is new to the writer.
+    fn declare(&mut self, from: usize, id: FuncId, info: &FuncInfo) -> (FuncId, bool) {
+        let (mine, new) = self.functions.add(info);
+        if let Some(ids) = self.ids.get_mut(from) {
+            let i = id.0 as usize;
+            if ids.len() <= i {
+                ids.resize(i + 1, FuncId(u32::MAX));
+            }
+            if let Some(slot) = ids.get_mut(i) {
+                *slot = mine;
+            }
+        }
+        (mine, new)
+    }
+
+    fn id(&self, from: usize, id: FuncId) -> FuncId {
+        self.ids
+            .get(from)
+            .and_then(|ids| ids.get(id.0 as usize))
+            .copied()
+            .unwrap_or(id)
+    }
+}
+
+/// The writer's side: the inner sink, the driver's threads' last stacks, and the helper
+/// once it joined.
+struct Writer<S> {
+    inner: S,
+    last_stacks: Vec<LastStack>,
+    helper: Option<Box<dyn Helper>>,
+    renumber: Option<Renumber>,
+    /// The helper's threads' last stacks, numbered the writer's way, by slot, with the thread
+    /// each holds.
+    helper_stacks: Vec<(Option<u32>, Vec<FuncId>)>,
+}
+
 fn run<S: EventSink>(
-    mut inner: S,
+    inner: S,
     rx: handoff::Receiver<Batch>,
     spent: Sender<Batch>,
     done: Sender<io::Result<()>>,
 ) -> io::Result<Option<S>> {
-    let mut last_stacks: Vec<LastStack> = Vec::new();
+    let mut w = Writer {
+        inner,
+        last_stacks: Vec::new(),
+        helper: None,
+        renumber: None,
+        helper_stacks: Vec::new(),
+    };
     while let Some(mut batch) = rx.recv() {
         for e in batch.events.drain(..) {
-            if let Event::Finish = e {
-                let _ = done.send(inner.finish());
-                // Freed here, while the driver goes on.
-                profkit_common::release::release(inner);
-                return Ok(None);
+            match e {
+                Event::Finish => {
+                    if let Some(helper) = w.helper.take() {
+                        helper.end();
+                    }
+                    let _ = done.send(w.inner.finish());
+                    // Freed here, while the driver goes on.
+                    profkit_common::release::release(w);
+                    return Ok(None);
+                }
+                Event::Helper(helper) => {
+                    w.helper = Some(helper);
+                    w.renumber = Some(Renumber::default());
+                }
+                Event::Change(change) => {
+                    if let Some(helper) = w.helper.as_mut() {
+                        helper.change(change);
+                    }
+                }
+                Event::Helped(start, end) => w.helped(batch.work.get(start..end))?,
+                e => {
+                    let from = Batched {
+                        stacks: &batch.stacks,
+                        lines: &batch.lines,
+                        args: &batch.args,
+                    };
+                    w.deliver(e, &from)?;
+                }
             }
-            deliver(
-                &mut inner,
-                e,
-                &batch.stacks,
-                &batch.lines,
-                &batch.args,
-                &mut last_stacks,
-            )?;
         }
         batch.stacks.clear();
         batch.lines.clear();
         batch.args.clear();
+        batch.work.clear();
         // The driver may have ended: then the batch is simply dropped.
         let _ = spent.send(batch);
     }
-    Ok(Some(inner))
+    Ok(Some(w.inner))
+}
+
+/// The arrays of an event's batch.
+struct Batched<'b> {
+    stacks: &'b [FuncId],
+    lines: &'b [u32],
+    args: &'b [u64],
 }
 
 /// A thread's last sample's stack and lines, as the writer's side rebuilt them.
@@ -290,183 +391,215 @@ struct LastStack {
     lines: Vec<u32>,
 }
 
-fn deliver<S: EventSink>(
-    inner: &mut S,
-    e: Event,
-    stacks: &[FuncId],
-    all_lines: &[u32],
-    all_args: &[u64],
-    last_stacks: &mut Vec<LastStack>,
-) -> io::Result<()> {
-    match e {
-        Event::Begin(b) => {
-            let Begin {
-                format,
-                samples,
-                origin_unix_ns,
-                functions,
-                clock,
-                origin_ns,
-                name,
-            } = *b;
-            inner.begin(&TraceInfo {
-                format,
-                functions: &functions,
-                clock,
-                origin_ns,
-                name: &name,
-                samples: samples.as_ref().map(|(kind, unit, period)| SampleWeight {
-                    kind,
-                    unit,
-                    period: *period,
-                }),
-                origin_unix_ns,
-            })
-        }
-        Event::Process(pid, name) => inner.process(&ProcessInfo { pid, name: &name }),
-        Event::Thread(index, pid, tid, name) => inner.thread(&ThreadInfo {
-            index,
-            pid,
-            tid,
-            name: &name,
-        }),
-        Event::Function(id, info) => inner.function(id, &info),
-        Event::Enter(thread, func, time, depth, args) => inner.enter(&Enter {
-            thread,
-            func,
-            time,
-            depth,
-            args: all_args.get(args.0..args.1).unwrap_or_default(),
-        }),
-        Event::Exit(span) => inner.exit(&span),
-        Event::Instant(i) => {
-            let OwnedInstant {
-                thread,
-                time,
-                name,
-                category,
-                args,
-            } = *i;
-            let args: Vec<(&str, ArgValue<'_>)> = args
-                .iter()
-                .map(|(k, v)| {
-                    let v = match v {
-                        Arg::Str(s) => ArgValue::Str(s),
-                        Arg::U64(v) => ArgValue::U64(*v),
-                        Arg::I64(v) => ArgValue::I64(*v),
-                        Arg::F64(v) => ArgValue::F64(*v),
-                        Arg::Bytes(b) => ArgValue::Bytes(b),
-                    };
-                    (k.as_str(), v)
+impl<S: EventSink> Writer<S> {
+    /// Has the helper name the sample `work` describes.
+    fn helped(&mut self, work: Option<&[u8]>) -> io::Result<()> {
+        let (Some(helper), Some(renumber), Some(work)) =
+            (self.helper.as_mut(), self.renumber.as_mut(), work)
+        else {
+            return Err(io::Error::other("a helper's sample without a helper"));
+        };
+        let mut sink = Helped {
+            inner: &mut self.inner,
+            renumber,
+            last: &mut self.helper_stacks,
+        };
+        helper.sample(work, &mut sink)
+    }
+
+    fn deliver(&mut self, e: Event, from: &Batched<'_>) -> io::Result<()> {
+        let inner = &mut self.inner;
+        let renumber = self.renumber.as_mut();
+        let id = |r: &Option<&mut Renumber>, f: FuncId| match r {
+            Some(r) => r.id(0, f),
+            None => f,
+        };
+        match e {
+            Event::Begin(b) => {
+                let Begin {
+                    format,
+                    samples,
+                    origin_unix_ns,
+                    functions,
+                    clock,
+                    origin_ns,
+                    name,
+                } = *b;
+                inner.begin(&TraceInfo {
+                    format,
+                    functions: &functions,
+                    clock,
+                    origin_ns,
+                    name: &name,
+                    samples: samples.as_ref().map(|(kind, unit, period)| SampleWeight {
+                        kind,
+                        unit,
+                        period: *period,
+                    }),
+                    origin_unix_ns,
                 })
-                .collect();
-            inner.instant(&Instant {
-                thread,
-                time,
-                name: &name,
-                category: &category,
-                args: &args,
-            })
-        }
-        Event::Counter(pid, name, time, value) => inner.counter(&Counter {
-            pid,
-            name: &name,
-            time,
-            value,
-        }),
-        Event::Sample {
-            thread,
-            time,
-            stack,
-            lines,
-            weight,
-            shared,
-        } => {
-            // The thread's last stack (its slot's: the driver's side sends frames as shared
-            // only when the slot is the thread's), cut to the shared frames, then this
-            // sample's own.
-            let slot = thread as usize % STACK_SLOTS;
-            if last_stacks.len() <= slot {
-                last_stacks.resize_with(slot + 1, LastStack::default);
             }
-            let mut spare = LastStack::default();
-            let last = last_stacks.get_mut(slot).unwrap_or(&mut spare);
-            last.stack.truncate(shared);
-            last.stack
-                .extend_from_slice(stacks.get(stack.0..stack.1).unwrap_or_default());
-            last.lines.truncate(shared);
-            last.lines
-                .extend_from_slice(all_lines.get(lines.0..lines.1).unwrap_or_default());
-            inner.sample(&Sample {
+            Event::Process(pid, name) => inner.process(&ProcessInfo { pid, name: &name }),
+            Event::Thread(index, pid, tid, name) => inner.thread(&ThreadInfo {
+                index,
+                pid,
+                tid,
+                name: &name,
+            }),
+            Event::Function(f, info) => match renumber {
+                Some(r) => match r.declare(0, f, &info) {
+                    (mine, true) => inner.function(mine, &info),
+                    (_, false) => Ok(()),
+                },
+                None => inner.function(f, &info),
+            },
+            Event::Enter(thread, func, time, depth, args) => inner.enter(&Enter {
+                thread,
+                func: id(&renumber, func),
+                time,
+                depth,
+                args: from.args.get(args.0..args.1).unwrap_or_default(),
+            }),
+            Event::Exit(span) => inner.exit(&span),
+            Event::Instant(i) => {
+                let OwnedInstant {
+                    thread,
+                    time,
+                    name,
+                    category,
+                    args,
+                } = *i;
+                let args: Vec<(&str, ArgValue<'_>)> = args
+                    .iter()
+                    .map(|(k, v)| {
+                        let v = match v {
+                            Arg::Str(s) => ArgValue::Str(s),
+                            Arg::U64(v) => ArgValue::U64(*v),
+                            Arg::I64(v) => ArgValue::I64(*v),
+                            Arg::F64(v) => ArgValue::F64(*v),
+                            Arg::Bytes(b) => ArgValue::Bytes(b),
+                        };
+                        (k.as_str(), v)
+                    })
+                    .collect();
+                inner.instant(&Instant {
+                    thread,
+                    time,
+                    name: &name,
+                    category: &category,
+                    args: &args,
+                })
+            }
+            Event::Counter(pid, name, time, value) => inner.counter(&Counter {
+                pid,
+                name: &name,
+                time,
+                value,
+            }),
+            Event::Sample {
                 thread,
                 time,
-                stack: &last.stack,
-                lines: &last.lines,
+                stack,
+                lines,
                 weight,
                 shared,
-            })
-        }
-        Event::CallPath {
-            thread,
-            stack,
-            calls,
-            inclusive,
-            exclusive,
-        } => inner.call_path(&CallPath {
-            thread,
-            stack: stacks.get(stack.0..stack.1).unwrap_or_default(),
-            calls,
-            inclusive,
-            exclusive,
-        }),
-        Event::Code(c) => {
-            let Code {
+            } => {
+                // The thread's last stack (its slot's: the driver's side sends frames as shared
+                // only when the slot is the thread's), cut to the shared frames, then this
+                // sample's own.
+                let slot = thread as usize % STACK_SLOTS;
+                let last_stacks = &mut self.last_stacks;
+                if last_stacks.len() <= slot {
+                    last_stacks.resize_with(slot + 1, LastStack::default);
+                }
+                let mut spare = LastStack::default();
+                let last = last_stacks.get_mut(slot).unwrap_or(&mut spare);
+                last.stack.truncate(shared);
+                let frames = from.stacks.get(stack.0..stack.1).unwrap_or_default();
+                match &renumber {
+                    Some(r) => last.stack.extend(frames.iter().map(|&f| r.id(0, f))),
+                    None => last.stack.extend_from_slice(frames),
+                }
+                last.lines.truncate(shared);
+                last.lines
+                    .extend_from_slice(from.lines.get(lines.0..lines.1).unwrap_or_default());
+                inner.sample(&Sample {
+                    thread,
+                    time,
+                    stack: &last.stack,
+                    lines: &last.lines,
+                    weight,
+                    shared,
+                })
+            }
+            Event::CallPath {
                 thread,
-                pid,
-                time,
-                address,
-                size,
-                name,
-                event,
-                code_index,
-                tier,
-            } = *c;
-            inner.code(&CodeRegion {
+                stack,
+                calls,
+                inclusive,
+                exclusive,
+            } => inner.call_path(&CallPath {
                 thread,
-                pid,
-                time,
-                address,
-                size,
-                name: &name,
-                event,
-                code_index,
-                tier: tier.as_ref().map(|t| CodeTier {
-                    name: &t.name,
-                    color: t.color,
-                    js: t.js,
-                }),
-            })
+                stack: &from
+                    .stacks
+                    .get(stack.0..stack.1)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|&f| id(&renumber, f))
+                    .collect::<Vec<_>>(),
+                calls,
+                inclusive,
+                exclusive,
+            }),
+            Event::Code(c) => {
+                let Code {
+                    thread,
+                    pid,
+                    time,
+                    address,
+                    size,
+                    name,
+                    event,
+                    code_index,
+                    tier,
+                } = *c;
+                inner.code(&CodeRegion {
+                    thread,
+                    pid,
+                    time,
+                    address,
+                    size,
+                    name: &name,
+                    event,
+                    code_index,
+                    tier: tier.as_ref().map(|t| CodeTier {
+                        name: &t.name,
+                        color: t.color,
+                        js: t.js,
+                    }),
+                })
+            }
+            Event::Mapping(m) => {
+                let Mapping {
+                    pid,
+                    start,
+                    end,
+                    file_offset,
+                    path,
+                    build_id,
+                } = *m;
+                inner.mapping(&MappingInfo {
+                    pid,
+                    start,
+                    end,
+                    file_offset,
+                    path: &path,
+                    build_id: build_id.as_deref(),
+                })
+            }
+            // Handled by `run`.
+            Event::Finish | Event::Helper(_) | Event::Change(_) | Event::Helped(..) => Ok(()),
         }
-        Event::Mapping(m) => {
-            let Mapping {
-                pid,
-                start,
-                end,
-                file_offset,
-                path,
-                build_id,
-            } = *m;
-            inner.mapping(&MappingInfo {
-                pid,
-                start,
-                end,
-                file_offset,
-                path: &path,
-                build_id: build_id.as_deref(),
-            })
-        }
-        // Handled by `run`.
-        Event::Finish => Ok(()),
     }
 }
 
@@ -489,6 +622,7 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
         self.push(Event::Thread(t.index, t.pid, t.tid, t.name.to_string()))
     }
     fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+        self.functions_declared = true;
         self.push(Event::Function(id, Box::new(info.clone())))
     }
     fn enter(&mut self, call: &Enter<'_>) -> io::Result<()> {
@@ -596,6 +730,25 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
             exclusive: p.exclusive,
         })
     }
+    fn helper(&mut self, helper: Box<dyn Helper>) -> Result<(), Box<dyn Helper>> {
+        if self.functions_declared || self.helped {
+            return Err(helper);
+        }
+        self.helped = true;
+        // A writer that stopped has its error: the driver meets it at its next event.
+        let _ = self.push(Event::Helper(helper));
+        Ok(())
+    }
+    fn hand_over(&mut self, change: Box<dyn Any + Send>) -> io::Result<()> {
+        self.push(Event::Change(change))
+    }
+    fn helpers_sample(&mut self, work: &mut dyn FnMut(&mut Vec<u8>)) -> io::Result<()> {
+        let b = &mut self.batch.work;
+        let start = b.len();
+        work(b);
+        let end = b.len();
+        self.push(Event::Helped(start, end))
+    }
     fn finish(&mut self) -> io::Result<()> {
         self.push(Event::Finish)?;
         self.flush()?;
@@ -609,6 +762,55 @@ impl<S: EventSink + Send + 'static> EventSink for Threaded<S> {
             // The writer ended early: its error.
             Err(_) => self.join().map(|_| ()),
         }
+    }
+}
+
+/// The sink the helper names into, on the writer's thread: its functions and samples reach the
+/// inner sink numbered the writer's way.
+struct Helped<'w, S> {
+    inner: &'w mut S,
+    renumber: &'w mut Renumber,
+    last: &'w mut Vec<(Option<u32>, Vec<FuncId>)>,
+}
+
+impl<S: EventSink> EventSink for Helped<'_, S> {
+    fn begin(&mut self, _: &TraceInfo<'_>) -> io::Result<()> {
+        Ok(())
+    }
+    fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+        match self.renumber.declare(1, id, info) {
+            (mine, true) => self.inner.function(mine, info),
+            (_, false) => Ok(()),
+        }
+    }
+    fn sample(&mut self, s: &Sample<'_>) -> io::Result<()> {
+        // The thread's last stack, renumbered, when its slot holds it: only the frames past
+        // the shared ones are renumbered.
+        let slot = s.thread as usize % STACK_SLOTS;
+        if self.last.len() <= slot {
+            self.last.resize_with(slot + 1, Default::default);
+        }
+        let mut spare = (None, Vec::new());
+        let (owner, stack) = self.last.get_mut(slot).unwrap_or(&mut spare);
+        let shared = if *owner == Some(s.thread) {
+            s.shared.min(s.stack.len()).min(stack.len())
+        } else {
+            0
+        };
+        *owner = Some(s.thread);
+        stack.truncate(shared);
+        let renumber = &*self.renumber;
+        stack.extend(
+            s.stack
+                .get(shared..)
+                .unwrap_or_default()
+                .iter()
+                .map(|&f| renumber.id(1, f)),
+        );
+        self.inner.sample(&Sample { stack, ..*s })
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 

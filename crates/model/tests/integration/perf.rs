@@ -217,3 +217,130 @@ fn a_sample_at_ip_0_is_not_anonymous_executable_memory() {
     let (samples, unnamed) = unnamed_jit_samples(&base, pid);
     assert_eq!(unnamed_jit_samples(&zero, pid), (samples + 1, unnamed));
 }
+
+/// A sink on the writer's thread whose events the test reads after `finish` (a [`Threaded`]
+/// frees its sink there).
+#[derive(Clone, Default)]
+struct Kept(std::sync::Arc<std::sync::Mutex<Recorded>>);
+
+macro_rules! kept {
+    ($($method:ident($arg:ty)),*) => {
+        impl profkit_model::events::EventSink for Kept {
+            $(fn $method(&mut self, a: $arg) -> std::io::Result<()> {
+                self.0.lock().unwrap().$method(a)
+            })*
+            fn function(
+                &mut self,
+                id: profkit_model::func::FuncId,
+                info: &profkit_model::func::FuncInfo,
+            ) -> std::io::Result<()> {
+                self.0.lock().unwrap().function(id, info)
+            }
+            fn finish(&mut self) -> std::io::Result<()> {
+                self.0.lock().unwrap().finish()
+            }
+        }
+    };
+}
+use profkit_model::events::{
+    CodeRegion, MappingInfo, ProcessInfo, Sample, ThreadInfo, Threaded, TraceInfo,
+};
+kept!(
+    begin(&TraceInfo<'_>),
+    process(&ProcessInfo<'_>),
+    thread(&ThreadInfo<'_>),
+    sample(&Sample<'_>),
+    code(&CodeRegion<'_>),
+    mapping(&MappingInfo<'_>)
+);
+
+/// Naming on two threads (a helper on the writer's thread names the samples of the processes
+/// it is given) gives the events naming on one gives: on the recording of two node processes
+/// (one each, with their perf maps: JIT frames named from both) and on every other recording
+/// (one process, or user stacks: nothing moves).
+#[test]
+fn naming_on_two_threads_gives_the_events_of_one() {
+    let dir = profkit_testkit::scratch_dir().join("two-threads");
+    std::fs::create_dir_all(&dir).unwrap();
+    for map in profkit_testkit::fixture_files("perf", "map") {
+        let name = map.file_name().unwrap().to_string_lossy().into_owned();
+        let plain = name.split_once('.').map_or(name.as_str(), |(_, rest)| rest);
+        std::fs::copy(&map, dir.join(plain)).unwrap();
+    }
+    let options = |helper| PerfOptions {
+        jit: JitSearch {
+            beside: None,
+            dirs: vec![dir.clone()],
+            tmp: dir.clone(),
+            ..JitSearch::default()
+        },
+        kallsyms: Some(PathBuf::from("/nonexistent/kallsyms")),
+        helper: Some(helper),
+        ..PerfOptions::default()
+    };
+    let run = |data: &[u8], helper: bool| {
+        let kept = Kept::default();
+        let mut sink = Threaded::new(kept.clone()).unwrap();
+        let (_, report) = feed(data, "two", &options(helper), None, &mut sink).unwrap();
+        let recorded = kept.0.lock().unwrap().clone();
+        assert!(recorded.finished);
+        (recorded, report)
+    };
+    for (name, moves) in [
+        ("node-two.data", true),
+        ("node-fp.data", false),
+        ("node-basic-prof.data", false),
+        ("node-pipe.data", false),
+        ("node-dwarf.data.gz", false),
+        ("node-killed.data.gz", false),
+    ] {
+        let data = profkit_testkit::read_fixture_gunzipped(format!("perf/{name}"));
+        let (one, one_report) = run(&data, false);
+        let (two, two_report) = run(&data, true);
+        assert_eq!(one_report.helped, 0, "{name}");
+        assert_eq!(
+            two_report.helped > 0,
+            moves,
+            "{name}: {}",
+            two_report.helped
+        );
+        assert_eq!(one, two, "{name}");
+        assert_eq!(one_report.functions, two_report.functions, "{name}");
+        let per_process = |r: &profkit_model::feed::perf::PerfReport| {
+            r.processes
+                .iter()
+                .map(|p| {
+                    (
+                        p.pid,
+                        p.comm.clone(),
+                        p.samples,
+                        p.jit_samples,
+                        p.unnamed_jit_samples,
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(per_process(&one_report), per_process(&two_report), "{name}");
+        assert_eq!(one_report.fp_cut, two_report.fp_cut, "{name}");
+        if moves {
+            // Both processes' JIT frames are named (from their perf maps).
+            let unnamed: u64 = two_report
+                .processes
+                .iter()
+                .map(|p| p.unnamed_jit_samples)
+                .sum();
+            let jit: u64 = two_report.processes.iter().map(|p| p.jit_samples).sum();
+            assert!(
+                jit > 400 && unnamed * 20 < jit,
+                "{jit} JIT samples, {unnamed} unnamed"
+            );
+            // The helper took one of the two node processes: about half the samples.
+            let total: u64 = two_report.processes.iter().map(|p| p.samples).sum();
+            assert!(
+                two_report.helped * 4 > total,
+                "{} of {total}",
+                two_report.helped
+            );
+        }
+    }
+}

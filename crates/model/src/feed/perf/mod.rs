@@ -27,6 +27,10 @@
 //! otherwise JIT code is named by what is live at the end of the dump and the [`PerfReport`]
 //! warns.
 //!
+//! With a sink that runs on another thread ([`crate::events::Threaded`]) and three CPUs or
+//! more, the naming is split by process: the helper, a second walk on the writer's thread,
+//! names the samples of the processes it is given; the output is the one walk's (`split.rs`).
+//!
 //! Samples weigh their period (perf report's default: ns for cpu-clock, events for cycles).
 //! Only the first sampled event's samples are used (a recording of several events mixes
 //! units); the report counts the others. Times are ns since the first sample.
@@ -36,6 +40,7 @@ pub use profkit_jit::discovery as jit;
 mod chain;
 mod process;
 mod report;
+mod split;
 mod symbols;
 
 use std::collections::BinaryHeap;
@@ -68,6 +73,11 @@ pub struct PerfOptions {
     /// The event whose samples are used (`perf record -e` name, with or without its `:ppp`
     /// modifiers); `None`: the first event that samples.
     pub event: Option<String>,
+    /// Whether the naming of some processes' samples may move to the writer's thread, when
+    /// the sink has one (`split.rs`); `None`: when the machine has three CPUs or more (with
+    /// two, the reader and the writer already keep the second busy: the split measured no
+    /// faster and costs CPU).
+    pub helper: Option<bool>,
 }
 
 impl PerfOptions {
@@ -165,15 +175,15 @@ impl PreviousStack {
 }
 
 /// The walk's state.
-struct Walk<'o> {
+struct Walk {
     /// Whether the local kallsyms, taken on release and hostname alone, must still show
     /// `_text` where the recording's kernel mapping has it.
     kernel_text_check: bool,
-    opts: &'o PerfOptions,
+    opts: Arc<PerfOptions>,
     symbols: Symbols,
     processes: HashMap<u32, Process>,
-    /// Threads by (pid, tid) → dense index.
-    threads: HashMap<(u32, u32), u32>,
+    /// Threads by (pid, tid) → dense index, and whether the helper names their samples.
+    threads: HashMap<(u32, u32), (u32, bool)>,
     thread_names: HashMap<u32, String>,
     /// Build ids from the feature section, by path.
     build_ids: HashMap<Vec<u8>, Vec<u8>>,
@@ -198,6 +208,8 @@ struct Walk<'o> {
     // Scratch buffers, reused by every sample.
     addrs: Vec<(u64, bool)>,
     unwound: Vec<u64>,
+    /// The helper's side, when the sink takes one (see `split.rs`).
+    split: Option<split::Split>,
 }
 
 /// Feeds the recording in `data` to `sink`. `name` names the trace. Records that do not decode
@@ -220,6 +232,39 @@ pub fn feed(
     .map_err(invalid)?;
     let (mut walk, attr) = walk?;
     walk.load_marked_jitdumps(&perf);
+    // Samples with user stacks stay on one walk (see `split.rs`).
+    let splittable = attr
+        .and_then(|i| perf.attrs().get(i))
+        .is_some_and(|a| !a.has_user_stack());
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    if splittable && opts.helper.unwrap_or(cpus >= 3) {
+        walk.split = split::Split::start(sink, walk.second());
+    }
+    walk_events(&mut walk, &perf, data, name, attr, release, sink)?;
+    if let Some(split) = walk.split.take() {
+        // The helper's walk comes back once the writer took every sample.
+        sink.finish()?;
+        if let Some(helper) = split.finished() {
+            walk.absorb(helper);
+        }
+        walk.report.helped = split.named[1];
+        return Ok(walk.finish());
+    }
+    let (summary, report) = walk.finish();
+    sink.finish()?;
+    Ok((summary, report))
+}
+
+/// The walk over every event of `perf` (see [`feed`]); `Ok` once the sink began.
+fn walk_events(
+    walk: &mut Walk,
+    perf: &PerfData<'_>,
+    data: &[u8],
+    name: &str,
+    attr: Option<usize>,
+    release: Option<&(dyn Fn(u64, u64) + Sync)>,
+    sink: &mut dyn EventSink,
+) -> io::Result<()> {
     let functions = FunctionTable::new();
     let mut begun = false;
     let outcome = perf
@@ -251,7 +296,7 @@ pub fn feed(
                     EventData::Sample(s) => {
                         if !begun {
                             walk.origin = s.time;
-                            sink.begin(&trace_info(&functions, walk.origin, name, &perf, attr))?;
+                            sink.begin(&trace_info(&functions, walk.origin, name, perf, attr))?;
                             begun = true;
                         }
                         walk.flush_maps(sink)?;
@@ -277,10 +322,7 @@ pub fn feed(
                     }
                     EventData::Fork(t) => {
                         if let (Ok(pid), Ok(ppid)) = (u32::try_from(t.pid), u32::try_from(t.ppid)) {
-                            if pid != ppid && !walk.processes.contains_key(&pid) {
-                                let child = walk.processes.get(&ppid).map(Process::fork);
-                                walk.processes.insert(pid, child.unwrap_or_default());
-                            }
+                            walk.fork(ppid, pid);
                         }
                     }
                     EventData::Lost(l) => walk.report.lost += l.count,
@@ -304,11 +346,9 @@ pub fn feed(
         .map_err(invalid)??;
     walk.summary.truncation = outcome.truncation.clone();
     if !begun {
-        sink.begin(&trace_info(&functions, None, name, &perf, attr))?;
+        sink.begin(&trace_info(&functions, None, name, perf, attr))?;
     }
-    let (summary, report) = walk.finish();
-    sink.finish()?;
-    Ok((summary, report))
+    Ok(())
 }
 
 /// The lowest address Linux maps by default (`vm.mmap_min_addr`, 64 KiB).
@@ -517,8 +557,8 @@ fn foreign_kernel(f: &profkit_perf::Features) -> Option<String> {
     }
 }
 
-impl<'o> Walk<'o> {
-    fn new(meta: &Meta, opts: &'o PerfOptions, attr: Option<usize>) -> Walk<'o> {
+impl Walk {
+    fn new(meta: &Meta, opts: &PerfOptions, attr: Option<usize>) -> Walk {
         let mut binaries = Binaries::new();
         for d in &opts.binary_dirs {
             binaries.add_search_dir(d.clone());
@@ -557,7 +597,7 @@ impl<'o> Walk<'o> {
             ..PerfReport::default()
         };
         Walk {
-            opts,
+            opts: Arc::new(opts.clone()),
             symbols: Symbols::new(binaries, kernel),
             processes: HashMap::default(),
             threads: HashMap::default(),
@@ -577,7 +617,73 @@ impl<'o> Walk<'o> {
             from_memo: None,
             addrs: Vec::new(),
             unwound: Vec::new(),
+            split: None,
         }
+    }
+
+    /// The helper's walk (see `split.rs`): the same options and event, the same binaries and
+    /// kernel names, no processes until it is given some.
+    fn second(&self) -> Walk {
+        Walk {
+            kernel_text_check: false,
+            opts: self.opts.clone(),
+            symbols: self.symbols.sibling(),
+            processes: HashMap::default(),
+            threads: HashMap::default(),
+            thread_names: HashMap::default(),
+            build_ids: HashMap::default(),
+            clock_ok: self.clock_ok,
+            origin: self.origin,
+            attr: self.attr,
+            report: PerfReport::default(),
+            summary: FeedSummary::default(),
+            expiries: HashMap::default(),
+            previous: Vec::new(),
+            pending_maps: Vec::new(),
+            chains: Vec::new(),
+            chain_reuse: None,
+            from_memo: None,
+            addrs: Vec::new(),
+            unwound: Vec::new(),
+            split: None,
+        }
+    }
+
+    /// Takes the helper's processes and counts back (before the report).
+    fn absorb(&mut self, second: Walk) {
+        for (pid, mut process) in second.processes {
+            if let Some(mine) = self.processes.get_mut(&pid) {
+                // This walk kept its name up to date.
+                process.comm = mine.comm.take();
+                process.declared = mine.declared;
+            }
+            self.processes.insert(pid, process);
+        }
+        let (mine, theirs) = (&mut self.report, second.report);
+        mine.fp_cut.samples += theirs.fp_cut.samples;
+        mine.fp_cut.frames += theirs.fp_cut.frames;
+        mine.warnings.extend(theirs.warnings);
+        self.summary.other_events += second.summary.other_events;
+        self.summary.problems.extend(second.summary.problems);
+        self.symbols.count_functions_of(&second.symbols);
+        profkit_common::release::release_in_background((second.symbols, second.previous));
+    }
+
+    /// Process `parent` forked `child` (a new process: its mappings are its parent's).
+    fn fork(&mut self, parent: u32, child: u32) {
+        if child == parent || self.processes.contains_key(&child) {
+            return;
+        }
+        let copy = self.processes.get(&parent).map(Process::fork);
+        let mut process = copy.unwrap_or_default();
+        if let Some(split) = self.split.as_mut() {
+            if self.processes.get(&parent).is_some_and(|p| p.remote) {
+                // The helper holds the parent's mappings: it forks it there.
+                split.change(split::Change::Fork { parent, child });
+                process.remote = true;
+            }
+        }
+        self.processes.insert(child, process);
     }
 
     /// The dumps the framing check saw mapped: their loading starts now, not at the marker's
@@ -593,7 +699,7 @@ impl<'o> Walk<'o> {
         if self.kernel_text_check && m.path.starts_with(b"[kernel.kallsyms]") {
             // perf records the kernel image's mapping with pgoff = the address of `_text`.
             self.kernel_text_check = false;
-            self.symbols.kernel.check_text(m.pgoff);
+            symbols::lock(&self.symbols.kernel).check_text(m.pgoff);
         }
         let Ok(pid) = u32::try_from(m.pid) else {
             return; // the kernel's own mappings (pid -1): kallsyms names kernel code
@@ -627,9 +733,7 @@ impl<'o> Walk<'o> {
         let listed = self.build_ids.is_empty() || self.build_ids.contains_key(m.path);
         if kind == MapKind::File && m.executable && listed {
             let id = build_id.as_deref().map(BuildId::new);
-            self.symbols
-                .binaries
-                .prefetch(Path::new(&*path), id.as_ref());
+            symbols::lock(&self.symbols.binaries).prefetch(Path::new(&*path), id.as_ref());
         }
         let told = m.executable && matches!(kind, MapKind::File | MapKind::Special);
         let map = Map {
@@ -644,7 +748,10 @@ impl<'o> Walk<'o> {
         if told {
             self.pending_maps.push((pid, m.start, map.clone()));
         }
-        process.map(m.start, map);
+        match self.split.as_mut() {
+            Some(split) if process.remote => split.change(split::Change::Map(pid, m.start, map)),
+            _ => process.map(m.start, map),
+        }
     }
 
     /// Tells the sink the executable mappings seen since the last call.
@@ -671,6 +778,10 @@ impl<'o> Walk<'o> {
     /// from the start of the walk).
     fn jit_marker(&mut self, pid: u32, marker: PathBuf) {
         let process = self.processes.entry(pid).or_default();
+        if let (true, Some(split)) = (process.remote, self.split.as_mut()) {
+            split.change(split::Change::JitMarker(pid, marker));
+            return;
+        }
         if process.jit.marker.as_ref() == Some(&marker) || process.jit.dump.is_some() {
             return;
         }
@@ -692,8 +803,25 @@ impl<'o> Walk<'o> {
         }
         let pid = s.pid.and_then(|p| u32::try_from(p).ok()).unwrap_or(0);
         let tid = s.tid.and_then(|t| u32::try_from(t).ok()).unwrap_or(pid);
+        let (thread, remote) = self.declare(pid, tid, sink)?;
+        if let Some(split) = self.split.as_mut() {
+            if remote {
+                return split.sample(thread, s, sink);
+            }
+            split.named[0] += 1;
+        }
+        self.name(thread, s, sink)
+    }
+
+    /// Names sample `s` of thread index `thread` and hands it to `sink`.
+    fn name(
+        &mut self,
+        thread: u32,
+        s: &PerfSample<'_>,
+        sink: &mut dyn EventSink,
+    ) -> io::Result<()> {
+        let pid = s.pid.and_then(|p| u32::try_from(p).ok()).unwrap_or(0);
         let time = s.time.unwrap_or(0);
-        let thread = self.declare(pid, tid, sink)?;
         let jit_time = self.jit_time(pid, time);
         self.addresses(pid, thread, s, jit_time);
 
@@ -813,19 +941,22 @@ impl<'o> Walk<'o> {
         })
     }
 
-    /// The thread index of (pid, tid), declaring the process and thread on first sight.
-    fn declare(&mut self, pid: u32, tid: u32, sink: &mut dyn EventSink) -> io::Result<u32> {
-        if let Some(&i) = self.threads.get(&(pid, tid)) {
-            return Ok(i);
+    /// The thread index of (pid, tid), declaring the process and thread on first sight, and
+    /// whether the helper names the thread's samples.
+    fn declare(&mut self, pid: u32, tid: u32, sink: &mut dyn EventSink) -> io::Result<(u32, bool)> {
+        if let Some(&known) = self.threads.get(&(pid, tid)) {
+            return Ok(known);
         }
         let process = self.processes.entry(pid).or_default();
         let pname = process.comm.clone().unwrap_or_else(|| format!("pid {pid}"));
         if !process.declared {
             process.declared = true;
             sink.process(&ProcessInfo { pid, name: &pname })?;
+            self.give_away(pid);
         }
+        let remote = self.processes.get(&pid).is_some_and(|p| p.remote);
         let index = self.threads.len() as u32;
-        self.threads.insert((pid, tid), index);
+        self.threads.insert((pid, tid), (index, remote));
         self.summary.threads += 1;
         let tname = self
             .thread_names
@@ -838,7 +969,27 @@ impl<'o> Walk<'o> {
             tid: u64::from(tid),
             name: &tname,
         })?;
-        Ok(index)
+        Ok((index, remote))
+    }
+
+    /// At a process's first sample: gives it to the helper if that one named fewer samples so
+    /// far (see `split.rs`).
+    fn give_away(&mut self, pid: u32) {
+        let Some(split) = self.split.as_mut() else {
+            return;
+        };
+        let Some(process) = self.processes.get_mut(&pid) else {
+            return;
+        };
+        if process.remote || split.named[1] >= split.named[0] {
+            return;
+        }
+        let mut given = std::mem::take(process);
+        process.comm = given.comm.clone();
+        process.declared = true;
+        process.remote = true;
+        given.declared = true;
+        split.change(split::Change::Adopt(pid, Box::new(given), self.origin));
     }
 
     /// Looks up the process's jitdump and perf map, once (again after a new marker).
@@ -1112,15 +1263,13 @@ impl<'o> Walk<'o> {
             }
             self.report.processes.push(ProcessReport::of(pid, p));
         }
-        self.report.missing_binaries = self
-            .symbols
-            .binaries
+        self.report.missing_binaries = symbols::lock(&self.symbols.binaries)
             .problems()
             .iter()
             .map(|p| p.to_string())
             .collect();
         self.report.functions = self.symbols.functions();
-        self.report.kernel = self.symbols.kernel.describe();
+        self.report.kernel = symbols::lock(&self.symbols.kernel).describe();
         self.report.problems = self.summary.problems.clone();
         // Freeing the code maps, binaries (unmapping what was read) and caches takes as long
         // as a tenth of the walk; the caller's writer finishes meanwhile.

@@ -109,6 +109,9 @@ pub struct Process {
     pub jit_samples: u64,
     /// Whether it was declared to the sink.
     pub declared: bool,
+    /// Whether the helper names its samples (this is then the walk's record of its name and
+    /// threads; the helper has the rest: see `split.rs`).
+    pub remote: bool,
 }
 
 /// A process's mappings, sorted by start address, never overlapping.

@@ -123,6 +123,9 @@ pub struct PerfReport {
     pub problems: Vec<String>,
     /// Other warnings (a perf map that did not load).
     pub warnings: Vec<String>,
+    /// Samples named by the helper on the writer's thread (the naming split between two
+    /// threads: see `feed::perf`'s `split.rs`).
+    pub helped: u64,
 }
 
 impl PerfReport {
@@ -267,6 +270,13 @@ impl fmt::Display for PerfReport {
         writeln!(f, "clock:             {clock}")?;
         writeln!(f, "kernel symbols:    {}", self.kernel)?;
         writeln!(f, "functions named:   {}", self.functions)?;
+        if self.helped > 0 {
+            writeln!(
+                f,
+                "named on 2 threads: {} samples on the writer's",
+                self.helped
+            )?;
+        }
         if self.unwind.samples > 0 {
             writeln!(
                 f,

@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::io;
 use std::path::Path;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use profkit_native::{Binaries, Binary, BuildId, Kallsyms, Mapping};
 
@@ -141,12 +141,18 @@ impl KernelNames {
     }
 }
 
+/// `m`'s value, locked (a thread that panicked with it held left it whole: nothing here
+/// panics mid-update).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The symbolizer of a recording. See the [module docs](self).
 pub struct Symbols {
-    /// Finds binaries.
-    pub binaries: Binaries,
-    /// Kernel names.
-    pub kernel: KernelNames,
+    /// Finds binaries (shared with a [sibling](Symbols::sibling)).
+    pub binaries: Arc<Mutex<Binaries>>,
+    /// Kernel names (shared with a [sibling](Symbols::sibling)).
+    pub kernel: Arc<Mutex<KernelNames>>,
     interner: FuncInterner,
     arena: Vec<(FuncId, u32)>,
     kernel_cache: HashMap<u64, Frames>,
@@ -158,11 +164,23 @@ pub struct Symbols {
     /// Per process: perf map entry start and address → frames.
     map_cache: HashMap<(u32, u64), Frames>,
     scratch: Vec<(FuncInfo, u32)>,
+    /// Functions only a sibling found ([`Symbols::count_functions_of`]).
+    siblings_functions: usize,
 }
 
 impl Symbols {
     /// A symbolizer over `binaries` and `kernel`.
     pub fn new(binaries: Binaries, kernel: KernelNames) -> Symbols {
+        Symbols::over(Arc::new(Mutex::new(binaries)), Arc::new(Mutex::new(kernel)))
+    }
+
+    /// A symbolizer for another thread over the same binaries and kernel names, with caches
+    /// and function ids of its own.
+    pub fn sibling(&self) -> Symbols {
+        Symbols::over(self.binaries.clone(), self.kernel.clone())
+    }
+
+    fn over(binaries: Arc<Mutex<Binaries>>, kernel: Arc<Mutex<KernelNames>>) -> Symbols {
         Symbols {
             binaries,
             kernel,
@@ -173,6 +191,7 @@ impl Symbols {
             jit_cache: HashMap::default(),
             map_cache: HashMap::default(),
             scratch: Vec::new(),
+            siblings_functions: 0,
         }
     }
 
@@ -184,9 +203,15 @@ impl Symbols {
             .unwrap_or_default()
     }
 
-    /// Number of distinct functions so far.
+    /// Number of distinct functions so far (with those only a sibling counted).
     pub fn functions(&self) -> usize {
-        self.interner.len()
+        self.interner.len() + self.siblings_functions
+    }
+
+    /// Counts the functions `sibling` found that this one did not.
+    pub fn count_functions_of(&mut self, sibling: &Symbols) {
+        self.siblings_functions +=
+            sibling.interner.count_new_in(&self.interner) + sibling.siblings_functions;
     }
 
     /// Interns the frames in `self.scratch` and stores them in the arena.
@@ -207,7 +232,8 @@ impl Symbols {
         if let Some(&f) = self.kernel_cache.get(&addr) {
             return Ok(f);
         }
-        let info = match self.kernel.ready() {
+        let mut kernel = lock(&self.kernel);
+        let info = match kernel.ready() {
             KernelNames::Kallsyms(k, _) => match k.lookup(addr) {
                 Some(s) => FuncInfo {
                     name: Some(s.name.to_string()),
@@ -222,6 +248,7 @@ impl Symbols {
             },
             KernelNames::Unavailable(_) | KernelNames::Loading(_) => kernel_placeholder(),
         };
+        drop(kernel);
         self.scratch.push((info, 0));
         let f = self.store(sink)?;
         self.kernel_cache.insert(addr, f);
@@ -287,8 +314,7 @@ impl Symbols {
     fn find_binary(&mut self, start: u64, map: &mut Map) -> Option<(Arc<Binary>, Mapping)> {
         if map.binary.is_none() {
             let id = map.build_id.as_deref().map(BuildId::new);
-            let found = self
-                .binaries
+            let found = lock(&self.binaries)
                 .find(Path::new(&*map.path), id.as_ref())
                 .and_then(|b| {
                     let m = b.mapping(start, map.end - start, map.pgoff)?;
