@@ -597,27 +597,15 @@ impl Walk {
             ..PerfReport::default()
         };
         Walk {
-            opts: Arc::new(opts.clone()),
-            symbols: Symbols::new(binaries, kernel),
-            processes: HashMap::default(),
-            threads: HashMap::default(),
-            thread_names: HashMap::default(),
             build_ids,
-            clock_ok,
-            origin: None,
-            attr,
             report,
-            summary: FeedSummary::default(),
-            expiries: HashMap::default(),
-            previous: Vec::new(),
             kernel_text_check,
-            pending_maps: Vec::new(),
-            chains: Vec::new(),
-            chain_reuse: None,
-            from_memo: None,
-            addrs: Vec::new(),
-            unwound: Vec::new(),
-            split: None,
+            ..Walk::empty(
+                Arc::new(opts.clone()),
+                Symbols::new(binaries, kernel),
+                clock_ok,
+                attr,
+            )
         }
     }
 
@@ -625,16 +613,34 @@ impl Walk {
     /// kernel names, no processes until it is given some.
     fn second(&self) -> Walk {
         Walk {
+            origin: self.origin,
+            ..Walk::empty(
+                self.opts.clone(),
+                self.symbols.sibling(),
+                self.clock_ok,
+                self.attr,
+            )
+        }
+    }
+
+    /// A walk that has seen nothing yet.
+    fn empty(
+        opts: Arc<PerfOptions>,
+        symbols: Symbols,
+        clock_ok: bool,
+        attr: Option<usize>,
+    ) -> Walk {
+        Walk {
             kernel_text_check: false,
-            opts: self.opts.clone(),
-            symbols: self.symbols.sibling(),
+            opts,
+            symbols,
             processes: HashMap::default(),
             threads: HashMap::default(),
             thread_names: HashMap::default(),
             build_ids: HashMap::default(),
-            clock_ok: self.clock_ok,
-            origin: self.origin,
-            attr: self.attr,
+            clock_ok,
+            origin: None,
+            attr,
             report: PerfReport::default(),
             summary: FeedSummary::default(),
             expiries: HashMap::default(),
