@@ -256,8 +256,9 @@ kept!(
 
 /// Naming on two threads (a helper on the writer's thread names the samples of the processes
 /// it is given) gives the events naming on one gives: on the recording of two node processes
-/// (one each, with their perf maps: JIT frames named from both) and on every other recording
-/// (one process, or user stacks: nothing moves).
+/// (one each, with their perf maps: JIT frames named from both), on python3, node and python3
+/// under shims that fork (forks and mappings of the helper's processes handed over), and on
+/// every other recording (one process, or user stacks: nothing moves).
 #[test]
 fn naming_on_two_threads_gives_the_events_of_one() {
     let dir = profkit_testkit::scratch_dir().join("two-threads");
@@ -288,6 +289,7 @@ fn naming_on_two_threads_gives_the_events_of_one() {
     };
     for (name, moves) in [
         ("node-two.data", true),
+        ("mix.data", true),
         ("node-fp.data", false),
         ("node-basic-prof.data", false),
         ("node-pipe.data", false),
@@ -322,7 +324,7 @@ fn naming_on_two_threads_gives_the_events_of_one() {
         };
         assert_eq!(per_process(&one_report), per_process(&two_report), "{name}");
         assert_eq!(one_report.fp_cut, two_report.fp_cut, "{name}");
-        if moves {
+        if name == "node-two.data" {
             // Both processes' JIT frames are named (from their perf maps).
             let unnamed: u64 = two_report
                 .processes
