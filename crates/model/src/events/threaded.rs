@@ -916,6 +916,157 @@ mod tests {
         assert_eq!(got, sent);
     }
 
+    /// What reached the sink on the writer's thread, in order, kept for the test.
+    #[derive(Clone, Default)]
+    struct Log(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl Log {
+        fn push(&self, line: String) {
+            self.0.lock().unwrap().push(line);
+        }
+        fn lines(&self) -> Vec<String> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    impl EventSink for Log {
+        fn begin(&mut self, _: &TraceInfo<'_>) -> io::Result<()> {
+            Ok(())
+        }
+        fn function(&mut self, id: FuncId, info: &FuncInfo) -> io::Result<()> {
+            self.push(format!(
+                "fn {} {}",
+                id.0,
+                info.name.as_deref().unwrap_or("?")
+            ));
+            Ok(())
+        }
+        fn sample(&mut self, s: &Sample<'_>) -> io::Result<()> {
+            let ids: Vec<u32> = s.stack.iter().map(|f| f.0).collect();
+            self.push(format!("sample {} {ids:?}", s.thread));
+            Ok(())
+        }
+        fn finish(&mut self) -> io::Result<()> {
+            self.push("finish".into());
+            Ok(())
+        }
+    }
+
+    /// A helper whose work is its sample's stack, as names: it numbers the names itself (in
+    /// the order it meets them) and logs the changes it is handed and its end.
+    struct Names {
+        ids: Vec<String>,
+        log: Log,
+    }
+
+    impl Helper for Names {
+        fn change(&mut self, change: Box<dyn Any + Send>) {
+            if let Ok(c) = change.downcast::<&str>() {
+                self.log.push(format!("change {c}"));
+            }
+        }
+        fn sample(&mut self, work: &[u8], sink: &mut dyn EventSink) -> io::Result<()> {
+            let text = std::str::from_utf8(work).unwrap();
+            let mut stack = Vec::new();
+            for name in text.split(';') {
+                let id = match self.ids.iter().position(|n| n == name) {
+                    Some(i) => i,
+                    None => {
+                        self.ids.push(name.to_string());
+                        let info = FuncInfo {
+                            name: Some(name.to_string()),
+                            ..FuncInfo::default()
+                        };
+                        sink.function(FuncId(self.ids.len() as u32 - 1), &info)?;
+                        self.ids.len() - 1
+                    }
+                };
+                stack.push(FuncId(id as u32));
+            }
+            sink.sample(&Sample {
+                thread: 7,
+                time: 0,
+                stack: &stack,
+                lines: &[],
+                weight: 1,
+                shared: 0,
+            })
+        }
+        fn end(self: Box<Self>) {
+            self.log.push("helper ends".into());
+        }
+    }
+
+    /// The helper's samples arrive where the driver marked them, its changes before them, and
+    /// both sides' functions numbered as one side naming every sample would have numbered
+    /// them: declared once, in the order they first appear.
+    #[test]
+    fn a_helpers_samples_and_functions_arrive_as_one_drivers() {
+        let log = Log::default();
+        let mut t = Threaded::new(log.clone()).unwrap();
+        let helper = Names {
+            ids: Vec::new(),
+            log: log.clone(),
+        };
+        assert!(t.helper(Box::new(helper)).is_ok());
+        let info = |name: &str| FuncInfo {
+            name: Some(name.to_string()),
+            ..FuncInfo::default()
+        };
+        let sample = |t: &mut Threaded<Log>, stack: &[FuncId]| {
+            t.sample(&Sample {
+                thread: 1,
+                time: 0,
+                stack,
+                lines: &[],
+                weight: 1,
+                shared: 0,
+            })
+        };
+        // The driver's 0 is a.
+        t.function(FuncId(0), &info("a")).unwrap();
+        sample(&mut t, &[FuncId(0)]).unwrap();
+        // The helper meets b (its 0), then a (its 1): b is new, a is the writer's 0.
+        t.hand_over(Box::new("first")).unwrap();
+        t.helpers_sample(&mut |w| w.extend_from_slice(b"b;a"))
+            .unwrap();
+        // The driver's 1 is b, which the writer has (its 1): not declared again.
+        t.function(FuncId(1), &info("b")).unwrap();
+        t.function(FuncId(2), &info("c")).unwrap();
+        sample(&mut t, &[FuncId(1), FuncId(2), FuncId(0)]).unwrap();
+        t.helpers_sample(&mut |w| w.extend_from_slice(b"a;c;d"))
+            .unwrap();
+        t.finish().unwrap();
+        let want = [
+            "fn 0 a",
+            "sample 1 [0]",
+            "change first",
+            "fn 1 b",
+            "sample 7 [1, 0]",
+            "fn 2 c",
+            "sample 1 [1, 2, 0]",
+            "fn 3 d",
+            "sample 7 [0, 2, 3]",
+            "helper ends",
+            "finish",
+        ];
+        assert_eq!(log.lines(), want);
+    }
+
+    /// A helper joins only before any function is declared (the numbering starts with it).
+    #[test]
+    fn a_helper_joins_before_the_first_function() {
+        let log = Log::default();
+        let mut t = Threaded::new(log.clone()).unwrap();
+        t.function(FuncId(0), &FuncInfo::default()).unwrap();
+        let helper = Names {
+            ids: Vec::new(),
+            log,
+        };
+        assert!(t.helper(Box::new(helper)).is_err());
+        t.finish().unwrap();
+    }
+
     struct Failing;
     impl EventSink for Failing {
         fn begin(&mut self, _: &TraceInfo<'_>) -> io::Result<()> {
