@@ -241,8 +241,9 @@ pub fn feed(
         walk.split = split::Split::start(sink, walk.second());
     }
     walk_events(&mut walk, &perf, data, name, attr, release, sink)?;
-    if let Some(split) = walk.split.take() {
+    if let Some(mut split) = walk.split.take() {
         // The helper's walk comes back once the writer took every sample.
+        split.hand_over_changes(sink)?;
         sink.finish()?;
         if let Some(helper) = split.finished() {
             walk.absorb(helper);

@@ -84,13 +84,20 @@ impl Split {
         sink: &mut dyn EventSink,
     ) -> io::Result<()> {
         self.named[1] += 1;
-        for change in self.changes.drain(..) {
-            sink.hand_over(Box::new(change))?;
-        }
+        self.hand_over_changes(sink)?;
         sink.helpers_sample(&mut |work| {
             work.extend_from_slice(&thread.to_le_bytes());
             s.write_copy(work);
         })
+    }
+
+    /// Hands over the changes not yet handed over: before each sample handed over, and at the
+    /// end (a jitdump marker after the last one still shows in the report).
+    pub fn hand_over_changes(&mut self, sink: &mut dyn EventSink) -> io::Result<()> {
+        for change in self.changes.drain(..) {
+            sink.hand_over(Box::new(change))?;
+        }
+        Ok(())
     }
 
     /// The helper's walk, once the sink finished (`None` if it never ended: the writer
